@@ -1,0 +1,39 @@
+"""mbfg.factors: one module per residual type of seed 003.
+
+Each module holds a pure JAX residual, its :class:`mbfg.adapter.FactorType`
+and a function that builds the GTSAM factor. Importing this package registers
+every factor type in :data:`mbfg.adapter.REGISTRY`.
+"""
+
+from .constraints import (
+    independent_acceleration_factor,
+    independent_position_factor,
+    independent_velocity_factor,
+    position_factor,
+    velocity_factor,
+)
+from .dynamics import (
+    forward_dynamics_factor,
+    forward_dynamics_independent_factor,
+    inverse_dynamics_factor,
+    inverse_dynamics_independent_factor,
+)
+from .equality import soft_equality_factor
+from .integrators import euler_factor, trapezoidal_factor
+from .prior import prior_factor
+
+__all__ = [
+    "euler_factor",
+    "forward_dynamics_factor",
+    "forward_dynamics_independent_factor",
+    "independent_acceleration_factor",
+    "independent_position_factor",
+    "independent_velocity_factor",
+    "inverse_dynamics_factor",
+    "inverse_dynamics_independent_factor",
+    "position_factor",
+    "prior_factor",
+    "soft_equality_factor",
+    "trapezoidal_factor",
+    "velocity_factor",
+]

@@ -1,0 +1,162 @@
+"""Kinematic constraint factors (seed 003 eqs. 24-25 and 30-32).
+
+Dependent coordinates:
+    position   f_pc^d(q)          e = Phi(q)                                  (24)
+    velocity   f_vc^d(q, qdot)    e = Phi_q(q) qdot                           (25)
+Independent coordinates z = q[idxs]:
+    position   f_pc^i(q, z)       e = [Phi(q); q[idxs] - z]                   (30)
+    velocity   f_vc^i(q, qdot, zdot)
+                                  e = [Phi_q qdot; qdot[idxs] - zdot]         (31)
+    acceleration f_ac^i(q, qdot, qddot, zddot)
+                                  e = [Phi_q_dot qdot + Phi_q qddot; qddot[idxs] - zddot]  (32)
+
+All constraints are time-independent (Phi_t = 0), as in the seed's experiments.
+"""
+
+from __future__ import annotations
+
+import gtsam
+import numpy as np
+
+from mbfg import planar
+from mbfg._jax import jax, jnp
+from mbfg.adapter import VECTOR, FactorType, noise_model
+from mbfg.planar import MechanismArrays, PlanarMechanism
+
+from ._examples import mechanism_state
+
+
+def position_residual(q: jnp.ndarray, mech: MechanismArrays) -> jnp.ndarray:
+    """Eq. (24): Phi(q), shape (m,)."""
+    return planar.phi(mech, q)
+
+
+def velocity_residual(q: jnp.ndarray, qdot: jnp.ndarray, mech: MechanismArrays) -> jnp.ndarray:
+    """Eq. (25): Phi_q(q) qdot, shape (m,) [per-constraint units / s]."""
+    return jax.jvp(lambda s: planar.phi(mech, s), (q,), (qdot,))[1]
+
+
+def independent_position_residual(
+    q: jnp.ndarray, z: jnp.ndarray, mech: MechanismArrays, indep: jnp.ndarray
+) -> jnp.ndarray:
+    """Eq. (30): [Phi(q); q[indep] - z], shape (m + d,)."""
+    return jnp.concatenate([planar.phi(mech, q), q[indep] - z])
+
+
+def independent_velocity_residual(
+    q: jnp.ndarray, qdot: jnp.ndarray, zdot: jnp.ndarray, mech: MechanismArrays, indep: jnp.ndarray
+) -> jnp.ndarray:
+    """Eq. (31): [Phi_q qdot; qdot[indep] - zdot], shape (m + d,)."""
+    return jnp.concatenate([velocity_residual(q, qdot, mech), qdot[indep] - zdot])
+
+
+def independent_acceleration_residual(
+    q: jnp.ndarray,
+    qdot: jnp.ndarray,
+    qddot: jnp.ndarray,
+    zddot: jnp.ndarray,
+    mech: MechanismArrays,
+    indep: jnp.ndarray,
+) -> jnp.ndarray:
+    """Eq. (32): [Phi_q_dot qdot + Phi_q qddot; qddot[indep] - zddot], shape (m + d,)."""
+    constraint_acc = planar.phi_q_dot_times_qdot(mech, q, qdot) + velocity_residual(q, qddot, mech)
+    return jnp.concatenate([constraint_acc, qddot[indep] - zddot])
+
+
+_INDEP = np.array([4])  # the crank angle of the example four-bar
+
+
+def _example_position(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    mech, q, _, _ = mechanism_state(rng)
+    return (q,), (mech.arrays,)
+
+
+def _example_velocity(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    mech, q, qdot, _ = mechanism_state(rng)
+    return (q, qdot), (mech.arrays,)
+
+
+def _example_independent_position(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    mech, q, _, _ = mechanism_state(rng)
+    return (q, q[_INDEP] + 0.1), (mech.arrays, _INDEP)
+
+
+def _example_independent_velocity(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    mech, q, qdot, _ = mechanism_state(rng)
+    return (q, qdot, qdot[_INDEP] - 0.2), (mech.arrays, _INDEP)
+
+
+def _example_independent_acceleration(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    mech, q, qdot, qddot = mechanism_state(rng)
+    return (q, qdot, qddot, qddot[_INDEP] + 0.3), (mech.arrays, _INDEP)
+
+
+POSITION = FactorType("position_constraint", position_residual, (VECTOR,), _example_position)
+VELOCITY = FactorType("velocity_constraint", velocity_residual, (VECTOR,) * 2, _example_velocity)
+INDEPENDENT_POSITION = FactorType(
+    "independent_position_constraint", independent_position_residual, (VECTOR,) * 2, _example_independent_position
+)
+INDEPENDENT_VELOCITY = FactorType(
+    "independent_velocity_constraint", independent_velocity_residual, (VECTOR,) * 3, _example_independent_velocity
+)
+INDEPENDENT_ACCELERATION = FactorType(
+    "independent_acceleration_constraint",
+    independent_acceleration_residual,
+    (VECTOR,) * 4,
+    _example_independent_acceleration,
+)
+
+
+def _sigma(sigma: float | gtsam.noiseModel.Base, dim: int) -> gtsam.noiseModel.Base:
+    return noise_model(sigma, dim)
+
+
+def position_factor(mech: PlanarMechanism, key_q: int, sigma: float | gtsam.noiseModel.Base) -> gtsam.CustomFactor:
+    """f_pc^d on q; sigma in the constraint's units (m^2 for distances, m for angles)."""
+    return POSITION.make([key_q], _sigma(sigma, mech.m), mech.arrays)
+
+
+def velocity_factor(
+    mech: PlanarMechanism, key_q: int, key_qdot: int, sigma: float | gtsam.noiseModel.Base
+) -> gtsam.CustomFactor:
+    """f_vc^d on (q, qdot)."""
+    return VELOCITY.make([key_q, key_qdot], _sigma(sigma, mech.m), mech.arrays)
+
+
+def independent_position_factor(
+    mech: PlanarMechanism, indep: np.ndarray, key_q: int, key_z: int, sigma: float | gtsam.noiseModel.Base
+) -> gtsam.CustomFactor:
+    """f_pc^i on (q, z); ``indep`` are the indices of z in q."""
+    indep = np.asarray(indep, dtype=np.int32)
+    return INDEPENDENT_POSITION.make([key_q, key_z], _sigma(sigma, mech.m + len(indep)), mech.arrays, indep)
+
+
+def independent_velocity_factor(
+    mech: PlanarMechanism,
+    indep: np.ndarray,
+    key_q: int,
+    key_qdot: int,
+    key_zdot: int,
+    sigma: float | gtsam.noiseModel.Base,
+) -> gtsam.CustomFactor:
+    """f_vc^i on (q, qdot, zdot)."""
+    indep = np.asarray(indep, dtype=np.int32)
+    return INDEPENDENT_VELOCITY.make(
+        [key_q, key_qdot, key_zdot], _sigma(sigma, mech.m + len(indep)), mech.arrays, indep
+    )
+
+
+def independent_acceleration_factor(
+    mech: PlanarMechanism,
+    indep: np.ndarray,
+    key_q: int,
+    key_qdot: int,
+    key_qddot: int,
+    key_zddot: int,
+    sigma: float | gtsam.noiseModel.Base,
+) -> gtsam.CustomFactor:
+    """f_ac^i on (q, qdot, qddot, zddot)."""
+    indep = np.asarray(indep, dtype=np.int32)
+    return INDEPENDENT_ACCELERATION.make(
+        [key_q, key_qdot, key_qddot, key_zddot], _sigma(sigma, mech.m + len(indep)), mech.arrays, indep
+    )

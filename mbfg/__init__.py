@@ -1,0 +1,25 @@
+"""mbfg: multibody estimation problems as GTSAM factor graphs with JAX residuals."""
+
+from mbfg import _jax  # noqa: F401  (float64 before anything touches JAX)
+from mbfg.adapter import POSE3, REGISTRY, ROT3, VECTOR, FactorType, VarKind, noise_model
+from mbfg.errors import DataError, MbfgError, ModelError
+from mbfg.planar import Body, PlanarMechanism, Point, RelativeAngle
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "POSE3",
+    "REGISTRY",
+    "ROT3",
+    "VECTOR",
+    "Body",
+    "DataError",
+    "FactorType",
+    "MbfgError",
+    "ModelError",
+    "PlanarMechanism",
+    "Point",
+    "RelativeAngle",
+    "VarKind",
+    "noise_model",
+]

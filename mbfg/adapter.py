@@ -1,0 +1,180 @@
+"""The one JAX-to-GTSAM adapter.
+
+A factor type is a pure residual ``residual(*variables, *constants) -> (m,)`` in
+jax.numpy plus the kinds of its variables. :class:`FactorType` jit-compiles the
+residual and its Jacobian once per factor type (JAX caches per argument shape),
+and :meth:`FactorType.make` wraps it into a ``gtsam.CustomFactor``. Nothing else
+in mbfg touches GTSAM's callback signature.
+
+Jacobians follow GTSAM's tangent convention: the block of variable i is
+``d r(retract(x_i, xi)) / d xi`` at ``xi = 0``; for ``Rot3`` that is the right
+perturbation ``R * Exp(xi)``, for ``Pose3`` the tangent is ``[omega, v]``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gtsam
+import numpy as np
+
+from mbfg import lie
+from mbfg._jax import jax, jnp
+
+
+class VarKind(enum.Enum):
+    """Kinds of GTSAM variable a residual may take."""
+
+    VECTOR = "Vector"
+    ROT3 = "Rot3"
+    POSE3 = "Pose3"
+
+    def read(self, values: gtsam.Values, key: int) -> np.ndarray:
+        """The variable as the array the residual sees: (n,), (3, 3) or (4, 4)."""
+        if self is VarKind.VECTOR:
+            return values.atVector(key)
+        if self is VarKind.ROT3:
+            return values.atRot3(key).matrix()
+        return values.atPose3(key).matrix()
+
+    def tangent_dim(self, x: Any) -> int:
+        if self is VarKind.VECTOR:
+            return int(np.shape(x)[0])
+        return 3 if self is VarKind.ROT3 else 6
+
+    def retract(self, x: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
+        """JAX retraction in GTSAM's convention (see module docstring)."""
+        if self is VarKind.VECTOR:
+            return x + xi
+        if self is VarKind.ROT3:
+            return lie.rot3_retract(x, xi)
+        return lie.pose3_retract(x, xi)
+
+
+VECTOR, ROT3, POSE3 = VarKind.VECTOR, VarKind.ROT3, VarKind.POSE3
+
+#: Every factor type created in the process, by name. The Jacobian test battery
+#: iterates over it, so a new factor type is checked without editing the battery.
+REGISTRY: dict[str, FactorType] = {}
+
+Example = Callable[[np.random.Generator], tuple[tuple[Any, ...], tuple[Any, ...]]]
+
+
+@dataclass(eq=False)
+class FactorType:
+    """A residual type: pure JAX residual + variable kinds -> GTSAM factors.
+
+    Args:
+        name: unique name, e.g. ``"trapezoidal_integrator"``.
+        residual: ``residual(*variables, *constants) -> (m,)`` in jax.numpy; no
+            Python branching on values (it must stay vmappable).
+        kinds: the :class:`VarKind` of each variable, in argument order.
+        example: ``example(rng) -> (variables, constants)``, a random valid
+            instance for the shared Jacobian test battery.
+    """
+
+    name: str
+    residual: Callable[..., jnp.ndarray]
+    kinds: tuple[VarKind, ...]
+    example: Example | None = None
+    _error_fn: Callable[..., Any] = field(init=False, repr=False)
+    _linearize_fn: Callable[..., Any] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.name in REGISTRY:
+            raise ValueError(f"factor type {self.name!r} is already registered")
+        REGISTRY[self.name] = self
+        residual, kinds = self.residual, self.kinds
+
+        def error(xs: tuple, cs: tuple) -> jnp.ndarray:
+            return residual(*xs, *cs)
+
+        def linearize(xs: tuple, cs: tuple) -> jnp.ndarray:
+            def lifted(*xis: jnp.ndarray) -> jnp.ndarray:
+                return residual(*(k.retract(x, xi) for k, x, xi in zip(kinds, xs, xis)), *cs)
+
+            zeros = tuple(jnp.zeros(k.tangent_dim(x)) for k, x in zip(kinds, xs))
+            r = residual(*xs, *cs)
+            blocks = jax.jacfwd(lifted, argnums=tuple(range(len(xs))))(*zeros)
+            # One array [r | H_1 | H_2 | ...] means one device-to-host copy per call.
+            return jnp.concatenate([r[:, None], *blocks], axis=1)
+
+        self._error_fn = jax.jit(error)
+        self._linearize_fn = jax.jit(linearize)
+
+    # -- pure evaluation, no GTSAM -------------------------------------------------
+    def error(self, *args: Any) -> np.ndarray:
+        """Residual (m,) at ``(*variables, *constants)``."""
+        xs, cs = self._split(args)
+        return np.asarray(self._error_fn(xs, cs))
+
+    def linearize(self, *args: Any) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Residual (m,) and the Jacobian blocks (m, dim_i) in GTSAM's tangent convention."""
+        xs, cs = self._split(args)
+        out = np.asarray(self._linearize_fn(xs, cs))
+        return out[:, 0], self._split_blocks(out, xs)
+
+    # -- GTSAM ---------------------------------------------------------------------
+    def make(
+        self, keys: Sequence[int], noise: gtsam.noiseModel.Base, *constants: Any
+    ) -> gtsam.CustomFactor:
+        """A ``gtsam.CustomFactor`` on ``keys`` with this residual.
+
+        Args:
+            keys: one GTSAM key per variable, in the residual's argument order.
+            noise: GTSAM noise model of dimension m.
+            constants: measurements and fixed parameters, passed to the residual
+                as array arguments after the variables (never recompiled per instance).
+        """
+        if len(keys) != len(self.kinds):
+            raise ValueError(
+                f"{self.name}: expected {len(self.kinds)} keys ({[k.value for k in self.kinds]}), "
+                f"got {len(keys)}"
+            )
+        keys = [int(k) for k in keys]
+        cs = tuple(jax.tree_util.tree_map(jnp.asarray, c) for c in constants)
+        kinds = self.kinds
+        error_fn, linearize_fn, split_blocks = self._error_fn, self._linearize_fn, self._split_blocks
+
+        def callback(_: gtsam.CustomFactor, values: gtsam.Values, H: Any) -> np.ndarray:
+            xs = tuple(kind.read(values, key) for kind, key in zip(kinds, keys))
+            if H is None:
+                return np.asarray(error_fn(xs, cs))
+            out = np.asarray(linearize_fn(xs, cs))
+            for i, block in enumerate(split_blocks(out, xs)):
+                H[i] = block
+            return out[:, 0]
+
+        return gtsam.CustomFactor(noise, keys, callback)
+
+    # -- helpers -------------------------------------------------------------------
+    def _split(self, args: Sequence[Any]) -> tuple[tuple, tuple]:
+        n = len(self.kinds)
+        if len(args) < n:
+            raise TypeError(f"{self.name}: expected {n} variables, got {len(args)} arguments")
+        return tuple(args[:n]), tuple(args[n:])
+
+    def _split_blocks(self, out: np.ndarray, xs: Sequence[Any]) -> list[np.ndarray]:
+        blocks, col = [], 1
+        for kind, x in zip(self.kinds, xs):
+            d = kind.tangent_dim(x)
+            blocks.append(np.ascontiguousarray(out[:, col : col + d]))
+            col += d
+        return blocks
+
+
+def noise_model(sigma: float | Sequence[float] | gtsam.noiseModel.Base, dim: int) -> gtsam.noiseModel.Base:
+    """A GTSAM noise model from a sigma (isotropic), per-row sigmas, or a model as is."""
+    if isinstance(sigma, gtsam.noiseModel.Base):
+        if sigma.dim() != dim:
+            raise ValueError(f"noise model has dimension {sigma.dim()}, the residual has {dim}")
+        return sigma
+    sigmas = np.broadcast_to(np.asarray(sigma, dtype=float), (dim,))
+    if np.any(~np.isfinite(sigmas)) or np.any(sigmas <= 0):
+        raise ValueError(f"sigmas must be finite and > 0, got {sigma}")
+    if np.all(sigmas == sigmas[0]):
+        return gtsam.noiseModel.Isotropic.Sigma(dim, float(sigmas[0]))
+    return gtsam.noiseModel.Diagonal.Sigmas(np.ascontiguousarray(sigmas))

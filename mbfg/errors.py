@@ -1,0 +1,19 @@
+"""The one exception type a user of mbfg catches."""
+
+from __future__ import annotations
+
+
+class MbfgError(ValueError):
+    """Bad model, log, trajectory or parameter input.
+
+    The message names the offending field, row or parameter and says what was
+    expected. Subclasses only narrow the origin; catching ``MbfgError`` is enough.
+    """
+
+
+class ModelError(MbfgError):
+    """A mechanism or model definition is malformed."""
+
+
+class DataError(MbfgError):
+    """A log or trajectory file is malformed."""

@@ -1,0 +1,65 @@
+"""JAX Lie-group operations in GTSAM's conventions.
+
+Rotations are 3x3 matrices ``R_world_body``; a tangent vector ``xi`` perturbs on
+the right, ``R * Exp(xi)``, exactly like ``gtsam.Rot3.retract`` (GTSAM's
+retraction agrees with the exponential map to first order, which is all a
+Jacobian sees). A ``Pose3`` is a 4x4 homogeneous matrix ``T_world_body`` with
+tangent ``[omega, v]``: ``T * Exp([omega, v])``.
+"""
+
+from __future__ import annotations
+
+from mbfg._jax import jnp
+
+# Below this squared angle the Taylor series is exact to float64 precision and,
+# unlike sin(theta)/theta, has a finite derivative at zero.
+_SMALL_ANGLE_SQ = 1e-8
+
+
+def hat(omega: jnp.ndarray) -> jnp.ndarray:
+    """Skew matrix [omega]x, shape (3, 3), so that hat(a) @ b == cross(a, b)."""
+    wx, wy, wz = omega[0], omega[1], omega[2]
+    zero = jnp.zeros_like(wx)
+    return jnp.array([[zero, -wz, wy], [wz, zero, -wx], [-wy, wx, zero]])
+
+
+def so3_exp(omega: jnp.ndarray) -> jnp.ndarray:
+    """Rodrigues' formula: rotation vector (3,) [rad] -> rotation matrix (3, 3)."""
+    theta_sq = jnp.dot(omega, omega)
+    small = theta_sq < _SMALL_ANGLE_SQ
+    safe_theta_sq = jnp.where(small, 1.0, theta_sq)
+    safe_theta = jnp.sqrt(safe_theta_sq)
+    a = jnp.where(small, 1.0 - theta_sq / 6.0, jnp.sin(safe_theta) / safe_theta)
+    b = jnp.where(small, 0.5 - theta_sq / 24.0, (1.0 - jnp.cos(safe_theta)) / safe_theta_sq)
+    K = hat(omega)
+    return jnp.eye(3) + a * K + b * (K @ K)
+
+
+def so3_log(R: jnp.ndarray) -> jnp.ndarray:
+    """Inverse of :func:`so3_exp` for angles below pi: (3, 3) -> (3,) [rad]."""
+    cos_theta = jnp.clip((jnp.trace(R) - 1.0) / 2.0, -1.0, 1.0)
+    theta = jnp.arccos(cos_theta)
+    vee = jnp.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    small = theta < 1e-6
+    safe_theta = jnp.where(small, 1.0, theta)
+    scale = jnp.where(small, 0.5 + theta**2 / 12.0, safe_theta / (2.0 * jnp.sin(safe_theta)))
+    return scale * vee
+
+
+def rot3_retract(R: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
+    """Right perturbation ``R * Exp(xi)`` (GTSAM ``Rot3.retract``)."""
+    return R @ so3_exp(xi)
+
+
+def pose3_retract(T: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
+    """First-order GTSAM ``Pose3.retract`` with tangent ``xi = [omega, v]``.
+
+    ``(R, t) -> (R Exp(omega), t + R v)``; this equals ``T * Exp(xi)`` to first
+    order, which is what the Jacobian at ``xi = 0`` needs.
+    """
+    R = T[:3, :3]
+    t = T[:3, 3]
+    R_new = R @ so3_exp(xi[:3])
+    t_new = t + R @ xi[3:]
+    top = jnp.concatenate([R_new, t_new[:, None]], axis=1)
+    return jnp.concatenate([top, jnp.array([[0.0, 0.0, 0.0, 1.0]])], axis=0)
