@@ -84,8 +84,10 @@ class FactorType:
     _linearize_fn: Callable[..., Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.name in REGISTRY:
-            raise ValueError(f"factor type {self.name!r} is already registered")
+        existing = REGISTRY.get(self.name)
+        # The same module imported under a second name re-registers itself; allow only that.
+        if existing is not None and existing.residual.__code__.co_filename != self.residual.__code__.co_filename:
+            raise ValueError(f"factor type {self.name!r} is already registered by {existing.residual}")
         REGISTRY[self.name] = self
         residual, kinds = self.residual, self.kinds
 

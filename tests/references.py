@@ -28,8 +28,8 @@ Contents
 --------
 Four-bar linkage (``fourbars1.yaml``):
     fourbar_points, fourbar_kinematics, fourbar_terms, fourbar_mass,
-    fourbar_potential,
-    fourbar_energy, fourbar_forward, fourbar_inverse_torque,
+    fourbar_potential, fourbar_energy, fourbar_acceleration,
+    fourbar_forward, fourbar_inverse_torque,
     crank_trajectory, load_crank_trajectory, load_adams_torque
 Simple pendulum (``pendulum1.yaml``):
     pendulum_forward, pendulum_energy
@@ -41,8 +41,22 @@ positive counter-clockwise, i.e. in the direction of increasing theta) equals
 MINUS the torque column of ``InverseDynamics_4bars_MSC.tab``.  At t = 0 the
 crank is horizontal, at rest, with angular acceleration 4.8 rad/s^2; the
 required driving torque is M(0)*4.8 + dV/dtheta(0) = 4.5556*4.8 + 4.5*9.81
-= +66.01 N m, while Adams lists -66.003 N m (Adams reports the reaction torque
-the motion exerts, opposite to the driving torque).
+= +66.01 N m, while Adams lists -66.003 N m (presumably Adams reports the
+reaction torque of the motion on its motor, opposite to the driving torque).
+With that sign the RMS difference over the 10 s record is 0.0099 % of the
+peak |torque| (66.0 N m), max 0.013 %.
+
+Free gravity swing from rest at theta = 0 (for users of the reference): the
+crank swings clockwise to theta_min = -3.754333 rad (-215.107 deg, where
+V(theta) = V(0)) and back, periodic with period 2.0673 s at g = 9.81
+(2.0684 s at g = 9.8; theta_min does not depend on g).  It therefore crosses
+-90 deg, -120 deg and -180 deg (an atan2 crank angle would wrap there) but
+never +90 deg.  At theta = -120 deg crank and coupler are collinear
+(folded): P2 = (0.5, sqrt(3)/2) is the rocker's dead point, where dP2/dtheta
+= 0.  This is not a singularity of the crank coordinate nor of the
+natural-coordinate constraint Jacobian (whose smallest singular value stays
+>= 1.315); coupler and rocker never come close to collinear (|sin| of their
+angle >= 0.832).
 """
 
 from __future__ import annotations

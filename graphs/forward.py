@@ -1,0 +1,351 @@
+"""Forward dynamics as a factor graph (seed 003 sections 5.1, 5.2 and 7.1).
+
+Known: the initial state and the applied forces (gravity along -y plus an
+optional constant generalized force). Unknown: positions, velocities and
+accelerations at every step. Two formulations:
+
+* dependent coordinates (Figure 2): per step q, qdot, qddot with f_pc^d,
+  f_vc^d, f_dyn^d and two trapezoidal integrators;
+* independent coordinates (Figure 3): per step q, qdot and z, zdot, zddot with
+  f_pc^i, f_vc^i, f_dyn^i, trapezoidal integrators on z, and the soft equality
+  f_eq between consecutive q that keeps the solver on the mechanism's branch.
+
+Solved in batch (Levenberg-Marquardt over the whole horizon) or with GTSAM's
+fixed-lag smoother over a window of Nw steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import gtsam
+import numpy as np
+import pandas as pd
+
+from mbfg import keys
+from mbfg.errors import ModelError
+from mbfg.factors import (
+    forward_dynamics_factor,
+    forward_dynamics_independent_factor,
+    independent_position_factor,
+    independent_velocity_factor,
+    position_factor,
+    prior_factor,
+    soft_equality_factor,
+    trapezoidal_factor,
+    velocity_factor,
+)
+from mbfg.planar import PlanarMechanism
+from mbfg.progress import Progress
+
+
+@dataclass(frozen=True)
+class ForwardNoise:
+    """Standard deviations of the forward-dynamics factors.
+
+    Seed 003 Table 2 gives covariances: 1e-2 for the integrators, 1e-4 for the
+    dynamics, 1e2 for the soft equality and 0 (exact) for priors and
+    constraints; these are their square roots, with "exact" as a sigma small
+    enough to be exact at float64 without making GTSAM's solve singular.
+    Only the ratios matter.
+    """
+
+    integrator: float = 1e-1
+    dynamics: float = 1e-2
+    constraint: float = 1e-6
+    prior: float = 1e-6
+    equality: float = 10.0
+    branch_prior: float = 1.0  # weak prior on q0 that picks the branch (independent coordinates)
+
+
+@dataclass
+class ForwardResult:
+    """A simulated trajectory.
+
+    Attributes:
+        t: times (N+1,) [s].
+        q, qdot, qddot: (N+1, n) coordinates, velocities, accelerations (SI).
+        coordinate_names: names of the n coordinates.
+        iterations: LM iterations per solved step (fixed-lag) or of the batch solve.
+        wall_s: wall time of the solve [s].
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    qdot: np.ndarray
+    qddot: np.ndarray
+    coordinate_names: tuple[str, ...]
+    iterations: list[int] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """Columns ``t``, every coordinate, then ``d<name>`` velocities."""
+        data = {"t": self.t}
+        data.update({name: self.q[:, i] for i, name in enumerate(self.coordinate_names)})
+        data.update({f"d{name}": self.qdot[:, i] for i, name in enumerate(self.coordinate_names)})
+        return pd.DataFrame(data)
+
+
+class _Builder:
+    """Factors and initial values of one forward-dynamics problem, step by step."""
+
+    def __init__(
+        self,
+        mech: PlanarMechanism,
+        dt: float,
+        g: float,
+        q0: np.ndarray,
+        qdot0: np.ndarray,
+        Q_applied: np.ndarray | None,
+        independent: np.ndarray | None,
+        noise: ForwardNoise,
+    ) -> None:
+        self.mech, self.dt, self.noise, self.indep = mech, dt, noise, independent
+        self.Q = mech.gravity_forces(g) + (np.zeros(mech.n) if Q_applied is None else np.asarray(Q_applied, float))
+        self.q0 = np.asarray(q0, dtype=float)
+        self.qdot0 = np.asarray(qdot0, dtype=float)
+        self.qddot0 = mech.qddot(self.q0, self.qdot0, self.Q)
+
+    def initial(self) -> tuple[gtsam.NonlinearFactorGraph, gtsam.Values]:
+        """Factors and values of step 0."""
+        graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
+        mech, noise = self.mech, self.noise
+        if self.indep is None:
+            graph.add(prior_factor(keys.Q(0), self.q0, noise.prior))
+            graph.add(prior_factor(keys.V(0), self.qdot0, noise.prior))
+        else:
+            graph.add(prior_factor(keys.Z(0), self.q0[self.indep], noise.prior))
+            graph.add(prior_factor(keys.ZD(0), self.qdot0[self.indep], noise.prior))
+            graph.add(prior_factor(keys.Q(0), self.q0, noise.branch_prior))
+        self._step_factors(graph, 0)
+        self._insert(values, 0, self.q0, self.qdot0, self.qddot0)
+        return graph, values
+
+    def transition(self, k: int, q: np.ndarray, qdot: np.ndarray, qddot: np.ndarray) -> tuple[
+        gtsam.NonlinearFactorGraph, gtsam.Values
+    ]:
+        """Factors linking step k to k+1 and the new step's own factors; values of step k+1
+        predicted from the (q, qdot, qddot) of step k by a Taylor step."""
+        graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
+        dt, n, noise = self.dt, self.mech.n, self.noise
+        if self.indep is None:
+            graph.add(trapezoidal_factor(keys.Q(k), keys.Q(k + 1), keys.V(k), keys.V(k + 1), dt, n, noise.integrator))
+            graph.add(trapezoidal_factor(keys.V(k), keys.V(k + 1), keys.A(k), keys.A(k + 1), dt, n, noise.integrator))
+        else:
+            d = len(self.indep)
+            graph.add(
+                trapezoidal_factor(keys.Z(k), keys.Z(k + 1), keys.ZD(k), keys.ZD(k + 1), dt, d, noise.integrator)
+            )
+            graph.add(
+                trapezoidal_factor(keys.ZD(k), keys.ZD(k + 1), keys.ZDD(k), keys.ZDD(k + 1), dt, d, noise.integrator)
+            )
+            graph.add(soft_equality_factor(keys.Q(k), keys.Q(k + 1), n, noise.equality))
+        self._step_factors(graph, k + 1)
+        q_next = q + dt * qdot + 0.5 * dt**2 * qddot
+        self._insert(values, k + 1, q_next, qdot + dt * qddot, qddot)
+        return graph, values
+
+    def _step_factors(self, graph: gtsam.NonlinearFactorGraph, k: int) -> None:
+        mech, noise = self.mech, self.noise
+        if self.indep is None:
+            graph.add(position_factor(mech, keys.Q(k), noise.constraint))
+            graph.add(velocity_factor(mech, keys.Q(k), keys.V(k), noise.constraint))
+            graph.add(forward_dynamics_factor(mech, keys.Q(k), keys.V(k), keys.A(k), self.Q, noise.dynamics))
+        else:
+            graph.add(independent_position_factor(mech, self.indep, keys.Q(k), keys.Z(k), noise.constraint))
+            graph.add(
+                independent_velocity_factor(mech, self.indep, keys.Q(k), keys.V(k), keys.ZD(k), noise.constraint)
+            )
+            graph.add(
+                forward_dynamics_independent_factor(
+                    mech, self.indep, keys.Q(k), keys.V(k), keys.ZDD(k), self.Q, noise.dynamics
+                )
+            )
+
+    def _insert(self, values: gtsam.Values, k: int, q: np.ndarray, qdot: np.ndarray, qddot: np.ndarray) -> None:
+        values.insert(keys.Q(k), q)
+        values.insert(keys.V(k), qdot)
+        if self.indep is None:
+            values.insert(keys.A(k), qddot)
+        else:
+            values.insert(keys.Z(k), q[self.indep])
+            values.insert(keys.ZD(k), qdot[self.indep])
+            values.insert(keys.ZDD(k), qddot[self.indep])
+
+    def keys_of(self, k: int) -> list[int]:
+        if self.indep is None:
+            return [keys.Q(k), keys.V(k), keys.A(k)]
+        return [keys.Q(k), keys.V(k), keys.Z(k), keys.ZD(k), keys.ZDD(k)]
+
+    def state(self, values: gtsam.Values, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        q, qdot = values.atVector(keys.Q(k)), values.atVector(keys.V(k))
+        if self.indep is None:
+            return q, qdot, values.atVector(keys.A(k))
+        # qddot of the dependent coordinates follows from the dynamics at (q, qdot).
+        return q, qdot, self.mech.qddot(q, qdot, self.Q)
+
+
+def lm_params(max_iterations: int = 15) -> gtsam.LevenbergMarquardtParams:
+    """Levenberg-Marquardt settings of the forward problems (seed 003 section 7.1: at most 15)."""
+    params = gtsam.LevenbergMarquardtParams()
+    params.setMaxIterations(max_iterations)
+    # One Gauss-Newton step reaches the least-squares floor (the constraints and the
+    # integrators disagree at O(dt^3)); past it every trial step fails, and each
+    # failure costs an error evaluation of the window. Stop as soon as the
+    # decrease is negligible and give up raising lambda early.
+    params.setRelativeErrorTol(1e-3)
+    params.setAbsoluteErrorTol(0.0)
+    params.setlambdaUpperBound(1e2)
+    # Near-exact constraints next to loose integrators: QR avoids squaring the condition number.
+    params.setLinearSolverType("MULTIFRONTAL_QR")
+    return params
+
+
+def simulate_forward(
+    mech: PlanarMechanism,
+    dt: float,
+    duration: float,
+    *,
+    g: float = 9.81,
+    q0: np.ndarray | None = None,
+    qdot0: np.ndarray | None = None,
+    Q_applied: np.ndarray | None = None,
+    coordinates: str = "dependent",
+    independent: list[int] | np.ndarray | None = None,
+    window: int | None = 2,
+    smoother: str = "incremental",
+    noise: ForwardNoise | None = None,
+    max_iterations: int = 15,
+    gauss_newton_steps: int = 1,
+    quiet: bool = True,
+) -> ForwardResult:
+    """Simulate ``mech`` from (q0, qdot0) for ``duration`` seconds with step ``dt``.
+
+    Args:
+        mech: the mechanism.
+        dt: time step [s]; duration: [s].
+        g: gravity along -y [m/s^2].
+        q0, qdot0: initial state (n,); default: the mechanism's assembly at rest.
+        Q_applied: constant applied generalized forces (n,) besides gravity.
+        coordinates: ``"dependent"`` (Figure 2) or ``"independent"`` (Figure 3).
+        independent: indices of z in q (independent coordinates); default: a
+            well-conditioned choice at q0.
+        window: fixed-lag window Nw in steps; ``None`` solves the whole horizon in batch.
+        smoother: ``"batch"`` (BatchFixedLagSmoother, LM in the window) or
+            ``"incremental"`` (IncrementalFixedLagSmoother, iSAM2).
+        noise: factor sigmas (see :class:`ForwardNoise`).
+        max_iterations: LM iteration limit per solve (batch and batch fixed-lag).
+        gauss_newton_steps: iSAM2 updates per time step (incremental smoother);
+            each is one Gauss-Newton step.
+        quiet: no progress lines on stderr.
+    """
+    if not (dt > 0 and duration > 0):
+        raise ModelError(f"dt and duration must be > 0, got dt={dt}, duration={duration}")
+    if coordinates not in ("dependent", "independent"):
+        raise ModelError(f"coordinates must be 'dependent' or 'independent', got {coordinates!r}")
+    if window is not None and window < 1:
+        raise ModelError(f"window must be >= 1 step, got {window}")
+    n_steps = int(round(duration / dt))
+    q0 = mech.q0 if q0 is None else np.asarray(q0, dtype=float)
+    qdot0 = np.zeros(mech.n) if qdot0 is None else np.asarray(qdot0, dtype=float)
+    indep = None
+    if coordinates == "independent":
+        indep = np.asarray(mech.independent_coordinates(q0) if independent is None else independent, dtype=np.int32)
+        if len(indep) != mech.dof:
+            raise ModelError(f"{mech.name} has {mech.dof} degrees of freedom, got {len(indep)} independent coordinates")
+    builder = _Builder(mech, dt, g, q0, qdot0, Q_applied, indep, noise or ForwardNoise())
+    progress = Progress(f"forward {coordinates}", n_steps, quiet=quiet)
+    if window is None:
+        result = _solve_batch(builder, n_steps, max_iterations, progress)
+    else:
+        result = _solve_fixed_lag(
+            builder, n_steps, window, smoother, max_iterations, gauss_newton_steps, progress
+        )
+    result.wall_s = progress.elapsed
+    return result
+
+
+def _solve_batch(builder: _Builder, n_steps: int, max_iterations: int, progress: Progress) -> ForwardResult:
+    graph, values = builder.initial()
+    state = (builder.q0, builder.qdot0, builder.qddot0)
+    for k in range(n_steps):
+        g_k, v_k = builder.transition(k, *state)
+        graph.push_back(g_k)
+        values.insert(v_k)
+        # Initial guess: explicit prediction projected back onto the constraints.
+        q, qdot, qddot = builder.state(v_k, k + 1)
+        q = builder.mech.solve_position(q, fixed=np.arange(0)) if builder.mech.m else q
+        qdot = builder.mech.solve_velocity(q, qdot)
+        qddot = builder.mech.qddot(q, qdot, builder.Q)
+        values.update(keys.Q(k + 1), q)
+        values.update(keys.V(k + 1), qdot)
+        state = (q, qdot, qddot)
+    optimizer = gtsam.LevenbergMarquardtOptimizer(graph, values, lm_params(max_iterations))
+    solution = optimizer.optimize()
+    progress.update(n_steps, iterations=optimizer.iterations(), cost=graph.error(solution))
+    return _collect(builder, solution, n_steps, [optimizer.iterations()])
+
+
+def _solve_fixed_lag(
+    builder: _Builder,
+    n_steps: int,
+    window: int,
+    kind: str,
+    max_iterations: int,
+    gauss_newton_steps: int,
+    progress: Progress,
+) -> ForwardResult:
+    dt = builder.dt
+    # Keys stamped t >= t_now - lag stay in the window: Nw states.
+    lag = (window - 0.5) * dt
+    if kind == "batch":
+        smoother = gtsam.BatchFixedLagSmoother(lag, lm_params(max_iterations))
+    elif kind == "incremental":
+        isam_params = gtsam.ISAM2Params()
+        # Relinearize every variable on every update: each update is one Gauss-Newton step.
+        isam_params.setRelinearizeThreshold(0.0)
+        isam_params.relinearizeSkip = 1
+        isam_params.setFactorization("QR")
+        smoother = gtsam.IncrementalFixedLagSmoother(lag, isam_params)
+    else:
+        raise ModelError(f"smoother must be 'batch' or 'incremental', got {kind!r}")
+    n = builder.mech.n
+    q_hist = np.zeros((n_steps + 1, n))
+    qd_hist, qdd_hist = np.zeros_like(q_hist), np.zeros_like(q_hist)
+    iterations: list[int] = []
+
+    graph, values = builder.initial()
+    k_new = 0
+    for k in range(n_steps + 1):
+        stamps = gtsam.FixedLagSmootherKeyTimestampMap()
+        for key in builder.keys_of(k_new):
+            stamps.insert((key, k_new * dt))
+        result = smoother.update(graph, values, stamps)
+        if kind == "incremental":
+            # iSAM2 does one Gauss-Newton step per update; iterate to convergence.
+            for _ in range(gauss_newton_steps - 1):
+                smoother.update()
+        estimate = smoother.calculateEstimate()
+        q, qdot, qddot = builder.state(estimate, k_new)
+        q_hist[k_new], qd_hist[k_new], qdd_hist[k_new] = q, qdot, qddot
+        iterations.append(result.getIterations())
+        progress.update(k_new, iterations=result.getIterations(), error=result.getError())
+        if k == n_steps:
+            break
+        graph, values = builder.transition(k_new, q, qdot, qddot)
+        k_new += 1
+    # Values still in the window were refined after they were recorded.
+    for key_k in range(max(0, n_steps - window + 1), n_steps + 1):
+        q_hist[key_k], qd_hist[key_k], qdd_hist[key_k] = builder.state(estimate, key_k)
+    t = dt * np.arange(n_steps + 1)
+    return ForwardResult(t, q_hist, qd_hist, qdd_hist, builder.mech.coordinate_names, iterations)
+
+
+def _collect(builder: _Builder, values: gtsam.Values, n_steps: int, iterations: list[int]) -> ForwardResult:
+    states = [builder.state(values, k) for k in range(n_steps + 1)]
+    q, qdot, qddot = (np.array(s) for s in zip(*states))
+    t = builder.dt * np.arange(n_steps + 1)
+    return ForwardResult(t, q, qdot, qddot, builder.mech.coordinate_names, iterations)
+
+
+__all__ = ["ForwardNoise", "ForwardResult", "lm_params", "simulate_forward"]
