@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import gtsam
 import numpy as np
 import pandas as pd
+import scipy.linalg
 
 from mbfg import keys
 from mbfg.errors import ModelError
@@ -54,7 +55,7 @@ class ForwardNoise:
     dynamics: float = 1e-2
     constraint: float = 1e-6
     prior: float = 1e-6
-    equality: float = 10.0
+    equality: float = 1e3
     branch_prior: float = 1.0  # weak prior on q0 that picks the branch (independent coordinates)
 
 
@@ -105,17 +106,27 @@ class _Builder:
         self.q0 = np.asarray(q0, dtype=float)
         self.qdot0 = np.asarray(qdot0, dtype=float)
         self.qddot0 = mech.qddot(self.q0, self.qdot0, self.Q)
+        # Independent coordinates are re-chosen when the current ones lose rank
+        # (e.g. the x of a crank tip at 0 and 180 degrees). Each choice is a
+        # "slot": z variables are keyed by step + slot, so a switch at step k
+        # gives step k a second set of z, zdot, zddot in the new coordinates,
+        # tied to the same q, qdot; the integrators continue from that set.
+        self.slot = 0
+        self.switch_steps: list[int] = []
+        self._step_keys: list[int] = []
 
     def initial(self) -> tuple[gtsam.NonlinearFactorGraph, gtsam.Values]:
         """Factors and values of step 0."""
         graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
-        mech, noise = self.mech, self.noise
+        noise = self.noise
+        self._step_keys = []
         if self.indep is None:
             graph.add(prior_factor(keys.Q(0), self.q0, noise.prior))
             graph.add(prior_factor(keys.V(0), self.qdot0, noise.prior))
         else:
-            graph.add(prior_factor(keys.Z(0), self.q0[self.indep], noise.prior))
-            graph.add(prior_factor(keys.ZD(0), self.qdot0[self.indep], noise.prior))
+            z, zd, _ = self._z_keys(0)
+            graph.add(prior_factor(z, self.q0[self.indep], noise.prior))
+            graph.add(prior_factor(zd, self.qdot0[self.indep], noise.prior))
             graph.add(prior_factor(keys.Q(0), self.q0, noise.branch_prior))
         self._step_factors(graph, 0)
         self._insert(values, 0, self.q0, self.qdot0, self.qddot0)
@@ -128,22 +139,40 @@ class _Builder:
         predicted from the (q, qdot, qddot) of step k by a Taylor step."""
         graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
         dt, n, noise = self.dt, self.mech.n, self.noise
+        self._step_keys = []
         if self.indep is None:
             graph.add(trapezoidal_factor(keys.Q(k), keys.Q(k + 1), keys.V(k), keys.V(k + 1), dt, n, noise.integrator))
             graph.add(trapezoidal_factor(keys.V(k), keys.V(k + 1), keys.A(k), keys.A(k + 1), dt, n, noise.integrator))
         else:
             d = len(self.indep)
-            graph.add(
-                trapezoidal_factor(keys.Z(k), keys.Z(k + 1), keys.ZD(k), keys.ZD(k + 1), dt, d, noise.integrator)
-            )
-            graph.add(
-                trapezoidal_factor(keys.ZD(k), keys.ZD(k + 1), keys.ZDD(k), keys.ZDD(k + 1), dt, d, noise.integrator)
-            )
+            (z0, zd0, zdd0), (z1, zd1, zdd1) = self._z_keys(k), self._z_keys(k + 1)
+            graph.add(trapezoidal_factor(z0, z1, zd0, zd1, dt, d, noise.integrator))
+            graph.add(trapezoidal_factor(zd0, zd1, zdd0, zdd1, dt, d, noise.integrator))
             graph.add(soft_equality_factor(keys.Q(k), keys.Q(k + 1), n, noise.equality))
         self._step_factors(graph, k + 1)
         q_next = q + dt * qdot + 0.5 * dt**2 * qddot
-        self._insert(values, k + 1, q_next, qdot + dt * qddot, qddot)
+        qdot_next, qddot_next = qdot + dt * qddot, qddot
+        self._insert(values, k + 1, q_next, qdot_next, qddot_next)
+        if self.indep is not None and self._needs_switch(q_next):
+            self.indep = self.mech.independent_coordinates(q_next).astype(np.int32)
+            self.slot += 1
+            self.switch_steps.append(k + 1)
+            self._step_factors(graph, k + 1)
+            self._insert(values, k + 1, q_next, qdot_next, qddot_next, z_only=True)
         return graph, values
+
+    def _needs_switch(self, q: np.ndarray, hysteresis: float = 3.0) -> bool:
+        """Whether the current independent coordinates are ``hysteresis`` times worse
+        conditioned at q than the best choice (|R| = 1 / sigma_min(B N), N = null(Phi_q))."""
+        null = scipy.linalg.null_space(self.mech.phi_q(q))
+
+        def gain(indep: np.ndarray) -> float:
+            return 1.0 / np.linalg.svd(null[indep], compute_uv=False)[-1]
+
+        return gain(self.indep) > hysteresis * gain(self.mech.independent_coordinates(q))
+
+    def _z_keys(self, k: int) -> tuple[int, int, int]:
+        return keys.Z(k + self.slot), keys.ZD(k + self.slot), keys.ZDD(k + self.slot)
 
     def _step_factors(self, graph: gtsam.NonlinearFactorGraph, k: int) -> None:
         mech, noise = self.mech, self.noise
@@ -151,31 +180,33 @@ class _Builder:
             graph.add(position_factor(mech, keys.Q(k), noise.constraint))
             graph.add(velocity_factor(mech, keys.Q(k), keys.V(k), noise.constraint))
             graph.add(forward_dynamics_factor(mech, keys.Q(k), keys.V(k), keys.A(k), self.Q, noise.dynamics))
-        else:
-            graph.add(independent_position_factor(mech, self.indep, keys.Q(k), keys.Z(k), noise.constraint))
-            graph.add(
-                independent_velocity_factor(mech, self.indep, keys.Q(k), keys.V(k), keys.ZD(k), noise.constraint)
-            )
-            graph.add(
-                forward_dynamics_independent_factor(
-                    mech, self.indep, keys.Q(k), keys.V(k), keys.ZDD(k), self.Q, noise.dynamics
-                )
-            )
+            return
+        z, zd, zdd = self._z_keys(k)
+        graph.add(independent_position_factor(mech, self.indep, keys.Q(k), z, noise.constraint))
+        graph.add(independent_velocity_factor(mech, self.indep, keys.Q(k), keys.V(k), zd, noise.constraint))
+        graph.add(
+            forward_dynamics_independent_factor(mech, self.indep, keys.Q(k), keys.V(k), zdd, self.Q, noise.dynamics)
+        )
 
-    def _insert(self, values: gtsam.Values, k: int, q: np.ndarray, qdot: np.ndarray, qddot: np.ndarray) -> None:
-        values.insert(keys.Q(k), q)
-        values.insert(keys.V(k), qdot)
+    def _insert(
+        self, values: gtsam.Values, k: int, q: np.ndarray, qdot: np.ndarray, qddot: np.ndarray, z_only: bool = False
+    ) -> None:
+        """Initial values of step k (with ``z_only``, just a new slot's z, zdot, zddot)."""
+        new: list[tuple[int, np.ndarray]] = []
+        if not z_only:
+            new += [(keys.Q(k), q), (keys.V(k), qdot)]
         if self.indep is None:
-            values.insert(keys.A(k), qddot)
+            new.append((keys.A(k), qddot))
         else:
-            values.insert(keys.Z(k), q[self.indep])
-            values.insert(keys.ZD(k), qdot[self.indep])
-            values.insert(keys.ZDD(k), qddot[self.indep])
+            z, zd, zdd = self._z_keys(k)
+            new += [(z, q[self.indep]), (zd, qdot[self.indep]), (zdd, qddot[self.indep])]
+        for key, value in new:
+            values.insert(key, value)
+            self._step_keys.append(key)
 
-    def keys_of(self, k: int) -> list[int]:
-        if self.indep is None:
-            return [keys.Q(k), keys.V(k), keys.A(k)]
-        return [keys.Q(k), keys.V(k), keys.Z(k), keys.ZD(k), keys.ZDD(k)]
+    def new_keys(self) -> list[int]:
+        """Keys created by the last :meth:`initial` or :meth:`transition`."""
+        return list(self._step_keys)
 
     def state(self, values: gtsam.Values, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         q, qdot = values.atVector(keys.Q(k)), values.atVector(keys.V(k))
@@ -318,7 +349,7 @@ def _solve_fixed_lag(
     k_new = 0
     for k in range(n_steps + 1):
         stamps = gtsam.FixedLagSmootherKeyTimestampMap()
-        for key in builder.keys_of(k_new):
+        for key in builder.new_keys():
             stamps.insert((key, k_new * dt))
         result = smoother.update(graph, values, stamps)
         if kind == "incremental":
