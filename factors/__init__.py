@@ -20,7 +20,7 @@ from .dynamics import (
 )
 from .equality import soft_equality_factor
 from .integrators import euler_factor, trapezoidal_factor
-from .prior import prior_factor
+from .prior import partial_prior_factor, prior_factor
 
 __all__ = [
     "euler_factor",
@@ -31,6 +31,7 @@ __all__ = [
     "independent_velocity_factor",
     "inverse_dynamics_factor",
     "inverse_dynamics_independent_factor",
+    "partial_prior_factor",
     "position_factor",
     "prior_factor",
     "soft_equality_factor",

@@ -1,4 +1,4 @@
-"""Prior factor f_prior (seed 003 eq. 21): e(x) = x - x0."""
+"""Prior factor f_prior (seed 003 eq. 21): e(x) = x - x0, and its restriction to some components."""
 
 from __future__ import annotations
 
@@ -28,3 +28,27 @@ def prior_factor(key: int, x0: np.ndarray, sigma: float | np.ndarray | gtsam.noi
     """Prior x ~ x0 on the Vector variable ``key``; ``sigma`` in the units of x."""
     x0 = np.asarray(x0, dtype=float)
     return PRIOR.make([key], noise_model(sigma, x0.shape[0]), x0)
+
+
+def partial_prior_residual(x: jnp.ndarray, x0: jnp.ndarray, idx: jnp.ndarray) -> jnp.ndarray:
+    """x[idx] (d,) minus its prior value x0 (d,): a prior on some components of x."""
+    return x[idx] - x0
+
+
+def _example_partial_prior(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    (x,) = vectors(rng, 1, dim=5)
+    return (x,), (rng.standard_normal(2), np.array([4, 1]))
+
+
+PARTIAL_PRIOR = FactorType("partial_prior", partial_prior_residual, (VECTOR,), _example_partial_prior)
+
+
+def partial_prior_factor(
+    key: int, idx: np.ndarray, x0: np.ndarray, sigma: float | np.ndarray | gtsam.noiseModel.Base
+) -> gtsam.CustomFactor:
+    """Prior x[idx] ~ x0 on the Vector variable ``key`` (the other components are free)."""
+    idx = np.asarray(idx, dtype=np.int32).reshape(-1)
+    x0 = np.asarray(x0, dtype=float).reshape(-1)
+    if idx.shape != x0.shape:
+        raise ValueError(f"partial prior: {idx.shape[0]} indices but {x0.shape[0]} prior values")
+    return PARTIAL_PRIOR.make([key], noise_model(sigma, idx.shape[0]), x0, idx)

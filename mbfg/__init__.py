@@ -3,6 +3,7 @@
 from mbfg import _jax  # noqa: F401  (float64 before anything touches JAX)
 from mbfg.adapter import POSE3, REGISTRY, ROT3, VECTOR, FactorType, VarKind, noise_model
 from mbfg.errors import DataError, MbfgError, ModelError
+from mbfg.mbse_yaml import load_mbse_yaml
 from mbfg.planar import Body, PlanarMechanism, Point, RelativeAngle
 
 __version__ = "0.1.0"
@@ -21,5 +22,6 @@ __all__ = [
     "Point",
     "RelativeAngle",
     "VarKind",
+    "load_mbse_yaml",
     "noise_model",
 ]

@@ -36,13 +36,18 @@ def so3_exp(omega: jnp.ndarray) -> jnp.ndarray:
 
 
 def so3_log(R: jnp.ndarray) -> jnp.ndarray:
-    """Inverse of :func:`so3_exp` for angles below pi: (3, 3) -> (3,) [rad]."""
-    cos_theta = jnp.clip((jnp.trace(R) - 1.0) / 2.0, -1.0, 1.0)
-    theta = jnp.arccos(cos_theta)
+    """Inverse of :func:`so3_exp` for angles below pi: (3, 3) -> (3,) [rad].
+
+    Differentiable at the identity: the small-angle branch never evaluates
+    arccos at 1, whose derivative is infinite (and would leak NaN through jnp.where).
+    """
+    cos_theta = (jnp.trace(R) - 1.0) / 2.0
     vee = jnp.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-    small = theta < 1e-6
-    safe_theta = jnp.where(small, 1.0, theta)
-    scale = jnp.where(small, 0.5 + theta**2 / 12.0, safe_theta / (2.0 * jnp.sin(safe_theta)))
+    small = cos_theta > 1.0 - 1e-8
+    theta = jnp.arccos(jnp.where(small, 0.0, jnp.clip(cos_theta, -1.0, 1.0)))
+    scale_large = theta / (2.0 * jnp.sin(theta))
+    theta_sq = 2.0 * (1.0 - cos_theta)  # = theta^2 + O(theta^4)
+    scale = jnp.where(small, 0.5 + theta_sq / 12.0, scale_large)
     return scale * vee
 
 

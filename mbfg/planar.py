@@ -329,6 +329,17 @@ class PlanarMechanism:
         qdot[free] -= np.linalg.lstsq(J[:, free], J @ qdot, rcond=None)[0]
         return qdot
 
+    def solve_acceleration(
+        self, q: np.ndarray, qdot: np.ndarray, qddot_guess: np.ndarray, fixed: Sequence[int] = ()
+    ) -> np.ndarray:
+        """Accelerations satisfying Phi_q qddot = -Phi_q_dot qdot (eq. 3) with ``qddot[fixed]`` kept."""
+        qddot = np.array(qddot_guess, dtype=float)
+        free = np.setdiff1d(np.arange(self.n), np.asarray(fixed, dtype=int))
+        J = self.phi_q(q)
+        c = -np.asarray(_phi_q_dot_jit(self.arrays, jnp.asarray(q, dtype=float), jnp.asarray(qdot, dtype=float)))
+        qddot[free] -= np.linalg.lstsq(J[:, free], J @ qddot - c, rcond=None)[0]
+        return qddot
+
     def independent_coordinates(self, q: np.ndarray | None = None) -> np.ndarray:
         """A well-conditioned choice of dof independent coordinates at q (default q0).
 
@@ -485,3 +496,4 @@ class PlanarMechanism:
 _phi_jit = jax.jit(phi)
 _phi_q_jit = jax.jit(phi_q)
 _qddot_jit = jax.jit(qddot_dependent)
+_phi_q_dot_jit = jax.jit(phi_q_dot_times_qdot)

@@ -1,0 +1,266 @@
+"""Inverse dynamics as a factor graph (seed 003 sections 5.3 and 7.2).
+
+Given a prescribed trajectory of some coordinates ("imposed" coordinates,
+e.g. a crank angle), find the generalized forces on those coordinates that
+produce it. The graph is solved in batch (Gauss-Newton) in four
+stages, each starting from the previous stage's solution (section 7.2):
+
+1. q with priors on the imposed coordinates, position constraints f_pc^d and
+   soft equalities f_eq between consecutive q;
+2. + qdot, qddot and trapezoidal integrators f_ti (priors on qdot_0 and
+   qddot_0 from velocity and acceleration analysis anchor the integrators'
+   free modes);
+3. + velocity constraints f_vc^d;
+4. + generalized forces F with inverse-dynamics factors f_idyn^d and zero
+   priors on the components of F that are not actuated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import gtsam
+import numpy as np
+import pandas as pd
+
+from mbfg import keys
+from mbfg.errors import DataError, ModelError
+from mbfg.factors import (
+    inverse_dynamics_factor,
+    partial_prior_factor,
+    position_factor,
+    prior_factor,
+    soft_equality_factor,
+    trapezoidal_factor,
+    velocity_factor,
+)
+from mbfg.planar import PlanarMechanism
+from mbfg.progress import Progress
+
+
+@dataclass(frozen=True)
+class InverseNoise:
+    """Standard deviations of the inverse-dynamics factors (see :class:`ForwardNoise`)."""
+
+    trajectory: float = 1e-6
+    integrator: float = 1e-1
+    dynamics: float = 1e-2
+    constraint: float = 1e-6
+    equality: float = 1e3
+    unactuated_force: float = 1e-6
+
+
+@dataclass
+class InverseResult:
+    """Generalized forces on the imposed coordinates along the trajectory.
+
+    Attributes:
+        t: times (N,) [s].
+        forces: (N, k) generalized force on each imposed coordinate [N or N m].
+        imposed: indices of the imposed coordinates in q.
+        q, qdot, qddot: (N, n) the solved motion.
+        coordinate_names: names of all n coordinates.
+        stage_iterations: Gauss-Newton iterations of each of the four stages.
+        wall_s: wall time [s].
+    """
+
+    t: np.ndarray
+    forces: np.ndarray
+    imposed: np.ndarray
+    q: np.ndarray
+    qdot: np.ndarray
+    qddot: np.ndarray
+    coordinate_names: tuple[str, ...]
+    stage_iterations: list[int] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """Columns ``t`` then ``Q_<name>`` for each imposed coordinate."""
+        data = {"t": self.t}
+        for col, i in enumerate(self.imposed):
+            data[f"Q_{self.coordinate_names[i]}"] = self.forces[:, col]
+        return pd.DataFrame(data)
+
+
+def initial_derivatives(t: np.ndarray, x: np.ndarray, samples: int = 7) -> tuple[np.ndarray, np.ndarray]:
+    """First and second derivatives at t[0] of sampled x (N, k), by a polynomial fit.
+
+    A degree ``samples - 1`` polynomial through the first samples is exact to
+    O(dt^(samples - 1)); the trapezoidal integrators propagate any error in
+    these initial values as an undamped (-1)^k oscillation, so they must be accurate.
+    """
+    samples = min(samples, len(t))
+    tau = t[:samples] - t[0]
+    scale = tau[-1] if tau[-1] > 0 else 1.0
+    V = np.vander(tau / scale, samples, increasing=True)
+    coef = np.linalg.solve(V, x[:samples])
+    return coef[1] / scale, 2.0 * coef[2] / scale**2
+
+
+def solve_inverse_dynamics(
+    mech: PlanarMechanism,
+    t: np.ndarray,
+    trajectory: np.ndarray,
+    imposed: Sequence[int | str],
+    *,
+    g: float = 9.81,
+    q_guess: np.ndarray | None = None,
+    noise: InverseNoise | None = None,
+    max_iterations: int = 50,
+    quiet: bool = True,
+) -> InverseResult:
+    """Forces on the ``imposed`` coordinates that make them follow ``trajectory``.
+
+    Args:
+        mech: the mechanism.
+        t: sample times (N,) [s], uniformly spaced.
+        trajectory: (N, k) prescribed values of the k imposed coordinates.
+        imposed: the imposed coordinates, as indices into q or names.
+        g: gravity along -y [m/s^2].
+        q_guess: configuration near the start, picks the assembly branch (default q0).
+        noise: factor sigmas.
+        max_iterations: Gauss-Newton iteration limit per stage.
+        quiet: no progress lines.
+    """
+    t = np.asarray(t, dtype=float).reshape(-1)
+    traj = np.asarray(trajectory, dtype=float)
+    if traj.ndim == 1:
+        traj = traj[:, None]
+    idx = np.array([mech.coordinate_index(c) for c in imposed], dtype=np.int32)
+    _check_trajectory(t, traj, idx)
+    noise = noise or InverseNoise()
+    dt = float(t[1] - t[0])
+    n, N = mech.n, len(t)
+    progress = Progress("inverse dynamics", 4, quiet=quiet)
+
+    # Initial values: the position problem along the trajectory, warm-started.
+    q_init = np.zeros((N, n))
+    q = np.array(mech.q0 if q_guess is None else q_guess, dtype=float)
+    for k in range(N):
+        q[idx] = traj[k]
+        q = mech.solve_position(q, fixed=idx)
+        q_init[k] = q
+    qdot_init = np.gradient(q_init, dt, axis=0)
+    qddot_init = np.gradient(qdot_init, dt, axis=0)
+    # The trapezoidal integrators leave a (-1)^k mode free in qdot and qddot; full
+    # priors on qdot_0 and qddot_0 (velocity and acceleration analysis) anchor it.
+    v0_imposed, a0_imposed = initial_derivatives(t, traj)
+    qdot0 = np.zeros(n)
+    qdot0[idx] = v0_imposed
+    qdot0 = mech.solve_velocity(q_init[0], qdot0, fixed=idx)
+    qddot0 = np.zeros(n)
+    qddot0[idx] = a0_imposed
+    qddot0 = mech.solve_acceleration(q_init[0], qdot0, qddot0, fixed=idx)
+
+    graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
+    iterations: list[int] = []
+
+    def solve(stage: int) -> None:
+        # Each stage starts from a consistent solution of the previous one and is
+        # well posed, so Gauss-Newton converges in a few steps; LM would spend
+        # most of its time on rejected trial steps at the least-squares floor.
+        nonlocal values
+        params = gtsam.GaussNewtonParams()
+        params.setMaxIterations(max_iterations)
+        params.setRelativeErrorTol(1e-6)
+        params.setAbsoluteErrorTol(0.0)
+        params.setLinearSolverType("MULTIFRONTAL_QR")
+        optimizer = gtsam.GaussNewtonOptimizer(graph, values, params)
+        values = optimizer.optimize()
+        iterations.append(optimizer.iterations())
+        progress.update(stage, iterations=optimizer.iterations(), cost=graph.error(values), factors=graph.size())
+
+    # Stage 1: positions.
+    for k in range(N):
+        values.insert(keys.Q(k), q_init[k])
+        graph.add(partial_prior_factor(keys.Q(k), idx, traj[k], noise.trajectory))
+        graph.add(position_factor(mech, keys.Q(k), noise.constraint))
+        if k > 0:
+            graph.add(soft_equality_factor(keys.Q(k - 1), keys.Q(k), n, noise.equality))
+    solve(1)
+    # Stage 2: velocities, accelerations and the integrators.
+    for k in range(N):
+        values.insert(keys.V(k), qdot_init[k])
+        values.insert(keys.A(k), qddot_init[k])
+        if k > 0:
+            graph.add(trapezoidal_factor(keys.Q(k - 1), keys.Q(k), keys.V(k - 1), keys.V(k), dt, n, noise.integrator))
+            graph.add(trapezoidal_factor(keys.V(k - 1), keys.V(k), keys.A(k - 1), keys.A(k), dt, n, noise.integrator))
+    graph.add(prior_factor(keys.V(0), qdot0, noise.trajectory))
+    graph.add(prior_factor(keys.A(0), qddot0, noise.trajectory))
+    solve(2)
+    # Stage 3: velocity constraints.
+    for k in range(N):
+        graph.add(velocity_factor(mech, keys.Q(k), keys.V(k), noise.constraint))
+    solve(3)
+    # Stage 4: unknown generalized forces.
+    Q_known = mech.gravity_forces(g)
+    unactuated = np.setdiff1d(np.arange(n), idx).astype(np.int32)
+    for k in range(N):
+        values.insert(keys.F(k), np.zeros(n))
+        graph.add(inverse_dynamics_factor(mech, keys.Q(k), keys.V(k), keys.A(k), keys.F(k), Q_known, noise.dynamics))
+        if len(unactuated):
+            graph.add(partial_prior_factor(keys.F(k), unactuated, np.zeros(len(unactuated)), noise.unactuated_force))
+    solve(4)
+
+    stack = lambda key: np.array([values.atVector(key(k)) for k in range(N)])  # noqa: E731
+    F = stack(keys.F)
+    return InverseResult(
+        t=t,
+        forces=F[:, idx],
+        imposed=idx,
+        q=stack(keys.Q),
+        qdot=stack(keys.V),
+        qddot=stack(keys.A),
+        coordinate_names=mech.coordinate_names,
+        stage_iterations=iterations,
+        wall_s=progress.elapsed,
+    )
+
+
+def _check_trajectory(t: np.ndarray, traj: np.ndarray, idx: np.ndarray) -> None:
+    if len(t) < 3:
+        raise DataError(f"trajectory: {len(t)} rows; at least 3 samples are needed")
+    if traj.shape != (len(t), len(idx)):
+        raise DataError(
+            f"trajectory: expected {len(idx)} value column(s) (one per imposed coordinate), got shape {traj.shape}"
+        )
+    bad = np.flatnonzero(~np.isfinite(traj).all(axis=1) | ~np.isfinite(t))
+    if bad.size:
+        raise DataError(f"trajectory: row {bad[0]} has a non-finite value")
+    dt = np.diff(t)
+    if np.any(dt <= 0):
+        raise DataError(f"trajectory: time is not increasing at row {int(np.flatnonzero(dt <= 0)[0]) + 1}")
+    if np.max(np.abs(dt - dt[0])) > 1e-6 * dt[0] + 1e-12:
+        row = int(np.argmax(np.abs(dt - dt[0]))) + 1
+        raise DataError(f"trajectory: time step is not uniform at row {row} ({dt[row - 1]} s vs {dt[0]} s)")
+    if len(set(idx.tolist())) != len(idx):
+        raise ModelError(f"imposed coordinates repeat an index: {idx.tolist()}")
+
+
+def load_mbse_trajectory(path: str) -> tuple[np.ndarray, np.ndarray]:
+    """Read an MBSE trajectory file: ``%`` comment lines, then rows ``t v1 [v2 ...]``.
+
+    Returns t (N,) [s] and values (N, k).
+    """
+    rows = []
+    try:
+        with open(path) as fh:
+            for lineno, line in enumerate(fh, start=1):
+                text = line.strip()
+                if not text or text.startswith("%") or text.startswith("#"):
+                    continue
+                try:
+                    rows.append([float(v) for v in text.split()])
+                except ValueError:
+                    raise DataError(f"{path}: line {lineno}: expected numbers 't v1 ...', got {text!r}") from None
+                if len(rows[-1]) != len(rows[0]):
+                    raise DataError(f"{path}: line {lineno}: {len(rows[-1])} columns, expected {len(rows[0])}")
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read trajectory: {exc.strerror}") from None
+    if not rows:
+        raise DataError(f"{path}: no data rows")
+    data = np.array(rows)
+    if data.shape[1] < 2:
+        raise DataError(f"{path}: expected a time column and at least one value column")
+    return data[:, 0], data[:, 1:]
