@@ -26,15 +26,13 @@ import pandas as pd
 
 from mbfg import keys
 from mbfg.errors import DataError, ModelError
-from mbfg.factors import (
-    inverse_dynamics_factor,
-    partial_prior_factor,
-    position_factor,
-    prior_factor,
-    soft_equality_factor,
-    trapezoidal_factor,
-    velocity_factor,
-)
+from mbfg.adapter import FactorType, PerFactor, noise_model
+from mbfg.factors import prior_factor
+from mbfg.factors.constraints import POSITION, VELOCITY
+from mbfg.factors.dynamics import INVERSE_DEPENDENT
+from mbfg.factors.equality import SOFT_EQUALITY
+from mbfg.factors.integrators import TRAPEZOIDAL
+from mbfg.factors.prior import PARTIAL_PRIOR
 from mbfg.planar import PlanarMechanism
 from mbfg.progress import Progress
 
@@ -165,42 +163,51 @@ def solve_inverse_dynamics(
         params.setMaxIterations(max_iterations)
         params.setRelativeErrorTol(1e-6)
         params.setAbsoluteErrorTol(0.0)
+        # QR: the trapezoidal chain determines the (-1)^k mode only weakly, which
+        # a Cholesky factorization (condition number squared) reports as indeterminate.
         params.setLinearSolverType("MULTIFRONTAL_QR")
         optimizer = gtsam.GaussNewtonOptimizer(graph, values, params)
         values = optimizer.optimize()
         iterations.append(optimizer.iterations())
         progress.update(stage, iterations=optimizer.iterations(), cost=graph.error(values), factors=graph.size())
 
+    steps, pairs = range(N), range(1, N)
+
+    def add(ft: FactorType, rows: list[list[int]], sigma: float, dim: int, *constants: object) -> None:
+        # One vmapped JAX evaluation per factor type and stage, not one per factor.
+        for factor in ft.make_many(rows, noise_model(sigma, dim), *constants):
+            graph.add(factor)
+
     # Stage 1: positions.
-    for k in range(N):
+    for k in steps:
         values.insert(keys.Q(k), q_init[k])
-        graph.add(partial_prior_factor(keys.Q(k), idx, traj[k], noise.trajectory))
-        graph.add(position_factor(mech, keys.Q(k), noise.constraint))
-        if k > 0:
-            graph.add(soft_equality_factor(keys.Q(k - 1), keys.Q(k), n, noise.equality))
+    add(PARTIAL_PRIOR, [[keys.Q(k)] for k in steps], noise.trajectory, len(idx), PerFactor(traj), idx)
+    add(POSITION, [[keys.Q(k)] for k in steps], noise.constraint, mech.m, mech.arrays)
+    add(SOFT_EQUALITY, [[keys.Q(k - 1), keys.Q(k)] for k in pairs], noise.equality, n)
     solve(1)
     # Stage 2: velocities, accelerations and the integrators.
-    for k in range(N):
+    for k in steps:
         values.insert(keys.V(k), qdot_init[k])
         values.insert(keys.A(k), qddot_init[k])
-        if k > 0:
-            graph.add(trapezoidal_factor(keys.Q(k - 1), keys.Q(k), keys.V(k - 1), keys.V(k), dt, n, noise.integrator))
-            graph.add(trapezoidal_factor(keys.V(k - 1), keys.V(k), keys.A(k - 1), keys.A(k), dt, n, noise.integrator))
+    for x, xdot in ((keys.Q, keys.V), (keys.V, keys.A)):
+        rows = [[x(k - 1), x(k), xdot(k - 1), xdot(k)] for k in pairs]
+        add(TRAPEZOIDAL, rows, noise.integrator, n, dt)
     graph.add(prior_factor(keys.V(0), qdot0, noise.trajectory))
     graph.add(prior_factor(keys.A(0), qddot0, noise.trajectory))
     solve(2)
     # Stage 3: velocity constraints.
-    for k in range(N):
-        graph.add(velocity_factor(mech, keys.Q(k), keys.V(k), noise.constraint))
+    add(VELOCITY, [[keys.Q(k), keys.V(k)] for k in steps], noise.constraint, mech.m, mech.arrays)
     solve(3)
     # Stage 4: unknown generalized forces.
     Q_known = mech.gravity_forces(g)
     unactuated = np.setdiff1d(np.arange(n), idx).astype(np.int32)
-    for k in range(N):
+    for k in steps:
         values.insert(keys.F(k), np.zeros(n))
-        graph.add(inverse_dynamics_factor(mech, keys.Q(k), keys.V(k), keys.A(k), keys.F(k), Q_known, noise.dynamics))
-        if len(unactuated):
-            graph.add(partial_prior_factor(keys.F(k), unactuated, np.zeros(len(unactuated)), noise.unactuated_force))
+    rows = [[keys.Q(k), keys.V(k), keys.A(k), keys.F(k)] for k in steps]
+    add(INVERSE_DEPENDENT, rows, noise.dynamics, n, mech.arrays, mech.mass_matrix, Q_known)
+    if len(unactuated):
+        zeros = np.zeros(len(unactuated))
+        add(PARTIAL_PRIOR, [[keys.F(k)] for k in steps], noise.unactuated_force, len(unactuated), zeros, unactuated)
     solve(4)
 
     stack = lambda key: np.array([values.atVector(key(k)) for k in range(N)])  # noqa: E731

@@ -63,6 +63,13 @@ REGISTRY: dict[str, FactorType] = {}
 Example = Callable[[np.random.Generator], tuple[tuple[Any, ...], tuple[Any, ...]]]
 
 
+@dataclass(frozen=True)
+class PerFactor:
+    """A constant of :meth:`FactorType.make_many` with one value per factor (leading axis N)."""
+
+    values: Any
+
+
 @dataclass(eq=False)
 class FactorType:
     """A residual type: pure JAX residual + variable kinds -> GTSAM factors.
@@ -82,6 +89,7 @@ class FactorType:
     example: Example | None = None
     _error_fn: Callable[..., Any] = field(init=False, repr=False)
     _linearize_fn: Callable[..., Any] = field(init=False, repr=False)
+    _vmapped_fns: dict = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         existing = REGISTRY.get(self.name)
@@ -152,7 +160,38 @@ class FactorType:
 
         return gtsam.CustomFactor(noise, keys, callback)
 
+    def make_many(
+        self, keys: Sequence[Sequence[int]], noise: gtsam.noiseModel.Base, *constants: Any
+    ) -> list[gtsam.CustomFactor]:
+        """Many factors of this type that GTSAM linearizes with ONE vmapped JAX call.
+
+        For batch problems: the first factor of the group that GTSAM evaluates at
+        new values evaluates the whole group there (reading every factor's
+        variables from the same ``gtsam.Values``); the others find their result
+        in the group's cache, after checking that their own inputs are the ones
+        the cache was computed at. Use :meth:`make` in fixed-lag smoothers,
+        where only a few factors are relinearized at a time.
+
+        Args:
+            keys: (N, number of variables) keys, one row per factor.
+            noise: the noise model shared by all N factors.
+            constants: as in :meth:`make`; wrap a constant in :class:`PerFactor`
+                to give each factor its own value (leading axis N).
+        """
+        group = _FactorGroup(self, [[int(k) for k in row] for row in keys], constants)
+        return [gtsam.CustomFactor(noise, row, group.callback(i)) for i, row in enumerate(group.keys)]
+
     # -- helpers -------------------------------------------------------------------
+    def _vmapped(self, constant_axes: tuple[int | None, ...]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """Jitted vmapped (error, linearize), cached per batching pattern so groups share compiles."""
+        if constant_axes not in self._vmapped_fns:
+            in_axes = (0, constant_axes)
+            self._vmapped_fns[constant_axes] = (
+                jax.jit(jax.vmap(self._error_fn, in_axes=in_axes)),
+                jax.jit(jax.vmap(self._linearize_fn, in_axes=in_axes)),
+            )
+        return self._vmapped_fns[constant_axes]
+
     def _split(self, args: Sequence[Any]) -> tuple[tuple, tuple]:
         n = len(self.kinds)
         if len(args) < n:
@@ -180,3 +219,67 @@ def noise_model(sigma: float | Sequence[float] | gtsam.noiseModel.Base, dim: int
     if np.all(sigmas == sigmas[0]):
         return gtsam.noiseModel.Isotropic.Sigma(dim, float(sigmas[0]))
     return gtsam.noiseModel.Diagonal.Sigmas(np.ascontiguousarray(sigmas))
+
+
+class _FactorGroup:
+    """Shared state of the factors built by :meth:`FactorType.make_many`."""
+
+    def __init__(self, ft: FactorType, keys: list[list[int]], constants: tuple[Any, ...]) -> None:
+        self.ft, self.keys = ft, keys
+        n = len(keys)
+        axes, cs = [], []
+        for c in constants:
+            if isinstance(c, PerFactor):
+                value = jax.tree_util.tree_map(jnp.asarray, c.values)
+                lengths = {leaf.shape[0] for leaf in jax.tree_util.tree_leaves(value)}
+                if lengths != {n}:
+                    raise ValueError(f"{ft.name}: PerFactor constant has leading sizes {lengths}, expected {n}")
+                axes.append(0)
+                cs.append(value)
+            else:
+                axes.append(None)
+                cs.append(jax.tree_util.tree_map(jnp.asarray, c))
+        self.constants = tuple(cs)
+        self._error_fn, self._linearize_fn = ft._vmapped(tuple(axes))
+        self._inputs: list[tuple[np.ndarray, ...]] = []
+        self._signatures: list[bytes] | None = None
+        self._columns: list[slice] | None = None
+        self._errors: np.ndarray | None = None
+        self._linear: np.ndarray | None = None
+
+    def _read(self, values: gtsam.Values, row: list[int]) -> tuple[np.ndarray, ...]:
+        return tuple(kind.read(values, key) for kind, key in zip(self.ft.kinds, row))
+
+    def _refresh(self, values: gtsam.Values) -> None:
+        self._inputs = [self._read(values, row) for row in self.keys]
+        # Byte strings make the per-factor "is the cache mine?" check a single comparison.
+        self._signatures = [b"".join(x.tobytes() for x in xs) for xs in self._inputs]
+        self._errors = self._linear = None
+        if self._columns is None:
+            dims = [kind.tangent_dim(x) for kind, x in zip(self.ft.kinds, self._inputs[0])]
+            edges = np.cumsum([1, *dims])
+            self._columns = [slice(a, b) for a, b in zip(edges[:-1], edges[1:])]
+
+    def callback(self, i: int) -> Callable[..., np.ndarray]:
+        row = self.keys[i]
+
+        def evaluate(_: gtsam.CustomFactor, values: gtsam.Values, H: Any) -> np.ndarray:
+            signature = b"".join(x.tobytes() for x in self._read(values, row))
+            if self._signatures is None or signature != self._signatures[i]:
+                self._refresh(values)
+            if H is None:
+                if self._errors is None:
+                    self._errors = np.asarray(self._error_fn(self._stacked(), self.constants))
+                return self._errors[i]
+            if self._linear is None:
+                self._linear = np.asarray(self._linearize_fn(self._stacked(), self.constants))
+                self._errors = self._linear[:, :, 0]
+            out = self._linear[i]
+            for j, columns in enumerate(self._columns):
+                H[j] = np.ascontiguousarray(out[:, columns])
+            return out[:, 0]
+
+        return evaluate
+
+    def _stacked(self) -> tuple[np.ndarray, ...]:
+        return tuple(np.stack(v) for v in zip(*self._inputs))
