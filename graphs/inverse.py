@@ -96,6 +96,40 @@ def initial_derivatives(t: np.ndarray, x: np.ndarray, samples: int = 7) -> tuple
     return coef[1] / scale, 2.0 * coef[2] / scale**2
 
 
+def gauss_newton(
+    graph: gtsam.NonlinearFactorGraph,
+    values: gtsam.Values,
+    max_iterations: int = 50,
+    relative_tol: float = 1e-6,
+) -> tuple[gtsam.Values, int]:
+    """Gauss-Newton with a multifrontal QR solve and a COLAMD ordering computed once.
+
+    Each inverse-dynamics stage starts from a consistent solution of the
+    previous one and is well posed, so a few steps converge; LM would spend its
+    time on rejected trial steps at the least-squares floor. QR because the
+    trapezoidal chain determines its (-1)^k mode only weakly, which a Cholesky
+    factorization (condition number squared) reports as indeterminate.
+    (``gtsam.GaussNewtonOptimizer`` with the same settings was an order of
+    magnitude slower here, for a reason not pinned down.)
+
+    Returns the solution and the number of iterations.
+    """
+    ordering = None
+    error = graph.error(values)
+    for iteration in range(1, max_iterations + 1):
+        linear = graph.linearize(values)
+        if ordering is None:
+            ordering = gtsam.Ordering.ColamdGaussianFactorGraph(linear)
+        delta = linear.eliminateMultifrontal(ordering, gtsam.EliminateQR).optimize()
+        values = values.retract(delta)
+        new_error = graph.error(values)
+        converged = error - new_error <= relative_tol * error
+        error = new_error
+        if converged:
+            return values, iteration
+    return values, max_iterations
+
+
 def solve_inverse_dynamics(
     mech: PlanarMechanism,
     t: np.ndarray,
@@ -155,21 +189,10 @@ def solve_inverse_dynamics(
     iterations: list[int] = []
 
     def solve(stage: int) -> None:
-        # Each stage starts from a consistent solution of the previous one and is
-        # well posed, so Gauss-Newton converges in a few steps; LM would spend
-        # most of its time on rejected trial steps at the least-squares floor.
         nonlocal values
-        params = gtsam.GaussNewtonParams()
-        params.setMaxIterations(max_iterations)
-        params.setRelativeErrorTol(1e-6)
-        params.setAbsoluteErrorTol(0.0)
-        # QR: the trapezoidal chain determines the (-1)^k mode only weakly, which
-        # a Cholesky factorization (condition number squared) reports as indeterminate.
-        params.setLinearSolverType("MULTIFRONTAL_QR")
-        optimizer = gtsam.GaussNewtonOptimizer(graph, values, params)
-        values = optimizer.optimize()
-        iterations.append(optimizer.iterations())
-        progress.update(stage, iterations=optimizer.iterations(), cost=graph.error(values), factors=graph.size())
+        values, n_iter = gauss_newton(graph, values, max_iterations)
+        iterations.append(n_iter)
+        progress.update(stage, iterations=n_iter, cost=graph.error(values), factors=graph.size())
 
     steps, pairs = range(N), range(1, N)
 

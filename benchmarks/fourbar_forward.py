@@ -1,0 +1,340 @@
+"""Four-bar forward-dynamics benchmark (seed 003 section 7.1 and Table 1).
+
+Run from anywhere::
+
+    python benchmarks/fourbar_forward.py            # full: ~35 min on 2 busy cores
+    python benchmarks/fourbar_forward.py --quick    # smoke test: ~1-2 min
+
+Prints three figures, asserts nothing:
+
+1. Table 1 of seed 003: RMSE of the q trajectories (x1, y1, x2, y2 [m]) of the
+   four-bar of ``../shared/data/mbse/fourbars1.yaml`` released from rest
+   (g = 9.8 m/s^2, dt = 1 ms, 5 s) for fixed-lag windows Nw = 2..10, in
+   dependent (DC) and independent (IC) coordinates, against the independent
+   minimal-coordinate solution of ``tests/references.py`` (DOP853 at
+   rtol 1e-10), next to the seed's numbers (which are against MSC Adams).
+2. Performance of the Nw = 2 dependent-coordinate simulation at dt = 1 ms:
+   simulated seconds per wall second, mean smoother iterations per step and
+   wall time, for the incremental (iSAM2) and batch (LM) fixed-lag smoothers.
+3. Overhead of the JAX residuals: the median time of one
+   ``graph.linearize(values)`` of a 1000-step batch forward-dynamics graph
+   (dependent coordinates, built as ``graphs/forward.py`` builds it) divided by
+   that of a graph of GTSAM's built-in C++ factors with the same keys and the
+   same number of factors (BetweenFactorVector / PriorFactorVector, see the
+   printed mapping), plus an exact-shape C++ reference
+   (LinearContainerFactor) and a plain-Python CustomFactor of the same shape;
+   wall and process CPU times.
+
+The reported wall times exclude JAX compilation: every configuration is warmed
+up on a short run first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import gtsam
+import jax
+import numpy as np
+
+import mbfg
+from mbfg import keys
+from mbfg.factors import forward_dynamics_factor, position_factor, prior_factor, trapezoidal_factor, velocity_factor
+from mbfg.graphs import ForwardNoise, simulate_forward
+
+REPO = Path(__file__).resolve().parents[1]
+MECHANISM_FILE = (REPO / ".." / "shared" / "data" / "mbse" / "fourbars1.yaml").resolve()
+# The independent reference lives with the tests (it does not import mbfg).
+sys.path.insert(0, str(REPO / "tests"))
+import references  # noqa: E402
+
+G = 9.8  # [m/s^2], seed 003 section 7.1
+DT = 1e-3  # [s]
+POINT_COORDINATES = ("x1", "y1", "x2", "y2")
+
+#: Seed 003 Table 1: Nw -> (DC RMSE, IC RMSE) [m], against MSC Adams.
+SEED_TABLE_1 = {
+    2: (0.002361, 0.023834),
+    3: (0.002356, 0.019645),
+    4: (0.002352, 0.020019),
+    5: (0.002348, 0.016647),
+    6: (0.002344, 0.016677),
+    7: (0.002341, 0.016677),
+    8: (0.002338, 0.016677),
+    9: (0.002335, 0.017056),
+    10: (0.002332, 0.016677),
+}
+
+
+# --------------------------------------------------------------------------------------
+# 1. Accuracy: seed 003 Table 1
+# --------------------------------------------------------------------------------------
+
+
+def q_rmse(result: mbfg.graphs.ForwardResult, g: float) -> float:
+    """RMSE [m] of the four point coordinates over all samples against the reference.
+
+    sqrt(mean over the N+1 samples and the 4 coordinates of (q - q_ref)^2).
+    """
+    ref = references.fourbar_forward(result.t, g=g)
+    q_ref = np.column_stack([ref[name] for name in POINT_COORDINATES])
+    cols = [result.coordinate_names.index(name) for name in POINT_COORDINATES]
+    return float(np.sqrt(np.mean((result.q[:, cols] - q_ref) ** 2)))
+
+
+def table_1(mech: mbfg.PlanarMechanism, duration: float, windows: list[int], smoother: str) -> None:
+    """Print the RMSE of DC and IC simulations for each window, beside the seed's."""
+    print(f"== 1. Seed 003 Table 1: RMSE of q (x1, y1, x2, y2) [m], {duration:g} s from rest, "
+          f"dt = {DT * 1e3:g} ms, g = {G}, smoother = {smoother}")
+    print("   ours: against the minimal-coordinate reference (tests/references.py, DOP853, rtol 1e-10);")
+    print("   seed: against MSC Adams (its own discretization and solver errors are in the seed's figures).")
+    print(f"{'Nw':>4} {'DC RMSE (m)':>13} {'IC RMSE (m)':>13}   {'seed DC':>9} {'seed IC':>9}   "
+          f"{'DC wall (s)':>11} {'IC wall (s)':>11}")
+    for window in windows:
+        row = {}
+        for coordinates in ("dependent", "independent"):
+            result = simulate_forward(
+                mech, DT, duration, g=G, coordinates=coordinates, window=window, smoother=smoother
+            )
+            row[coordinates] = (q_rmse(result, G), result.wall_s)
+        seed_dc, seed_ic = SEED_TABLE_1.get(window, (float("nan"), float("nan")))
+        (dc, dc_wall), (ic, ic_wall) = row["dependent"], row["independent"]
+        print(f"{window:>4} {dc:>13.6g} {ic:>13.6g}   {seed_dc:>9.6f} {seed_ic:>9.6f}   "
+              f"{dc_wall:>11.1f} {ic_wall:>11.1f}", flush=True)
+    print()
+
+
+# --------------------------------------------------------------------------------------
+# 2. Performance of the Nw = 2 simulation
+# --------------------------------------------------------------------------------------
+
+
+def performance(mech: mbfg.PlanarMechanism, duration: float) -> None:
+    """Print real-time factor, iterations per step and wall time for both smoothers."""
+    print(f"== 2. Performance: dependent coordinates, Nw = 2, dt = {DT * 1e3:g} ms, {duration:g} s simulated")
+    print(f"{'smoother':>12} {'sim s / wall s':>15} {'iterations/step':>16} {'wall (s)':>9}")
+    for smoother in ("incremental", "batch"):
+        result = simulate_forward(mech, DT, duration, g=G, window=2, smoother=smoother)
+        # The first update (step 0) has no predecessor; count the N transitions.
+        iterations = np.mean(result.iterations[1:])
+        print(f"{smoother:>12} {duration / result.wall_s:>15.3f} {iterations:>16.2f} {result.wall_s:>9.2f}",
+              flush=True)
+    print("   iterations/step: the smoother's count per update (incremental: iSAM2 updates, one")
+    print("   Gauss-Newton step each, gauss_newton_steps=1; batch: Levenberg-Marquardt iterations).")
+    print()
+
+
+# --------------------------------------------------------------------------------------
+# 3. Linearization overhead against GTSAM's built-in factors
+# --------------------------------------------------------------------------------------
+
+
+def forward_graph(
+    mech: mbfg.PlanarMechanism, n_steps: int, g: float
+) -> tuple[gtsam.NonlinearFactorGraph, gtsam.Values]:
+    """The batch dependent-coordinate forward-dynamics graph of ``graphs/forward.py`` (Figure 2).
+
+    Priors on q0 and qdot0; per step k the factors f_pc(q_k), f_vc(q_k, qdot_k),
+    f_dyn(q_k, qdot_k, qddot_k); between steps two trapezoidal integrators
+    (q, qdot) and (qdot, qddot). Values: the reference trajectory from rest.
+    """
+    noise = ForwardNoise()
+    Q = mech.gravity_forces(g)
+    t = DT * np.arange(n_steps + 1)
+    ref = references.fourbar_forward(t, g=g)
+    q = np.column_stack([ref[name] for name in POINT_COORDINATES])
+    qdot = np.column_stack([ref["v" + name] for name in POINT_COORDINATES])
+    graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
+    graph.add(prior_factor(keys.Q(0), q[0], noise.prior))
+    graph.add(prior_factor(keys.V(0), qdot[0], noise.prior))
+    for k in range(n_steps + 1):
+        values.insert(keys.Q(k), q[k])
+        values.insert(keys.V(k), qdot[k])
+        values.insert(keys.A(k), mech.qddot(q[k], qdot[k], Q))
+        graph.add(position_factor(mech, keys.Q(k), noise.constraint))
+        graph.add(velocity_factor(mech, keys.Q(k), keys.V(k), noise.constraint))
+        graph.add(forward_dynamics_factor(mech, keys.Q(k), keys.V(k), keys.A(k), Q, noise.dynamics))
+        if k > 0:
+            graph.add(trapezoidal_factor(keys.Q(k - 1), keys.Q(k), keys.V(k - 1), keys.V(k), DT, mech.n,
+                                         noise.integrator))
+            graph.add(trapezoidal_factor(keys.V(k - 1), keys.V(k), keys.A(k - 1), keys.A(k), DT, mech.n,
+                                         noise.integrator))
+    return graph, values
+
+
+#: How each factor of :func:`forward_graph` is mapped onto a built-in factor
+#: (same keys; a built-in factor's dimension is that of its variables, n = 4).
+BUILTIN_MAPPING = (
+    "prior(q0), prior(qdot0)          [1 key, 4 rows] -> PriorFactorVector(q0 | qdot0)            [1 key, 4 rows]",
+    "f_pc(q_k)                        [1 key, 3 rows] -> PriorFactorVector(q_k)                   [1 key, 4 rows]",
+    "f_vc(q_k, qdot_k)                [2 keys, 3 rows] -> BetweenFactorVector(q_k, qdot_k)         [2 keys, 4 rows]",
+    "f_dyn(q_k, qdot_k, qddot_k)      [3 keys, 4 rows] -> BetweenFactorVector(qdot_k, qddot_k)     [2 keys, 4 rows]",
+    "f_ti(q_k-1, q_k, qdot_k-1, qdot_k) [4 keys, 4 rows] -> BetweenFactorVector(q_k-1, q_k)        [2 keys, 4 rows]",
+    "f_ti(qdot_k-1, qdot_k, qddot_k-1, qddot_k)          -> BetweenFactorVector(qdot_k-1, qdot_k)  [2 keys, 4 rows]",
+)
+
+
+def builtin_graph(n_steps: int, n: int) -> gtsam.NonlinearFactorGraph:
+    """GTSAM built-in factors in place of :func:`forward_graph`'s, as in :data:`BUILTIN_MAPPING`.
+
+    Same keys and the same number of factors, in the same order; arity-3 and
+    arity-4 factors keep two of their keys, the 3-row constraints get n = 4 rows.
+    """
+    model = gtsam.noiseModel.Isotropic.Sigma(n, 1.0)
+    zero = np.zeros(n)
+    graph = gtsam.NonlinearFactorGraph()
+    graph.add(gtsam.PriorFactorVector(keys.Q(0), zero, model))
+    graph.add(gtsam.PriorFactorVector(keys.V(0), zero, model))
+    for k in range(n_steps + 1):
+        graph.add(gtsam.PriorFactorVector(keys.Q(k), zero, model))
+        graph.add(gtsam.BetweenFactorVector(keys.Q(k), keys.V(k), zero, model))
+        graph.add(gtsam.BetweenFactorVector(keys.V(k), keys.A(k), zero, model))
+        if k > 0:
+            graph.add(gtsam.BetweenFactorVector(keys.Q(k - 1), keys.Q(k), zero, model))
+            graph.add(gtsam.BetweenFactorVector(keys.V(k - 1), keys.V(k), zero, model))
+    return graph
+
+
+def exact_shape_graph(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values) -> gtsam.NonlinearFactorGraph:
+    """LinearContainerFactor copies of the linearized ``graph``: C++ nonlinear factors with
+    exactly the same keys, rows and Jacobian blocks (relinearization = b - A delta)."""
+    linear = graph.linearize(values)
+    out = gtsam.NonlinearFactorGraph()
+    for i in range(linear.size()):
+        out.add(gtsam.LinearContainerFactor(linear.at(i), values))
+    return out
+
+
+def python_graph(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values) -> gtsam.NonlinearFactorGraph:
+    """CustomFactors of exactly ``graph``'s shape whose callback is plain NumPy (returns stored
+    arrays): the cost of GTSAM's Python callback alone, without JAX."""
+    linear = graph.linearize(values)
+    out = gtsam.NonlinearFactorGraph()
+    for i in range(graph.size()):
+        factor = graph.at(i)
+        A, b = linear.at(i).jacobian()
+        factor_keys = list(factor.keys())
+        dims = [values.atVector(key).shape[0] for key in factor_keys]
+        blocks = np.split(A, np.cumsum(dims)[:-1], axis=1)
+        out.add(gtsam.CustomFactor(gtsam.noiseModel.Unit.Create(len(b)), factor_keys, _stored(b, blocks)))
+    return out
+
+
+def _stored(b: np.ndarray, blocks: list[np.ndarray]) -> Callable:
+    def callback(_: gtsam.CustomFactor, values: gtsam.Values, H: list | None) -> np.ndarray:
+        if H is not None:
+            for i, block in enumerate(blocks):
+                H[i] = block
+        return b
+
+    return callback
+
+
+def median_times(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, tuple[float, float]]:
+    """Median wall and process CPU times [s] of each function over ``repeats`` rounds,
+    after one untimed warm-up.
+
+    Each round calls every function once, in turn, so that a change of load on the
+    machine affects all of them alike. CPU time counts only this process (all its
+    threads): it is less sensitive than wall time to other processes on a shared machine.
+    """
+    for fn in fns.values():
+        fn()
+    wall: dict[str, list[float]] = {name: [] for name in fns}
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            fn()
+            cpu[name].append(time.process_time() - start_cpu)
+            wall[name].append(time.perf_counter() - start)
+    return {name: (statistics.median(wall[name]), statistics.median(cpu[name])) for name in fns}
+
+
+def overhead(mech: mbfg.PlanarMechanism, n_steps: int, repeats: int) -> None:
+    """Print the time of one linearization of each graph and the ratios."""
+    graph, values = forward_graph(mech, n_steps, G)
+    builtin = builtin_graph(n_steps, mech.n)
+    exact = exact_shape_graph(graph, values)
+    plain = python_graph(graph, values)
+    assert builtin.size() == exact.size() == plain.size() == graph.size()
+    times = median_times(
+        {
+            "mbfg (JAX residuals in gtsam.CustomFactor)": lambda: graph.linearize(values),
+            "built-in BetweenFactorVector/PriorFactorVector (C++)": lambda: builtin.linearize(values),
+            "exact shape: LinearContainerFactor (C++)": lambda: exact.linearize(values),
+            "exact shape: CustomFactor with NumPy callback (no JAX)": lambda: plain.linearize(values),
+        },
+        repeats,
+    )
+    (t_mbfg, c_mbfg), (t_builtin, c_builtin), _, (t_plain, _) = times.values()
+    print(f"== 3. Linearization overhead: one graph.linearize(values), {n_steps}-step batch forward graph, "
+          f"dependent coordinates")
+    print(f"   {graph.size()} factors on {values.size()} Vector variables of dimension {mech.n}; "
+          f"median of {repeats} interleaved runs after a warm-up")
+    print("   built-in graph: same keys, same number of factors, same order; mapping:")
+    for line in BUILTIN_MAPPING:
+        print("     " + line)
+    print(f"{'graph':>58} {'wall (ms)':>10} {'CPU (ms)':>9} {'mbfg/it wall':>13} {'mbfg/it CPU':>12}")
+    for label, (wall, cpu) in times.items():
+        print(f"{label:>58} {wall * 1e3:>10.2f} {cpu * 1e3:>9.2f} {t_mbfg / wall:>13.1f} {c_mbfg / cpu:>12.1f}")
+    print(f"   overhead ratio mbfg / built-in BetweenFactorVector graph: {t_mbfg / t_builtin:.1f} (wall), "
+          f"{c_mbfg / c_builtin:.1f} (CPU)")
+    per = 1e6 / graph.size()
+    print(f"   per factor (wall): mbfg {t_mbfg * per:.1f} us, built-in {t_builtin * per:.2f} us, "
+          f"Python callback alone {t_plain * per:.1f} us")
+    print()
+
+
+# --------------------------------------------------------------------------------------
+
+
+def warm_up(mech: mbfg.PlanarMechanism) -> None:
+    """Compile every JAX function the measured runs use (a few steps of each configuration)."""
+    for coordinates in ("dependent", "independent"):
+        for smoother in ("incremental", "batch"):
+            simulate_forward(mech, DT, 5 * DT, g=G, coordinates=coordinates, window=2, smoother=smoother)
+
+
+def _load() -> str:
+    """The 1, 5 and 15 min load averages: other processes on the machine skew the timings."""
+    try:
+        return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "load average unknown"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="reduced run for smoke testing (0.5 s, Nw = 2, 3)")
+    parser.add_argument("--smoother", choices=("incremental", "batch"), default="incremental",
+                        help="fixed-lag smoother of the Table 1 runs (default: incremental)")
+    args = parser.parse_args(argv)
+    duration, windows = (0.5, [2, 3]) if args.quick else (5.0, list(range(2, 11)))
+    perf_duration = 0.5 if args.quick else 2.0
+    n_steps, repeats = 1000, (3 if args.quick else 7)
+
+    mech = mbfg.load_mbse_yaml(str(MECHANISM_FILE))
+    print(f"mbfg four-bar forward benchmark{' (--quick)' if args.quick else ''}: {MECHANISM_FILE.name}, "
+          f"q = {list(mech.coordinate_names)}")
+    print(f"python {platform.python_version()}, gtsam {importlib.metadata.version('gtsam')}, "
+          f"jax {jax.__version__}, {os.cpu_count()} CPUs, {platform.machine()}; {_load()}")
+    print()
+    start = time.perf_counter()
+    warm_up(mech)
+    table_1(mech, duration, windows, args.smoother)
+    performance(mech, perf_duration)
+    overhead(mech, n_steps, repeats)
+    print(f"total wall time {time.perf_counter() - start:.0f} s; {_load()}")
+
+
+if __name__ == "__main__":
+    main()
