@@ -35,7 +35,7 @@ examples:
   mbfg mechanisms
   mbfg forward fourbar --duration 5 --out fourbar.csv
   mbfg forward my_linkage.yaml --dt 0.002 --duration 2 --batch --out q.csv
-  mbfg inverse fourbar-crank builtin:fourbar-crank --coordinate theta1 --until 1 --out torque.csv
+  mbfg inverse fourbar-crank builtin:fourbar-crank --coordinate theta1 --out torque.csv
 
 Units are SI throughout: m, kg, s, rad, N, N m. Gravity acts along -y.
 Run 'mbfg COMMAND --help' for the options of each command.
@@ -92,7 +92,8 @@ angles], positive along the coordinate.
 
 _INVERSE_EPILOG = f"""\
 examples:
-  mbfg inverse fourbar-crank {BUILTIN_TRAJECTORY} --coordinate theta1 --until 1 --out torque.csv
+  mbfg inverse fourbar-crank {BUILTIN_TRAJECTORY} --coordinate theta1 --out torque.csv
+  mbfg inverse fourbar-crank {BUILTIN_TRAJECTORY} --coordinate theta1 --until 2 --out - > first2s.csv
   mbfg inverse fourbar-crank crank.txt --coordinate 4 --out torque.csv
   mbfg inverse my_mechanism.yaml motion.txt --coordinate x1,y1 --out forces.csv
 

@@ -1,0 +1,334 @@
+"""The ``mbfg`` command line, run in-process through ``mbfg.cli.main``.
+
+Physics runs are short (tens of steps): they check the plumbing (header, rows,
+units, exit codes, messages), not the integrators' accuracy, which the
+forward- and inverse-dynamics tests cover.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mbfg import ModelError, load_mbse_yaml
+from mbfg.cli import main
+from mbfg.datasets import builtin_mechanisms, fourbar_crank_trajectory, load_mechanism, mechanism_path
+
+G = 9.81
+FOURBAR_LINKS = {  # (point a, point b) -> length [m]; A = (0, 0), D = (4, 0) fixed
+    ("A", "P1"): 1.0,
+    ("P1", "P2"): 2.0,
+    ("P2", "D"): math.sqrt(13.0),
+}
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _fourbar_link_errors(frame: pd.DataFrame) -> np.ndarray:
+    """max over rows of |distance - L| for each link [m], from the CSV columns."""
+    pts = {
+        "A": (0.0, 0.0),
+        "D": (4.0, 0.0),
+        "P1": (frame["x1"].to_numpy(), frame["y1"].to_numpy()),
+        "P2": (frame["x2"].to_numpy(), frame["y2"].to_numpy()),
+    }
+    errors = []
+    for (a, b), length in FOURBAR_LINKS.items():
+        (xa, ya), (xb, yb) = pts[a], pts[b]
+        errors.append(np.max(np.abs(np.hypot(np.subtract(xb, xa), np.subtract(yb, ya)) - length)))
+    return np.array(errors)
+
+
+@pytest.fixture
+def crank_slice(tmp_path, mbse_dir) -> Path:
+    """The first 40 samples of the MBSE crank trajectory (header line kept)."""
+    lines = (mbse_dir / "fourbars1-with-rel-angle-trajectory.txt").read_text().splitlines()
+    header = [ln for ln in lines[:5] if ln.lstrip().startswith("%")]
+    rows = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("%")][:40]
+    path = tmp_path / "crank.txt"
+    path.write_text("\n".join(header + rows) + "\n")
+    return path
+
+
+# --------------------------------------------------------------------------------------
+# Built-in data
+# --------------------------------------------------------------------------------------
+
+
+def test_builtin_mechanisms_load_and_match_the_seed_parameters(mbse_dir):
+    assert set(builtin_mechanisms()) == {"fourbar", "fourbar-crank", "pendulum"}
+    pairs = {"fourbar": "fourbars1.yaml", "fourbar-crank": "fourbars1-with-rel-angle.yaml", "pendulum": "pendulum1.yaml"}
+    for name, reference in pairs.items():
+        assert mechanism_path(name).is_file()
+        ours, theirs = load_mechanism(name), load_mbse_yaml(mbse_dir / reference)
+        assert ours.coordinate_names == theirs.coordinate_names
+        np.testing.assert_allclose(ours.q0, theirs.q0, atol=1e-12)
+        np.testing.assert_allclose(ours.mass_matrix, theirs.mass_matrix, atol=1e-12)
+        np.testing.assert_allclose(ours.gravity_forces(G), theirs.gravity_forces(G), atol=1e-12)
+        assert ours.dof == 1
+    assert load_mechanism("fourbar-crank").coordinate_names == ("x1", "y1", "x2", "y2", "theta1")
+    # A path works too.
+    assert load_mechanism(mbse_dir / "pendulum2.yaml").n == 10
+
+
+def test_load_mechanism_unknown_name_lists_the_builtins():
+    with pytest.raises(ModelError, match="fourbar, fourbar-crank, pendulum"):
+        load_mechanism("no-such-mechanism")
+
+
+def test_fourbar_crank_trajectory_matches_the_mbse_file(mbse_dir):
+    t, theta = fourbar_crank_trajectory()
+    ref = np.loadtxt(mbse_dir / "fourbars1-with-rel-angle-trajectory.txt", comments="%")
+    assert t.shape == theta.shape == (2000,)
+    np.testing.assert_allclose(t, ref[:, 0], atol=1e-12)
+    np.testing.assert_allclose(theta, ref[:, 1], atol=1e-7)  # the file has 8 significant digits
+
+
+# --------------------------------------------------------------------------------------
+# forward
+# --------------------------------------------------------------------------------------
+
+
+def test_forward_fourbar_writes_header_rows_and_satisfies_the_constraints(capsys, tmp_path):
+    out = tmp_path / "q.csv"
+    code, stdout, err = _run(capsys, "forward", "fourbar", "--dt", "1e-3", "--duration", "0.05", "--out", out)
+    assert code == 0, err
+    frame = pd.read_csv(out)
+    assert list(frame.columns) == ["t", "x1", "y1", "x2", "y2"]
+    assert len(frame) == 51
+    np.testing.assert_allclose(frame["t"], 1e-3 * np.arange(51), atol=1e-12)
+    assert _fourbar_link_errors(frame).max() < 1e-6
+    # Released from rest at the YAML positions, it falls under gravity.
+    np.testing.assert_allclose(frame.iloc[0, 1:], [1.0, 0.0, 1.0, 2.0], atol=1e-9)
+    assert frame["y1"].iloc[-1] < -1e-4
+    # Progress and the summary go to stderr, nothing to stdout.
+    assert stdout == ""
+    summary = err.strip().splitlines()[-1]
+    assert summary.startswith("mbfg forward: 50 steps") and "max |Phi(q)|" in summary
+
+
+def test_forward_independent_coordinates_quiet(capsys, tmp_path):
+    out = tmp_path / "q.csv"
+    code, _, err = _run(
+        capsys, "forward", "fourbar", "--dt", "1e-3", "--duration", "0.05",
+        "--coords", "independent", "--velocities", "--quiet", "--out", out,
+    )
+    assert code == 0, err
+    frame = pd.read_csv(out)
+    assert list(frame.columns) == ["t", "x1", "y1", "x2", "y2", "dx1", "dy1", "dx2", "dy2"]
+    assert len(frame) == 51
+    assert _fourbar_link_errors(frame).max() < 1e-6
+    # --quiet: only the summary line.
+    assert len(err.strip().splitlines()) == 1 and err.startswith("mbfg forward:")
+
+
+def test_forward_batch_to_stdout(capsys):
+    code, stdout, err = _run(capsys, "forward", "pendulum", "--dt", "2e-3", "--duration", "0.04", "--batch", "--out", "-")
+    assert code == 0, err
+    lines = stdout.strip().splitlines()
+    assert lines[0] == "t,x1,y1" and len(lines) == 1 + 21
+    frame = pd.DataFrame([[float(v) for v in ln.split(",")] for ln in lines[1:]], columns=["t", "x1", "y1"])
+    np.testing.assert_allclose(np.hypot(frame["x1"], frame["y1"]), 2.0, atol=1e-6)
+    assert "LM iterations (batch solve)" in err
+
+
+# --------------------------------------------------------------------------------------
+# inverse
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("coordinate", ["4", "theta1"])
+def test_inverse_fourbar_crank_torque_at_rest(capsys, tmp_path, crank_slice, coordinate):
+    out = tmp_path / "forces.csv"
+    code, _, err = _run(capsys, "inverse", "fourbar-crank", crank_slice, "--coordinate", coordinate, "--out", out)
+    assert code == 0, err
+    frame = pd.read_csv(out)
+    assert list(frame.columns) == ["t", "Q_theta1"]
+    assert len(frame) == 40
+    # At t = 0 the linkage is at rest with crank acceleration 1.2 * 2^2 = 4.8 rad/s^2,
+    # so torque = J(0) * 4.8 + 4.5 * 9.81. Velocity analysis at theta = 0 for a crank
+    # rate w: v_P1 = (0, w), v_P2 = (2/3, 1) w (perpendicular to D -> P2, same
+    # component along the vertical coupler), coupler and rocker rates w/3.
+    # J(0) = crank 1/3 + coupler 2 (1/9 + 1) + (2/3)(1/9) + rocker (52/3)(1/9) = 41/9 kg m^2;
+    # gravity: the centres of gravity rise at 1/2, 1, 1/2 w -> 1 * 0.5 + 2 * 1 + 4 * 0.5 = 4.5.
+    expected = 41.0 / 9.0 * 4.8 + 4.5 * G
+    assert frame["Q_theta1"].iloc[0] == pytest.approx(expected, abs=0.1)
+    assert frame["Q_theta1"].iloc[0] == pytest.approx(66.0, abs=0.1)
+
+
+def test_inverse_builtin_trajectory_until(capsys, tmp_path):
+    out = tmp_path / "forces.csv"
+    code, _, err = _run(
+        capsys, "inverse", "fourbar-crank", "builtin:fourbar-crank", "--coordinate", "theta1",
+        "--until", "0.1", "--quiet", "--out", out,
+    )
+    assert code == 0, err
+    frame = pd.read_csv(out)
+    assert list(frame.columns) == ["t", "Q_theta1"] and len(frame) == 21
+    assert frame["Q_theta1"].iloc[0] == pytest.approx(66.0, abs=0.1)
+
+
+def test_inverse_multi_point_body_with_four_imposed_coordinates(capsys, tmp_path, mbse_dir):
+    path = mbse_dir / "pendulum2.yaml"
+    mech = load_mbse_yaml(path)
+    assert mech.dof == 4
+    indep = [int(i) for i in mech.independent_coordinates()]
+    names = [mech.coordinate_names[i] for i in indep]
+    t = 0.005 * np.arange(30)
+    # A small smooth motion of the independent coordinates around the initial configuration.
+    shape = (1.0 - np.cos(2.0 * t))[:, None]
+    traj = mech.q0[indep][None, :] + 0.02 * shape * np.array([1.0, -0.5, 0.7, 0.3])[None, :]
+    traj_file = tmp_path / "pendulum2.txt"
+    np.savetxt(traj_file, np.column_stack([t, traj]), header="t " + " ".join(names), comments="% ")
+    out = tmp_path / "forces.csv"
+    code, _, err = _run(
+        capsys, "inverse", path, traj_file, "--coordinate", ",".join(names), "--quiet", "--out", out
+    )
+    assert code == 0, err
+    frame = pd.read_csv(out)
+    assert list(frame.columns) == ["t"] + [f"Q_{n}" for n in names]
+    assert len(frame) == 30 and np.isfinite(frame.to_numpy()).all()
+
+
+# --------------------------------------------------------------------------------------
+# mechanisms, help
+# --------------------------------------------------------------------------------------
+
+
+def test_mechanisms_lists_builtins_with_coordinates_and_dof(capsys):
+    code, out, _ = _run(capsys, "mechanisms")
+    assert code == 0
+    for name in builtin_mechanisms():
+        assert f"  {name}\n" in out
+    assert "x1, y1, x2, y2, theta1" in out and "dof: 1" in out
+
+
+def test_mechanisms_describes_a_file(capsys, mbse_dir):
+    code, out, _ = _run(capsys, "mechanisms", mbse_dir / "pendulum2.yaml")
+    assert code == 0 and "10 coordinates" in out and "4 dof" in out
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["forward", "--help"], ["inverse", "--help"], ["mechanisms", "--help"]])
+def test_help_exits_zero(capsys, argv):
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0
+    assert "usage: mbfg" in out and "example" in out
+
+
+def test_usage_error_exits_two(capsys):
+    code, _, err = _run(capsys, "forward", "fourbar")  # --out missing
+    assert code == 2 and "--out" in err
+    code, _, err = _run(capsys, "forward", "fourbar", "--dt", "-1", "--out", "q.csv")
+    assert code == 2 and "--dt" in err
+    code, _, err = _run(capsys, "forward", "fourbar", "--lag", "3", "--batch", "--out", "q.csv")
+    assert code == 2 and "not allowed with" in err
+
+
+# --------------------------------------------------------------------------------------
+# user errors: exit 2, one line naming the culprit, no traceback
+# --------------------------------------------------------------------------------------
+
+
+def _assert_user_error(code: int, err: str, *needles: str) -> None:
+    assert code == 2, err
+    assert err.startswith("mbfg: error: "), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in err, f"{needle!r} not in {err!r}"
+
+
+def test_error_missing_mechanism_file(capsys, tmp_path):
+    missing = tmp_path / "missing.yaml"
+    code, _, err = _run(capsys, "forward", missing, "--duration", "0.01", "--out", tmp_path / "q.csv")
+    _assert_user_error(code, err, "missing.yaml", "not found", "fourbar")
+    assert not (tmp_path / "q.csv").exists()
+
+
+def test_error_malformed_mechanism_names_the_entry(capsys, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(mechanism_path("fourbar").read_text().replace("mass: 2.0", "mass: -2.0"))
+    code, _, err = _run(capsys, "mechanisms", bad)
+    _assert_user_error(code, err, "bad.yaml", "planar_bodies[1].mass")
+
+
+def test_error_unknown_coordinate_name(capsys, tmp_path, crank_slice):
+    code, _, err = _run(
+        capsys, "inverse", "fourbar-crank", crank_slice, "--coordinate", "phi", "--out", tmp_path / "f.csv"
+    )
+    _assert_user_error(code, err, "'phi'", "theta1")
+
+
+def test_error_coordinate_index_out_of_range(capsys, tmp_path, crank_slice):
+    code, _, err = _run(capsys, "inverse", "fourbar-crank", crank_slice, "--coordinate", "7", "--out", tmp_path / "f.csv")
+    _assert_user_error(code, err, "index 7")
+
+
+def test_error_malformed_trajectory_line(capsys, tmp_path):
+    traj = tmp_path / "traj.txt"
+    traj.write_text("% t theta\n0.0 0.0\n0.005 abc\n0.010 0.0002\n")
+    code, _, err = _run(capsys, "inverse", "fourbar-crank", traj, "--coordinate", "theta1", "--out", tmp_path / "f.csv")
+    _assert_user_error(code, err, "traj.txt", "line 3", "abc")
+
+
+def test_error_trajectory_columns_do_not_match_coordinates(capsys, tmp_path):
+    traj = tmp_path / "traj.txt"
+    traj.write_text("0.0 0.0 1.0\n0.005 0.0 1.0\n0.010 0.0 1.0\n")
+    code, _, err = _run(capsys, "inverse", "fourbar-crank", traj, "--coordinate", "theta1", "--out", tmp_path / "f.csv")
+    _assert_user_error(code, err, "traj.txt", "2 value column(s)", "theta1")
+
+
+def test_error_missing_trajectory_file(capsys, tmp_path):
+    code, _, err = _run(
+        capsys, "inverse", "fourbar-crank", tmp_path / "nope.txt", "--coordinate", "theta1", "--out", tmp_path / "f.csv"
+    )
+    _assert_user_error(code, err, "nope.txt", "not found")
+
+
+def test_error_wrong_number_of_imposed_coordinates(capsys, tmp_path, crank_slice):
+    code, _, err = _run(
+        capsys, "inverse", "fourbar-crank", crank_slice, "--coordinate", "x1,theta1", "--out", tmp_path / "f.csv"
+    )
+    _assert_user_error(code, err, "1 degree(s) of freedom", "x1, theta1")
+
+
+def test_error_unknown_builtin_trajectory(capsys, tmp_path):
+    code, _, err = _run(
+        capsys, "inverse", "fourbar-crank", "builtin:nope", "--coordinate", "theta1", "--out", tmp_path / "f.csv"
+    )
+    _assert_user_error(code, err, "builtin:nope", "builtin:fourbar-crank")
+
+
+def test_error_output_folder_missing_is_reported_before_solving(capsys, tmp_path):
+    code, _, err = _run(capsys, "forward", "fourbar", "--out", tmp_path / "no" / "such" / "q.csv")
+    _assert_user_error(code, err, "does not exist")
+
+
+# --------------------------------------------------------------------------------------
+# the installed console script
+# --------------------------------------------------------------------------------------
+
+
+def test_installed_console_script_help():
+    script = Path(sys.executable).parent / "mbfg"
+    found = str(script) if script.exists() else shutil.which("mbfg")
+    assert found, "the 'mbfg' console script is not installed next to the interpreter or on PATH"
+    done = subprocess.run([found, "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "usage: mbfg" in done.stdout and "forward" in done.stdout and "inverse" in done.stdout
+
+
+def test_python_dash_m_mbfg_version():
+    done = subprocess.run([sys.executable, "-m", "mbfg", "--version"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("mbfg ")
