@@ -270,8 +270,8 @@ def simulate_forward(
             each is one Gauss-Newton step.
         quiet: no progress lines on stderr.
     """
-    if not (dt > 0 and duration > 0):
-        raise ModelError(f"dt and duration must be > 0, got dt={dt}, duration={duration}")
+    if not (np.isfinite(dt) and np.isfinite(duration) and 0 < dt <= duration):
+        raise ModelError(f"dt and duration must be finite with 0 < dt <= duration, got dt={dt}, duration={duration}")
     if coordinates not in ("dependent", "independent"):
         raise ModelError(f"coordinates must be 'dependent' or 'independent', got {coordinates!r}")
     if window is not None and window < 1:
@@ -360,7 +360,10 @@ def _solve_fixed_lag(
         q, qdot, qddot = builder.state(estimate, k_new)
         q_hist[k_new], qd_hist[k_new], qdd_hist[k_new] = q, qdot, qddot
         iterations.append(result.getIterations())
-        progress.update(k_new, iterations=result.getIterations(), error=result.getError())
+        if kind == "batch":
+            progress.update(k_new, iterations=result.getIterations(), error=result.getError())
+        else:  # iSAM2 does not evaluate the nonlinear error unless asked to
+            progress.update(k_new, simulated_s=k_new * dt)
         if k == n_steps:
             break
         graph, values = builder.transition(k_new, q, qdot, qddot)
