@@ -48,6 +48,9 @@ import numpy as np
 import mbfg
 from mbfg import keys
 from mbfg.factors import forward_dynamics_factor, position_factor, prior_factor, trapezoidal_factor, velocity_factor
+from mbfg.factors.constraints import POSITION, VELOCITY
+from mbfg.factors.dynamics import FORWARD_DEPENDENT
+from mbfg.factors.integrators import TRAPEZOIDAL
 from mbfg.graphs import ForwardNoise, simulate_forward
 
 REPO = Path(__file__).resolve().parents[1]
@@ -170,6 +173,33 @@ def forward_graph(
     return graph, values
 
 
+def forward_graph_batched(
+    mech: mbfg.PlanarMechanism, n_steps: int, g: float
+) -> gtsam.NonlinearFactorGraph:
+    """The same factors as :func:`forward_graph`, built with ``FactorType.make_many``:
+    each factor type is linearized by one vmapped JAX call per set of values."""
+    noise = ForwardNoise()
+    Q = mech.gravity_forces(g)
+    graph = gtsam.NonlinearFactorGraph()
+    graph.add(prior_factor(keys.Q(0), mech.q0, noise.prior))
+    graph.add(prior_factor(keys.V(0), np.zeros(mech.n), noise.prior))
+    steps, pairs = range(n_steps + 1), range(1, n_steps + 1)
+    groups = [
+        (POSITION, [[keys.Q(k)] for k in steps], noise.constraint, mech.m, (mech.arrays,)),
+        (VELOCITY, [[keys.Q(k), keys.V(k)] for k in steps], noise.constraint, mech.m, (mech.arrays,)),
+        (FORWARD_DEPENDENT, [[keys.Q(k), keys.V(k), keys.A(k)] for k in steps], noise.dynamics, mech.n,
+         (mech.arrays, mech.mass_matrix, Q)),
+        (TRAPEZOIDAL, [[keys.Q(k - 1), keys.Q(k), keys.V(k - 1), keys.V(k)] for k in pairs], noise.integrator,
+         mech.n, (DT,)),
+        (TRAPEZOIDAL, [[keys.V(k - 1), keys.V(k), keys.A(k - 1), keys.A(k)] for k in pairs], noise.integrator,
+         mech.n, (DT,)),
+    ]
+    for factor_type, rows, sigma, dim, constants in groups:
+        for factor in factor_type.make_many(rows, mbfg.noise_model(sigma, dim), *constants):
+            graph.add(factor)
+    return graph
+
+
 #: How each factor of :func:`forward_graph` is mapped onto a built-in factor
 #: (same keys; a built-in factor's dimension is that of its variables, n = 4).
 BUILTIN_MAPPING = (
@@ -262,20 +292,32 @@ def median_times(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str
 def overhead(mech: mbfg.PlanarMechanism, n_steps: int, repeats: int) -> None:
     """Print the time of one linearization of each graph and the ratios."""
     graph, values = forward_graph(mech, n_steps, G)
+    batched = forward_graph_batched(mech, n_steps, G)
     builtin = builtin_graph(n_steps, mech.n)
     exact = exact_shape_graph(graph, values)
     plain = python_graph(graph, values)
-    assert builtin.size() == exact.size() == plain.size() == graph.size()
+    assert builtin.size() == exact.size() == plain.size() == graph.size() == batched.size()
+    # The batched graph caches its group evaluation per set of values: every round
+    # linearizes at freshly perturbed values so that nothing is served from a cache.
+    rng = np.random.default_rng(0)
+    perturbed = []
+    for _ in range(repeats + 1):
+        delta = gtsam.VectorValues()
+        for key in values.keys():
+            delta.insert(key, 1e-9 * rng.standard_normal(mech.n))
+        perturbed.append(values.retract(delta))
+    rounds = iter(perturbed)
     times = median_times(
         {
             "mbfg (JAX residuals in gtsam.CustomFactor)": lambda: graph.linearize(values),
+            "mbfg make_many (one vmapped call per factor type)": lambda: batched.linearize(next(rounds)),
             "built-in BetweenFactorVector/PriorFactorVector (C++)": lambda: builtin.linearize(values),
             "exact shape: LinearContainerFactor (C++)": lambda: exact.linearize(values),
             "exact shape: CustomFactor with NumPy callback (no JAX)": lambda: plain.linearize(values),
         },
         repeats,
     )
-    (t_mbfg, c_mbfg), (t_builtin, c_builtin), _, (t_plain, _) = times.values()
+    (t_mbfg, c_mbfg), (t_many, c_many), (t_builtin, c_builtin), _, (t_plain, _) = times.values()
     print(f"== 3. Linearization overhead: one graph.linearize(values), {n_steps}-step batch forward graph, "
           f"dependent coordinates")
     print(f"   {graph.size()} factors on {values.size()} Vector variables of dimension {mech.n}; "
@@ -288,6 +330,8 @@ def overhead(mech: mbfg.PlanarMechanism, n_steps: int, repeats: int) -> None:
         print(f"{label:>58} {wall * 1e3:>10.2f} {cpu * 1e3:>9.2f} {t_mbfg / wall:>13.1f} {c_mbfg / cpu:>12.1f}")
     print(f"   overhead ratio mbfg / built-in BetweenFactorVector graph: {t_mbfg / t_builtin:.1f} (wall), "
           f"{c_mbfg / c_builtin:.1f} (CPU)")
+    print(f"   overhead ratio mbfg make_many / built-in: {t_many / t_builtin:.1f} (wall), "
+          f"{c_many / c_builtin:.1f} (CPU)")
     per = 1e6 / graph.size()
     print(f"   per factor (wall): mbfg {t_mbfg * per:.1f} us, built-in {t_builtin * per:.2f} us, "
           f"Python callback alone {t_plain * per:.1f} us")
