@@ -305,7 +305,7 @@ def _solve_batch(builder: _Builder, n_steps: int, max_iterations: int, progress:
         values.insert(v_k)
         # Initial guess: explicit prediction projected back onto the constraints.
         q, qdot, qddot = builder.state(v_k, k + 1)
-        q = builder.mech.solve_position(q, fixed=np.arange(0)) if builder.mech.m else q
+        q = builder.mech.solve_position(q)
         qdot = builder.mech.solve_velocity(q, qdot)
         qddot = builder.mech.qddot(q, qdot, builder.Q)
         values.update(keys.Q(k + 1), q)
