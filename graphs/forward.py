@@ -36,7 +36,7 @@ from mbfg.factors import (
     trapezoidal_factor,
     velocity_factor,
 )
-from mbfg.planar import PlanarMechanism
+from mbfg.planar import PlanarMechanism, best_independent_coordinates
 from mbfg.progress import Progress
 
 
@@ -67,7 +67,9 @@ class ForwardResult:
         t: times (N+1,) [s].
         q, qdot, qddot: (N+1, n) coordinates, velocities, accelerations (SI).
         coordinate_names: names of the n coordinates.
-        iterations: LM iterations per solved step (fixed-lag) or of the batch solve.
+        iterations: per solved step, the smoother's count (LM iterations for the batch
+            smoother, 1 per iSAM2 update for the incremental one); one entry, the LM
+            iterations, for a whole-horizon batch solve.
         wall_s: wall time of the solve [s].
     """
 
@@ -153,23 +155,25 @@ class _Builder:
         q_next = q + dt * qdot + 0.5 * dt**2 * qddot
         qdot_next, qddot_next = qdot + dt * qddot, qddot
         self._insert(values, k + 1, q_next, qdot_next, qddot_next)
-        if self.indep is not None and self._needs_switch(q_next):
-            self.indep = self.mech.independent_coordinates(q_next).astype(np.int32)
+        better = self._better_independent(q_next) if self.indep is not None else None
+        if better is not None:
+            self.indep = better
             self.slot += 1
             self.switch_steps.append(k + 1)
             self._step_factors(graph, k + 1)
             self._insert(values, k + 1, q_next, qdot_next, qddot_next, z_only=True)
         return graph, values
 
-    def _needs_switch(self, q: np.ndarray, hysteresis: float = 3.0) -> bool:
-        """Whether the current independent coordinates are ``hysteresis`` times worse
-        conditioned at q than the best choice (|R| = 1 / sigma_min(B N), N = null(Phi_q))."""
+    def _better_independent(self, q: np.ndarray, hysteresis: float = 3.0) -> np.ndarray | None:
+        """The best independent coordinates at q if the current ones are ``hysteresis``
+        times worse conditioned (|R| = 1 / sigma_min(B N), N = null(Phi_q)), else None."""
         null = scipy.linalg.null_space(self.mech.phi_q(q))
+        best = best_independent_coordinates(null)
 
         def gain(indep: np.ndarray) -> float:
             return 1.0 / np.linalg.svd(null[indep], compute_uv=False)[-1]
 
-        return gain(self.indep) > hysteresis * gain(self.mech.independent_coordinates(q))
+        return best if gain(self.indep) > hysteresis * gain(best) else None
 
     def _z_keys(self, k: int) -> tuple[int, int, int]:
         return keys.Z(k + self.slot), keys.ZD(k + self.slot), keys.ZDD(k + self.slot)

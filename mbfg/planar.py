@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
+import scipy.linalg
 
 from mbfg._jax import jax, jnp
 from mbfg.errors import ModelError
@@ -192,6 +193,14 @@ def zddot_independent(
     return jnp.linalg.solve(M_bar, Q_bar)
 
 
+def best_independent_coordinates(null: np.ndarray) -> np.ndarray:
+    """Indices (dof,) of the coordinates whose selection rows B best complete Phi_q
+    to a regular matrix, from an orthonormal null-space basis (n, dof) of Phi_q
+    (QR with column pivoting on its transpose)."""
+    _, _, piv = scipy.linalg.qr(null.T, pivoting=True)
+    return np.sort(piv[: null.shape[1]]).astype(np.int32)
+
+
 # --------------------------------------------------------------------------------------
 # The mechanism
 # --------------------------------------------------------------------------------------
@@ -341,18 +350,8 @@ class PlanarMechanism:
         return qddot
 
     def independent_coordinates(self, q: np.ndarray | None = None) -> np.ndarray:
-        """A well-conditioned choice of dof independent coordinates at q (default q0).
-
-        Picks, column by column, the coordinates whose selection rows B best
-        complete Phi_q to a regular matrix (QR with column pivoting on the
-        null-space basis).
-        """
-        import scipy.linalg
-
-        J = self.phi_q(self.q0 if q is None else q)
-        null = scipy.linalg.null_space(J)  # (n, dof)
-        _, _, piv = scipy.linalg.qr(null.T, pivoting=True)
-        return np.sort(piv[: self.dof])
+        """A well-conditioned choice of dof independent coordinates at q (default q0)."""
+        return best_independent_coordinates(scipy.linalg.null_space(self.phi_q(self.q0 if q is None else q)))
 
     # -- construction ----------------------------------------------------------------
     def _validate(self) -> None:
