@@ -1,0 +1,341 @@
+"""Ready-made rigid-body models (seed 001 sections 4.2-4.3, seed 002) and a builder for hinged trees.
+
+World frame: z up, gravity ``R_tilt (0, 0, -g)``. Angles are 0 with the
+pendulums hanging straight down. The papers' numerical tables (seed 001
+Tables 1 and 5) are stripped from the seed text, so the default values here
+are ours: a small laboratory rig of the same kind (PendCon-like pendulum,
+QUBE-like Furuta pendulum), each documented with its unit and bounds. The
+parameter *names* follow the papers' roles:
+
+- pendulum (4.2): ``m``, ``J`` (inertia about the hinge-parallel axis through
+  the CoM), ``d`` (hinge to CoM), ``b`` (viscous), ``mu_r`` (dry friction mu
+  times the internal distance r, [m]), Stribeck ``dmu_r``, ``omega_s``;
+- Furuta (4.3): bodies A (arm) and B (pendulum), hinges 1 (stand-arm, motor)
+  and 2 (arm-pendulum); offsets ``r_A``, ``L_A``, ``r_B``; inertias ``J_Ax``
+  ... ``J_Bz``; gain ``K``, shaft inertia ``J_s``; ``b_1``, ``b_2``,
+  ``mu_r1``, ``mu_r2``; the tilt rotation ``tilt``. The 13 free parameters of
+  section 4.6 are K, five inertias, four frictional ones, and the 3-dof tilt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mbfg.errors import ModelError
+from mbfg.parameters import ROTATION, Parameter, ParameterSet
+from mbfg.rigid import (
+    WORLD,
+    AppliedForce,
+    Body,
+    Contact,
+    Frame,
+    Hinge,
+    Motor,
+    ParamLike,
+    RigidModel,
+)
+
+# R_body_frame that turns a frame's z axis onto the body's x, y or z axis.
+AXIS_FRAMES: dict[str, np.ndarray] = {
+    "x": np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]]),  # Ry(+90 deg)
+    "y": np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]]),  # Rx(-90 deg)
+    "z": np.eye(3),
+}
+
+INF = np.inf
+
+
+def _p(name: str, value: float, unit: str, lower: float = -INF, upper: float = INF, description: str = "",
+       free: bool = False) -> Parameter:
+    return Parameter(name, value, unit, lower, upper, free, description=description)
+
+
+def _compliance_parameters(eps_lin: float, eps_rot: float, tau: float) -> list[Parameter]:
+    return [
+        _p("eps_lin", eps_lin, "m/N", 1e-14, INF, "compliance of the hinges' translational rows"),
+        _p("eps_rot", eps_rot, "rad/(N m)", 1e-14, INF, "compliance of the hinges' rotational rows"),
+        _p("tau", tau, "s", 0.0, INF, "constraint damping (relaxation time)"),
+        _p("g", 9.81, "m/s^2", 0.0, INF, "gravitational acceleration"),
+    ]
+
+
+# --------------------------------------------------------------------------- pendulum
+
+
+def pendulum(friction: str = "viscous") -> RigidModel:
+    """The pendulum of seed 001 section 4.2: one body on a frictional hinge offset from its CoM.
+
+    The hinge axis is the world y axis through the origin; ``theta`` is the
+    rotation about it (0 hanging down, CoM at (0, 0, -d)).
+
+    Args:
+        friction: ``"viscous"`` (b), ``"dry"`` (b and mu_r) or ``"stribeck"``
+            (b, mu_r, dmu_r, omega_s; eq. 4.1).
+    """
+    if friction not in ("viscous", "dry", "stribeck"):
+        raise ModelError(f"pendulum friction must be 'viscous', 'dry' or 'stribeck', got {friction!r}")
+    params = [
+        _p("m", 0.2, "kg", 1e-6, INF, "mass"),
+        _p("J", 1.6e-3, "kg m^2", 1e-9, INF, "inertia about the hinge-parallel axis through the CoM", True),
+        _p("J_x", 1.6e-3, "kg m^2", 1e-9, INF, "inertia about the body x axis (not excited)"),
+        _p("J_z", 1e-5, "kg m^2", 1e-9, INF, "inertia about the body z axis (not excited)"),
+        _p("d", 0.12, "m", 0.0, INF, "hinge to CoM distance"),
+        _p("b", 2e-3, "N m s/rad", 0.0, INF, "viscous friction", True),
+    ]
+    dry = stribeck = None
+    if friction in ("dry", "stribeck"):
+        params.append(_p("mu_r", 2e-4, "m", 0.0, INF, "dry friction mu times internal distance r", True))
+        dry = "mu_r"
+    if friction == "stribeck":
+        params += [
+            _p("dmu_r", 2e-4, "m", 0.0, INF, "static minus kinetic dry friction (Stribeck)", True),
+            _p("omega_s", 0.5, "rad/s", 1e-6, INF, "Stribeck transition angular velocity", True),
+        ]
+        stribeck = ("dmu_r", "omega_s")
+    params += _compliance_parameters(1e-8, 1e-6, 2e-3)
+    hinge = Hinge(
+        "theta",
+        a=Frame(WORLD, (0.0, 0.0, 0.0), AXIS_FRAMES["y"]),
+        b=Frame("pendulum", (0.0, 0.0, "d"), AXIS_FRAMES["y"]),
+        eps_lin="eps_lin", eps_rot="eps_rot", tau="tau", viscous="b", dry=dry, stribeck=stribeck,
+    )
+    name = "pendulum" if friction == "viscous" else f"pendulum-{friction}"
+    return RigidModel(
+        name,
+        [Body("pendulum", "m", ("J_x", "J", "J_z"))],
+        [hinge],
+        parameters=ParameterSet(params),
+        description=f"seed 001 sec. 4.2 pendulum, hinge offset d from the CoM, {friction} friction",
+    )
+
+
+# --------------------------------------------------------------------------- Furuta
+
+
+def furuta(dry: bool = True) -> RigidModel:
+    """The Furuta pendulum of seed 001 section 4.3.
+
+    Hinge ``theta`` (1): world origin, axis world z, motor with gain ``K`` on
+    control ``u`` [V] and shaft inertia ``J_s``. Arm A: CoM at ``r_A`` along
+    its x axis; hinge ``alpha`` (2) at ``L_A`` along the arm, axis = the arm's
+    x axis. Pendulum B: CoM ``r_B`` below hinge 2 at alpha = 0. Principal axes
+    of both bodies align with their local frames (eq. 4.2).
+
+    Args:
+        dry: include the hinges' dry friction ``mu_r1``, ``mu_r2`` (F.4).
+    """
+    params = [
+        _p("m_A", 0.095, "kg", 1e-6, INF, "arm mass"),
+        _p("m_B", 0.024, "kg", 1e-6, INF, "pendulum mass"),
+        _p("r_A", 0.04, "m", -INF, INF, "hinge 1 to arm CoM, along the arm"),
+        _p("L_A", 0.085, "m", 0.0, INF, "hinge 1 to hinge 2, along the arm"),
+        _p("r_B", 0.0645, "m", 0.0, INF, "hinge 2 to pendulum CoM"),
+        _p("J_Ax", 1e-6, "kg m^2", 1e-10, INF, "arm inertia about its long axis", True),
+        _p("J_Ay", 6e-5, "kg m^2", 1e-10, INF, "arm inertia about its horizontal cross axis", True),
+        _p("J_Az", 6e-5, "kg m^2", 1e-10, INF, "arm inertia about the vertical axis", True),
+        _p("J_Bx", 3.3e-5, "kg m^2", 1e-10, INF, "pendulum inertia about the hinge-2 axis", True),
+        _p("J_By", 3.3e-5, "kg m^2", 1e-10, INF, "pendulum inertia about its cross axis", True),
+        _p("J_Bz", 1e-7, "kg m^2", 1e-10, INF, "pendulum inertia about its long axis"),
+        _p("K", 0.04, "N m/V", 0.0, INF, "motor gain: torque per volt", True),
+        _p("J_s", 4e-6, "kg m^2", 1e-10, INF, "motor shaft inertia"),
+        _p("b_1", 5e-4, "N m s/rad", 0.0, INF, "viscous friction of hinge 1", True),
+        _p("b_2", 1e-5, "N m s/rad", 0.0, INF, "viscous friction of hinge 2", True),
+        Parameter("tilt", np.eye(3), "", free=True, kind=ROTATION,
+                  description="rotation of the stand: gravity is tilt @ (0, 0, -g)"),
+    ]
+    if dry:
+        params += [
+            _p("mu_r1", 1e-4, "m", 0.0, INF, "dry friction of hinge 1, mu times r", True),
+            _p("mu_r2", 2e-5, "m", 0.0, INF, "dry friction of hinge 2, mu times r", True),
+        ]
+    params += _compliance_parameters(1e-7, 1e-5, 2e-3)
+    common = dict(eps_lin="eps_lin", eps_rot="eps_rot", tau="tau")
+    hinge1 = Hinge(
+        "theta", a=Frame(WORLD), b=Frame("arm", ("-r_A", 0.0, 0.0)), viscous="b_1",
+        dry="mu_r1" if dry else None, motor=Motor("u", "K", "J_s"), **common,
+    )
+    hinge2 = Hinge(
+        "alpha", a=Frame("arm", ("L_A - r_A", 0.0, 0.0), AXIS_FRAMES["x"]),
+        b=Frame("pendulum", (0.0, 0.0, "r_B"), AXIS_FRAMES["x"]), viscous="b_2",
+        dry="mu_r2" if dry else None, **common,
+    )
+    return RigidModel(
+        "furuta" if dry else "furuta-viscous",
+        [Body("arm", "m_A", ("J_Ax", "J_Ay", "J_Az")), Body("pendulum", "m_B", ("J_Bx", "J_By", "J_Bz"))],
+        [hinge1, hinge2],
+        parameters=ParameterSet(params),
+        tilt="tilt",
+        description="seed 001 sec. 4.3 Furuta pendulum: motor-driven arm, free pendulum, tilt"
+        + ("" if dry else ", viscous friction only"),
+    )
+
+
+# --------------------------------------------------------------------------- hinged trees
+
+
+@dataclass(frozen=True)
+class Link:
+    """One link of a hinged chain or tree (see :func:`hinged_tree`).
+
+    Args:
+        name: body name.
+        joint: name of the hinge that attaches it to its parent (its angle is an observation).
+        parent: parent link name, or None for the world.
+        mass: [kg]; inertia: principal (Jx, Jy, Jz) about the CoM [kg m^2].
+        offset: the joint's position relative to the parent's joint (or the world
+            origin) at zero angles, world axes [m].
+        com: distance from the joint down to the CoM at zero angles [m].
+        axis: hinge axis at zero angles, ``"x"``, ``"y"`` or ``"z"``.
+        viscous: drag [N m s/rad], or None.
+        motor: control name for a joint motor, or None (gain ``K_<joint>``, shaft inertia ``J_s_<joint>``).
+    """
+
+    name: str
+    joint: str
+    parent: str | None
+    mass: ParamLike
+    inertia: tuple[ParamLike, ParamLike, ParamLike]
+    offset: tuple[ParamLike, ParamLike, ParamLike]
+    com: ParamLike
+    axis: str = "y"
+    viscous: ParamLike | None = None
+    motor: str | None = None
+
+
+def _plus(a: ParamLike, b: ParamLike) -> ParamLike:
+    """``a + b`` as a number when both are numbers, else as an expression."""
+    if isinstance(a, str) or isinstance(b, str):
+        return f"{a} + {b}"
+    return float(a) + float(b)
+
+
+def hinged_tree(name: str, links: Sequence[Link], parameters: Sequence[Parameter], *,
+                eps_lin: ParamLike = "eps_lin", eps_rot: ParamLike = "eps_rot", tau: ParamLike = "tau",
+                description: str = "") -> RigidModel:
+    """A chain or tree of bodies connected by hinges, hanging along -z at zero angles.
+
+    Each link's body frame sits at its CoM, ``com`` below its joint, axes
+    parallel to the world's at zero angles. ``parameters`` must define every
+    name the links use, plus ``g`` and the compliance names.
+    """
+    by_name = {link.name: link for link in links}
+    joints = []
+    for link in links:
+        if link.axis not in AXIS_FRAMES:
+            raise ModelError(f"{name}: link {link.name!r} axis must be 'x', 'y' or 'z', got {link.axis!r}")
+        R = AXIS_FRAMES[link.axis]
+        if link.parent is None:
+            a = Frame(WORLD, link.offset, R)
+        elif link.parent in by_name:
+            # The joint relative to the parent's CoM, which is com_parent below the parent's joint.
+            ox, oy, oz = link.offset
+            a = Frame(link.parent, (ox, oy, _plus(oz, by_name[link.parent].com)), R)
+        else:
+            raise ModelError(f"{name}: link {link.name!r} names unknown parent {link.parent!r}")
+        motor = Motor(link.motor, f"K_{link.joint}", f"J_s_{link.joint}") if link.motor else None
+        joints.append(Hinge(link.joint, a, Frame(link.name, (0.0, 0.0, link.com), R), eps_lin=eps_lin,
+                            eps_rot=eps_rot, tau=tau, viscous=link.viscous, motor=motor))
+    bodies = [Body(link.name, link.mass, link.inertia) for link in links]
+    return RigidModel(name, bodies, joints, parameters=ParameterSet(parameters), description=description)
+
+
+def double_pendulum(torques: bool = False) -> RigidModel:
+    """A double pendulum: two links on hinges about the world y axis (a chain of :func:`hinged_tree`).
+
+    ``q1`` is link 1's angle, ``q2`` link 2's angle relative to link 1 (0 hanging
+    down), the DFKI lab's convention (shared/data/dfki_double_pendulum).
+    ``m1, m2`` [kg], ``l1`` (joint 1 to joint 2), ``r1, r2`` (joint to CoM) [m],
+    ``J1, J2`` inertias about the CoMs' y axes [kg m^2], ``b1, b2`` viscous.
+
+    Args:
+        torques: joints driven by controls ``tau1``, ``tau2`` (motors of gain
+            ``K_q1 = K_q2 = 1`` N m per unit and small shaft inertias ``J_s_q1``, ``J_s_q2``).
+    """
+    params = [
+        _p("m1", 0.6, "kg", 1e-6, INF, "link 1 mass"),
+        _p("m2", 0.6, "kg", 1e-6, INF, "link 2 mass"),
+        _p("l1", 0.3, "m", 0.0, INF, "joint 1 to joint 2"),
+        _p("r1", 0.3, "m", 0.0, INF, "joint 1 to link 1 CoM"),
+        _p("r2", 0.2, "m", 0.0, INF, "joint 2 to link 2 CoM"),
+        _p("J1", 1e-3, "kg m^2", 1e-9, INF, "link 1 inertia about its CoM, joint axis", True),
+        _p("J2", 1e-3, "kg m^2", 1e-9, INF, "link 2 inertia about its CoM, joint axis", True),
+        _p("J_perp", 1e-3, "kg m^2", 1e-9, INF, "link inertias about the other two axes (not excited)"),
+        _p("b1", 1e-3, "N m s/rad", 0.0, INF, "viscous friction of joint 1", True),
+        _p("b2", 1e-3, "N m s/rad", 0.0, INF, "viscous friction of joint 2", True),
+        *_compliance_parameters(1e-8, 1e-6, 2e-3),
+    ]
+    if torques:
+        params += [
+            _p("K_q1", 1.0, "N m", 0.0, INF, "torque per unit of control tau1"),
+            _p("K_q2", 1.0, "N m", 0.0, INF, "torque per unit of control tau2"),
+            _p("J_s_q1", 1e-6, "kg m^2", 1e-12, INF, "rotor inertia at joint 1"),
+            _p("J_s_q2", 1e-6, "kg m^2", 1e-12, INF, "rotor inertia at joint 2"),
+        ]
+    links = [
+        Link("link1", "q1", None, "m1", ("J_perp", "J1", "J_perp"), (0.0, 0.0, 0.0), "r1", "y", "b1",
+             "tau1" if torques else None),
+        Link("link2", "q2", "link1", "m2", ("J_perp", "J2", "J_perp"), (0.0, 0.0, "-l1"), "r2", "y", "b2",
+             "tau2" if torques else None),
+    ]
+    return hinged_tree("double-pendulum" + ("-torque" if torques else ""), links, params,
+                       description="two links on hinges about y (chain of hinged bodies)"
+                       + (", joint torques as controls" if torques else ""))
+
+
+# --------------------------------------------------------------------------- particle
+
+
+def particle() -> RigidModel:
+    """Seed 002's "2D particle falling and sliding", in the x-z plane.
+
+    m = 1 kg, mu = 0.2, released from rest at (x, z) = (0, 3) m under gravity
+    with a constant push ``F_x`` = 5 N along x; the ground is the plane z = 0
+    with Coulomb friction (contact normal row plus a four-sided friction pyramid).
+    Seed 002 steps it with h = 0.05 s.
+    """
+    params = ParameterSet([
+        _p("m", 1.0, "kg", 1e-6, INF, "mass"),
+        _p("mu", 0.2, "", 0.0, 1.0, "Coulomb friction coefficient", True),
+        _p("F_x", 5.0, "N", -INF, INF, "constant applied force along x"),
+        _p("eps", 1e-8, "m/N", 1e-14, INF, "contact compliance"),
+        _p("tau", 0.1, "s", 0.0, INF, "contact damping (relaxation time)"),
+        _p("g", 9.81, "m/s^2", 0.0, INF, "gravitational acceleration"),
+    ])
+    return RigidModel(
+        "particle",
+        [Body("particle", "m", (1e-3, 1e-3, 1e-3), position=(0.0, 0.0, 3.0))],
+        contacts=[Contact("ground", "particle", mu="mu", eps="eps", tau="tau")],
+        applied=[AppliedForce("particle", ("F_x", 0.0, 0.0))],
+        parameters=params,
+        observations=["particle.x", "particle.z"],
+        description="seed 002: particle falling onto the ground and sliding with Coulomb friction",
+    )
+
+
+#: Built-in models by name (``mbfg models`` lists them).
+BUILTIN: dict[str, Callable[[], RigidModel]] = {
+    "pendulum": lambda: pendulum("viscous"),
+    "pendulum-dry": lambda: pendulum("dry"),
+    "pendulum-stribeck": lambda: pendulum("stribeck"),
+    "double-pendulum": lambda: double_pendulum(False),
+    "double-pendulum-torque": lambda: double_pendulum(True),
+    "furuta": lambda: furuta(True),
+    "furuta-viscous": lambda: furuta(False),
+    "particle": particle,
+}
+
+
+def load_model(name: str) -> RigidModel:
+    """A built-in model by name, or a model file (YAML, see :mod:`mbfg.model_file`) by path."""
+    if name in BUILTIN:
+        return BUILTIN[name]()
+    import os
+
+    if os.path.exists(name) or name.endswith((".yaml", ".yml")):
+        from mbfg.model_file import load_model_file
+
+        return load_model_file(name)
+    raise ModelError(f"unknown model {name!r}; built-in models: {', '.join(BUILTIN)} (or a path to a model file)")

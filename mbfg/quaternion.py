@@ -1,0 +1,128 @@
+"""Unit quaternions for body orientations (seed 000, section 2.3; seed 001, section 3.5).
+
+A quaternion ``e = (w, x, y, z)`` (scalar first, shape (4,)) rotates body-frame
+vectors into the world frame: ``R_world_body = to_matrix(e)``.
+
+The rotation update of Spook, eq. (2.13), multiplies on the right,
+``e' = e * [cos(|psi|/2), psi/|psi| sin(|psi|/2)]``, so the rotation vector psi
+is expressed in the *body* frame. That is GTSAM's convention too
+(``Rot3.retract(xi) = R * Exp(xi)``), which is why mbfg keeps the angular
+velocity of a body in its own frame: ``e_{k+1} = e_k boxplus h*omega_body``
+(eq. 2.16) is then exactly GTSAM's retraction of the rotation by ``h*omega``.
+
+Functions here are pure jax.numpy, work on single quaternions, and are
+vmappable. None of them branches on values.
+"""
+
+from __future__ import annotations
+
+from mbfg._jax import jnp
+
+# Below this squared angle a Taylor series replaces sin(x)/x: exact to float64
+# and, unlike the closed form, with finite derivatives at zero.
+_SMALL_SQ = 1e-10
+
+
+def multiply(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+    """Hamilton product ``a * b`` of two quaternions (4,), scalar first."""
+    aw, av = a[0], a[1:]
+    bw, bv = b[0], b[1:]
+    return jnp.concatenate([jnp.array([aw * bw - jnp.dot(av, bv)]), aw * bv + bw * av + jnp.cross(av, bv)])
+
+
+def conjugate(e: jnp.ndarray) -> jnp.ndarray:
+    """Conjugate (the inverse of a unit quaternion), shape (4,)."""
+    return e * jnp.array([1.0, -1.0, -1.0, -1.0])
+
+
+def exp(psi: jnp.ndarray) -> jnp.ndarray:
+    """Unit quaternion of the rotation vector psi (3,) [rad], eq. (2.13)."""
+    angle_sq = jnp.dot(psi, psi)
+    small = angle_sq < _SMALL_SQ
+    safe_sq = jnp.where(small, 1.0, angle_sq)
+    angle = jnp.sqrt(safe_sq)
+    # sin(angle/2)/angle and cos(angle/2), with their series near zero.
+    s = jnp.where(small, 0.5 - angle_sq / 48.0, jnp.sin(0.5 * angle) / angle)
+    c = jnp.where(small, 1.0 - angle_sq / 8.0, jnp.cos(0.5 * angle))
+    return jnp.concatenate([jnp.array([c]), s * psi])
+
+
+def log(e: jnp.ndarray) -> jnp.ndarray:
+    """Rotation vector (3,) [rad] of a unit quaternion, the exact inverse of :func:`exp`.
+
+    Takes the shorter of the two rotations that ``e`` and ``-e`` represent
+    (angle in [0, pi]); this is eq. (3.19), used outside residuals.
+    """
+    e = jnp.where(e[0] < 0.0, -e, e)
+    w, v = e[0], e[1:]
+    v_sq = jnp.dot(v, v)
+    small = v_sq < _SMALL_SQ
+    v_norm = jnp.sqrt(jnp.where(small, 1.0, v_sq))
+    # 2 atan2(|v|, w) / |v|; near zero 2/w (1 - |v|^2 / (3 w^2)).
+    scale = jnp.where(small, 2.0 / w * (1.0 - v_sq / (3.0 * w * w)), 2.0 * jnp.arctan2(v_norm, w) / v_norm)
+    return scale * v
+
+
+def boxplus(e: jnp.ndarray, psi: jnp.ndarray) -> jnp.ndarray:
+    """``e boxplus psi = e * exp(psi)``, eq. (2.14), renormalized against round-off."""
+    out = multiply(e, exp(psi))
+    return out / jnp.linalg.norm(out)
+
+
+def boxminus(e1: jnp.ndarray, e0: jnp.ndarray) -> jnp.ndarray:
+    """``e1 boxminus e0 = log(conj(e0) * e1)`` (3,), eq. (2.15): ``e0 boxplus psi == e1``."""
+    return log(multiply(conjugate(e0), e1))
+
+
+def boxminus_small(e1: jnp.ndarray, e0: jnp.ndarray) -> jnp.ndarray:
+    """Small-angle rotation residual, seed 001 eq. (3.20), for residuals only.
+
+    The exact difference (3.19) has derivatives that blow up as the angle
+    approaches pi; residuals use a smooth approximation instead. The equation's
+    text is stripped in the seed, so this is our choice of the family it
+    describes: with ``d = conj(e0) * e1 = (w, v)``, ``psi ~= 2 w v``, which is
+    ``sin(angle) * axis``: correct to first order (and third: error
+    O(angle^3)), smooth everywhere, and the same for ``d`` and ``-d``.
+    """
+    d = multiply(conjugate(e0), e1)
+    return 2.0 * d[0] * d[1:]
+
+
+def to_matrix(e: jnp.ndarray) -> jnp.ndarray:
+    """Rotation matrix R_world_body (3, 3) of a unit quaternion (4,)."""
+    w, x, y, z = e[0], e[1], e[2], e[3]
+    return jnp.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def from_matrix(R: jnp.ndarray) -> jnp.ndarray:
+    """Unit quaternion (4,), w >= 0, of a rotation matrix (3, 3) (NumPy-side helper).
+
+    Shepperd's method: picks the largest of w, x, y, z to divide by, so it is
+    accurate for every rotation. Used to set up states, not inside residuals.
+    """
+    import numpy as np
+
+    R = np.asarray(R, dtype=float)
+    trace = np.trace(R)
+    candidates = np.array([trace, R[0, 0], R[1, 1], R[2, 2]])
+    i = int(np.argmax(candidates))
+    if i == 0:
+        w = 0.5 * np.sqrt(1.0 + trace)
+        e = np.array([w, (R[2, 1] - R[1, 2]) / (4 * w), (R[0, 2] - R[2, 0]) / (4 * w), (R[1, 0] - R[0, 1]) / (4 * w)])
+    elif i == 1:
+        x = 0.5 * np.sqrt(1.0 + 2 * R[0, 0] - trace)
+        e = np.array([(R[2, 1] - R[1, 2]) / (4 * x), x, (R[0, 1] + R[1, 0]) / (4 * x), (R[0, 2] + R[2, 0]) / (4 * x)])
+    elif i == 2:
+        y = 0.5 * np.sqrt(1.0 + 2 * R[1, 1] - trace)
+        e = np.array([(R[0, 2] - R[2, 0]) / (4 * y), (R[0, 1] + R[1, 0]) / (4 * y), y, (R[1, 2] + R[2, 1]) / (4 * y)])
+    else:
+        z = 0.5 * np.sqrt(1.0 + 2 * R[2, 2] - trace)
+        e = np.array([(R[1, 0] - R[0, 1]) / (4 * z), (R[0, 2] + R[2, 0]) / (4 * z), (R[1, 2] + R[2, 1]) / (4 * z), z])
+    e = e if e[0] >= 0 else -e
+    return e / np.linalg.norm(e)

@@ -1,0 +1,825 @@
+"""3D rigid bodies in maximal coordinates and their joints (seed 000 section 2; seed 001 App. F).
+
+Each body has a configuration ``q = (r, e)`` (CoM position in the world [m],
+unit quaternion body -> world, eq. 2.1) and a velocity ``v = (v, omega)``
+(CoM velocity in the world [m/s], angular velocity in the *body* frame
+[rad/s], eq. 2.2). With principal inertias ``J = diag(Jx, Jy, Jz)`` about the
+CoM, Newton-Euler (2.3) in these variables has a constant diagonal mass matrix
+``M = diag(m, m, m, Jx, Jy, Jz)`` and the gyroscopic force ``-omega x (J omega)``
+(the paper's f_g, moved to the right-hand side of 2.5). Keeping omega in the
+body frame makes the configuration update ``q boxplus h v`` (2.16) the right
+perturbation of eq. 2.13, which is GTSAM's ``Rot3.retract``.
+
+Kinematic constraints are packages of elementary constraints, each row with a
+compliance ``eps`` and a damping ``tau`` (2.9-2.11):
+
+- :class:`Hinge` (F.1): the attachment points coincide (3 rows) and the z axis of
+  frame ``a`` stays orthogonal to the x and y axes of frame ``b`` (2 rows); the
+  joint angle is the rotation of ``b`` about ``a``'s z. Options: viscous drag
+  (F.2), a motor with shaft inertia driven by a control (F.3), and dry friction
+  (F.4) with optional Stribeck curve (seed 001 eq. 4.1).
+- :class:`Ball` (3 rows), :class:`Lock` (6 rows).
+- :class:`Contact`: a point on a body above a plane, ``c(q) >= 0`` with Coulomb
+  friction (2.21, 2.24).
+
+Everything numeric in a model may be a number or the name of a parameter of
+its :class:`~mbfg.parameters.ParameterSet` (``"-name"`` negates), so models
+are differentiable in their parameters. :class:`RigidModel` evaluates the rows
+of the Spook system (2.18 and 2.24) for the stepper in :mod:`mbfg.spook`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Union
+
+import numpy as np
+
+from mbfg import quaternion as quat
+from mbfg._jax import jax, jnp
+from mbfg.errors import ModelError
+from mbfg.parameters import ROTATION, Parameter, ParameterSet
+
+#: A number, or a sum of parameter names and numbers with signs, e.g. ``"L_A - r_A"``.
+ParamLike = Union[float, str]
+Vec3 = tuple[ParamLike, ParamLike, ParamLike]
+
+WORLD = "world"
+_TERM = re.compile(r"\s*([+-])?\s*([A-Za-z_][A-Za-z0-9_]*|[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*")
+
+
+@functools.lru_cache(maxsize=None)
+def _terms(expression: str) -> tuple[tuple[float, str | float], ...]:
+    """Parse ``"a - b + 0.5"`` into ((+1, "a"), (-1, "b"), (+1, 0.5)); ModelError if it is not such a sum."""
+    terms, pos = [], 0
+    while pos < len(expression):
+        m = _TERM.match(expression, pos)
+        if m is None or m.end() == pos or (terms and m.group(1) is None):
+            raise ModelError(f"bad parameter expression {expression!r}: expected names and numbers joined by + and -")
+        sign = -1.0 if m.group(1) == "-" else 1.0
+        token = m.group(2)
+        terms.append((sign, token if token[0].isalpha() or token[0] == "_" else float(token)))
+        pos = m.end()
+    if not terms:
+        raise ModelError("empty parameter expression")
+    return tuple(terms)
+
+
+def resolve(value: ParamLike, p: Mapping[str, Any]) -> Any:
+    """The value of a :data:`ParamLike` given parameter values ``p`` (a JAX scalar or float)."""
+    if isinstance(value, str):
+        return sum(sign * (p[token] if isinstance(token, str) else token) for sign, token in _terms(value))
+    return value
+
+
+def resolve3(values: Sequence[ParamLike], p: Mapping[str, Any]) -> jnp.ndarray:
+    return jnp.stack([jnp.asarray(resolve(v, p), dtype=float) for v in values])
+
+
+def _param_names(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [token for _, token in _terms(value) if isinstance(token, str)]
+    if isinstance(value, (tuple, list)):
+        return [n for v in value for n in _param_names(v)]
+    return []
+
+
+# --------------------------------------------------------------------------- parts
+
+
+@dataclass(frozen=True)
+class Body:
+    """A rigid body.
+
+    Args:
+        name: unique name.
+        mass: [kg].
+        inertia: principal inertias (Jx, Jy, Jz) about the CoM, body frame [kg m^2].
+        position, rotation: pose used when no joint places the body (free bodies,
+            e.g. a particle): CoM position [m] and R_world_body (3, 3).
+    """
+
+    name: str
+    mass: ParamLike
+    inertia: Vec3
+    position: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    rotation: Any = None
+
+
+@dataclass(frozen=True)
+class Frame:
+    """An attachment frame fixed to a body (or to the world).
+
+    Args:
+        body: body name, or ``"world"``.
+        position: origin in the body frame, relative to the CoM [m] (world frame for the world).
+        rotation: R_body_frame (3, 3), a constant; identity by default.
+    """
+
+    body: str = WORLD
+    position: Vec3 = (0.0, 0.0, 0.0)
+    rotation: Any = None
+
+    def R(self) -> np.ndarray:
+        return np.eye(3) if self.rotation is None else np.asarray(self.rotation, dtype=float)
+
+
+@dataclass(frozen=True)
+class Motor:
+    """A motor on a hinge (seed 001 App. F, F.3): torque ``gain * u`` through a shaft of inertia ``shaft_inertia``.
+
+    Args:
+        control: name of the control signal u (e.g. a voltage [V]).
+        gain: torque per unit control [N m / unit of u].
+        shaft_inertia: rotor inertia about the hinge axis [kg m^2], > 0.
+    """
+
+    control: str
+    gain: ParamLike
+    shaft_inertia: ParamLike
+
+
+@dataclass(frozen=True)
+class Hinge:
+    """Hinge between frames ``a`` and ``b``: rotation about a's z axis only (F.1).
+
+    Args:
+        name: unique joint name; its angle is the observation of that name.
+        a, b: attachment frames; ``a`` is the parent (``b`` is placed from ``a``
+            when the model sets up a state from joint angles).
+        eps_lin: compliance of the 3 translational rows [m/N].
+        eps_rot: compliance of the 2 rotational rows [rad/(N m)].
+        tau: damping (relaxation time) of all 5 rows [s].
+        viscous: drag coefficient [N m s/rad] (F.2), or None.
+        dry: dry friction ``mu r`` [m] (F.4): the friction torque is bounded by
+            ``dry`` times the translational and ``dry / (1 m)`` times the
+            rotational constraint multipliers. None: no dry friction.
+        stribeck: ``(delta_mu_r [m], omega_s [rad/s])``: the dry coefficient becomes
+            ``dry + delta_mu_r * exp(-(omega_k / omega_s)^2)`` (seed 001 eq. 4.1), or None.
+        motor: a :class:`Motor`, or None.
+        friction_compliance: regularization of the tangential friction rows.
+    """
+
+    name: str
+    a: Frame
+    b: Frame
+    eps_lin: ParamLike = 1e-8
+    eps_rot: ParamLike = 1e-8
+    tau: ParamLike = 2e-3
+    viscous: ParamLike | None = None
+    dry: ParamLike | None = None
+    stribeck: tuple[ParamLike, ParamLike] | None = None
+    motor: Motor | None = None
+    friction_compliance: float = 1e-8
+
+
+@dataclass(frozen=True)
+class Ball:
+    """Ball joint: the origins of frames a and b coincide (3 rows)."""
+
+    name: str
+    a: Frame
+    b: Frame
+    eps: ParamLike = 1e-8
+    tau: ParamLike = 2e-3
+
+
+@dataclass(frozen=True)
+class Lock:
+    """Lock joint: frames a and b coincide in position and orientation (6 rows)."""
+
+    name: str
+    a: Frame
+    b: Frame
+    eps_lin: ParamLike = 1e-8
+    eps_rot: ParamLike = 1e-8
+    tau: ParamLike = 2e-3
+
+
+@dataclass(frozen=True)
+class Contact:
+    """A point of a body above a fixed plane: gap ``c = n . (p - origin) >= 0`` (2.21) with Coulomb friction (2.24).
+
+    Args:
+        name: unique name.
+        body: the body; ``point`` is the contact point in its frame, rel. to the CoM [m].
+        normal: plane normal in the world (unit after normalization); ``origin`` a point of the plane [m].
+        mu: friction coefficient [-]; friction acts along two world tangents, in
+            both senses each (a four-sided friction pyramid).
+        eps, tau: compliance [m/N] and damping [s] of the normal row.
+    """
+
+    name: str
+    body: str
+    point: Vec3 = (0.0, 0.0, 0.0)
+    normal: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    origin: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    mu: ParamLike = 0.0
+    eps: ParamLike = 1e-8
+    tau: ParamLike = 2e-3
+    friction_compliance: float = 1e-8
+
+
+@dataclass(frozen=True)
+class AppliedForce:
+    """A constant force on a body's CoM, world frame [N] (e.g. the push on seed 002's particle)."""
+
+    body: str
+    force: Vec3
+
+
+Joint = Union[Hinge, Ball, Lock]
+
+#: Regularization of each friction-bound (sigma) row, Delta of eq. 2.24.
+SIGMA_REGULARIZATION = 1e-10
+#: The paper unifies friction from force and torque multipliers with an
+#: arbitrary distance (seed 001 section 4.3); ours is 1 m.
+ROTATIONAL_FRICTION_DISTANCE = 1.0
+
+
+class State(NamedTuple):
+    """State x = (q, v) of nb bodies (seed 000 eq. 2.1-2.2).
+
+    r: (nb, 3) CoM positions [m]; e: (nb, 4) unit quaternions body->world;
+    v: (nb, 3) CoM velocities in the world [m/s]; w: (nb, 3) angular velocities
+    in the body frames [rad/s].
+    """
+
+    r: jnp.ndarray
+    e: jnp.ndarray
+    v: jnp.ndarray
+    w: jnp.ndarray
+
+    def velocity(self) -> jnp.ndarray:
+        """Generalized velocity, (6 nb,): per body [v (3), omega (3)]."""
+        return jnp.concatenate([self.v, self.w], axis=1).reshape(-1)
+
+    def with_velocity(self, vel: jnp.ndarray) -> State:
+        vel = vel.reshape(-1, 6)
+        return self._replace(v=vel[:, :3], w=vel[:, 3:])
+
+
+class Rows(NamedTuple):
+    """The constraint rows of one Spook step, in the notation of eqs. 2.19 and 2.25.
+
+    A: (nA, 6nb) equality rows (holonomic and nonholonomic), Sigma_A: (nA,)
+    their diagonal regularization, a: (nA,). B: (nB, 6nb) complementarity rows
+    (normals, tangents, friction bounds), Sigma_B: (nB, nB), b: (nB,).
+    """
+
+    A: jnp.ndarray
+    Sigma_A: jnp.ndarray
+    a: jnp.ndarray
+    B: jnp.ndarray
+    Sigma_B: jnp.ndarray
+    b: jnp.ndarray
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Static row bookkeeping (Python ints), built once per model."""
+
+    n_pos: int  # position-level functions whose Jacobians the rows use
+    n_A: int
+    n_B: int
+    blocks: tuple[Any, ...]
+
+
+class RigidModel:
+    """A multibody system of rigid bodies, joints and contacts with named parameters.
+
+    Args:
+        name: model name.
+        bodies: the bodies (order = state order).
+        joints: hinges, balls, locks; each ``b`` body is placed from its ``a``
+            frame when a state is built from joint angles, so list parents first.
+        contacts: ground contacts.
+        parameters: every parameter the parts name, plus ``g`` (gravity [m/s^2])
+            and, optionally, a rotation parameter named by ``tilt``.
+        tilt: name of the rotation parameter R_tilt; gravity is
+            ``R_tilt @ (0, 0, -g)`` (seed 001 section 4.6). None: no tilt.
+        observations: observed quantities, in log column order: a hinge name
+            (its angle [rad]) or ``"body.x"``, ``"body.y"``, ``"body.z"`` (CoM position [m]).
+        description: one line for ``mbfg models``.
+
+    Raises:
+        ModelError: a non-positive mass or inertia, a part naming an unknown body
+            or parameter, a duplicate name, a bad frame rotation, a motor control
+            that is not listed.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        bodies: Sequence[Body],
+        joints: Sequence[Joint] = (),
+        contacts: Sequence[Contact] = (),
+        *,
+        parameters: ParameterSet,
+        applied: Sequence[AppliedForce] = (),
+        tilt: str | None = None,
+        observations: Sequence[str] | None = None,
+        description: str = "",
+    ) -> None:
+        self.name, self.description = name, description
+        self.bodies, self.joints, self.contacts = tuple(bodies), tuple(joints), tuple(contacts)
+        self.parameters = parameters
+        self.applied = tuple(applied)
+        self.tilt = tilt
+        self.body_index = {b.name: i for i, b in enumerate(self.bodies)}
+        self._validate()
+        self.controls = tuple(dict.fromkeys(j.motor.control for j in self.hinges if j.motor is not None))
+        if observations is None:
+            observations = [j.name for j in self.hinges] or [f"{b.name}.{ax}" for b in self.bodies for ax in "xyz"]
+        self.observations = tuple(observations)
+        for obs in self.observations:
+            self._observation_fn(obs)  # raises ModelError on an unknown name
+        self.layout = self._make_layout()
+
+    # -- structure -------------------------------------------------------------------
+    @property
+    def nb(self) -> int:
+        return len(self.bodies)
+
+    @property
+    def hinges(self) -> tuple[Hinge, ...]:
+        return tuple(j for j in self.joints if isinstance(j, Hinge))
+
+    def with_parameters(self, changes: Mapping[str, Any]) -> RigidModel:
+        """A copy with some parameters changed (see :meth:`ParameterSet.updated`)."""
+        return RigidModel(
+            self.name, self.bodies, self.joints, self.contacts, parameters=self.parameters.updated(changes),
+            applied=self.applied, tilt=self.tilt, observations=self.observations, description=self.description,
+        )
+
+    def _validate(self) -> None:
+        names: dict[str, str] = {}
+        for kind, items in (("body", self.bodies), ("joint", self.joints), ("contact", self.contacts)):
+            for item in items:
+                if item.name in names or item.name == WORLD:
+                    raise ModelError(f"{self.name}: {kind} name {item.name!r} is used twice (or is reserved)")
+                names[item.name] = kind
+        params = self.parameters
+        for required in ["g", *([self.tilt] if self.tilt else [])]:
+            if required not in params:
+                raise ModelError(f"{self.name}: parameter {required!r} is missing (gravity needs it)")
+        if self.tilt and params[self.tilt].kind != ROTATION:
+            raise ModelError(f"{self.name}: tilt parameter {self.tilt!r} must be a rotation parameter")
+
+        def check_params(where: str, value: Any) -> None:
+            for n in _param_names(value):
+                if n not in params:
+                    raise ModelError(f"{self.name}: {where} names unknown parameter {n!r}")
+
+        def check_positive(where: str, value: ParamLike) -> None:
+            check_params(where, value)
+            v = resolve(value, params.numpy_values())
+            if not v > 0:
+                shown = f"{value} = {v:g}" if isinstance(value, str) else f"{v:g}"
+                raise ModelError(f"{self.name}: {where} must be > 0, got {shown}")
+
+        def check_frame(where: str, frame: Frame) -> None:
+            if frame.body != WORLD and frame.body not in self.body_index:
+                raise ModelError(
+                    f"{self.name}: {where} names unknown body {frame.body!r}; bodies: {', '.join(self.body_index)}"
+                )
+            check_params(f"{where}.position", frame.position)
+            R = frame.R()
+            if R.shape != (3, 3) or np.abs(R @ R.T - np.eye(3)).max() > 1e-9 or np.linalg.det(R) < 0:
+                raise ModelError(f"{self.name}: {where}.rotation is not a rotation matrix")
+
+        for b in self.bodies:
+            check_positive(f"body {b.name!r} mass", b.mass)
+            for axis, J in zip("xyz", b.inertia):
+                check_positive(f"body {b.name!r} inertia J{axis}", J)
+            if b.rotation is not None:
+                check_frame(f"body {b.name!r}", Frame(WORLD, (0.0, 0.0, 0.0), b.rotation))
+        for j in self.joints:
+            where = f"joint {j.name!r}"
+            check_frame(f"{where}.a", j.a)
+            check_frame(f"{where}.b", j.b)
+            if j.a.body == j.b.body:
+                raise ModelError(f"{self.name}: {where} connects {j.a.body!r} to itself")
+            for attr in ("eps_lin", "eps_rot", "eps"):
+                if hasattr(j, attr):
+                    check_positive(f"{where} {attr}", getattr(j, attr))
+            check_params(f"{where} tau", j.tau)
+            if isinstance(j, Hinge):
+                for attr in ("viscous", "dry", "stribeck"):
+                    check_params(f"{where} {attr}", getattr(j, attr))
+                if j.motor is not None:
+                    check_params(f"{where} motor gain", j.motor.gain)
+                    check_positive(f"{where} motor shaft_inertia", j.motor.shaft_inertia)
+        for c in self.contacts:
+            where = f"contact {c.name!r}"
+            if c.body not in self.body_index:
+                raise ModelError(f"{self.name}: {where} names unknown body {c.body!r}")
+            check_positive(f"{where} eps", c.eps)
+            check_params(f"{where}", (c.point, c.mu, c.tau))
+            if np.linalg.norm(c.normal) < 1e-12:
+                raise ModelError(f"{self.name}: {where} normal has zero length")
+        for f in self.applied:
+            if f.body not in self.body_index:
+                raise ModelError(f"{self.name}: applied force names unknown body {f.body!r}")
+            check_params("applied force", f.force)
+
+    def _make_layout(self) -> _Layout:
+        """Static bookkeeping: which position function and which rows each part owns."""
+        blocks: list[tuple[Any, ...]] = []
+        n_pos = n_A = n_B = 0
+        for j in self.joints:
+            n_g = {Hinge: 5, Ball: 3, Lock: 6}[type(j)]
+            pos = slice(n_pos, n_pos + n_g)
+            n_pos += n_g
+            angle = None
+            if isinstance(j, Hinge):
+                angle = n_pos
+                n_pos += 1
+            if isinstance(j, Hinge) and j.dry is not None:
+                # Dry friction (F.4): the 5 rows become 10 one-sided contact rows (+g >= 0,
+                # -g >= 0), then 2 tangential rows (+/- the hinge rotation) and one bound.
+                blocks.append(("dry_hinge", j, pos, angle, n_B))
+                n_B += 2 * n_g + 3
+            else:
+                blocks.append(("holonomic", j, pos, n_A))
+                n_A += n_g
+            if isinstance(j, Hinge) and j.viscous is not None:
+                blocks.append(("viscous", j, angle, n_A))
+                n_A += 1
+            if isinstance(j, Hinge) and j.motor is not None:
+                blocks.append(("motor", j, angle, n_A))
+                n_A += 1
+        for c in self.contacts:
+            blocks.append(("contact", c, slice(n_pos, n_pos + 3), n_B))
+            n_pos += 3  # gap, then the position along the two tangents
+            n_B += 1 + 4 + 1
+        return _Layout(n_pos, n_A, n_B, tuple(blocks))
+
+    # -- kinematics (pure JAX) -------------------------------------------------------
+    def gravity(self, p: Mapping[str, Any]) -> jnp.ndarray:
+        """Gravity acceleration in the world (3,) [m/s^2]: R_tilt (0, 0, -g)."""
+        g_vec = jnp.array([0.0, 0.0, -1.0]) * p["g"]
+        return p[self.tilt] @ g_vec if self.tilt else g_vec
+
+    def mass_diagonal(self, p: Mapping[str, Any]) -> jnp.ndarray:
+        """Diagonal of M (6 nb,): per body [m, m, m, Jx, Jy, Jz]."""
+        rows = []
+        for b in self.bodies:
+            m = jnp.asarray(resolve(b.mass, p), dtype=float)
+            rows.append(jnp.concatenate([jnp.stack([m, m, m]), resolve3(b.inertia, p)]))
+        return jnp.concatenate(rows)
+
+    def forces(self, state: State, p: Mapping[str, Any]) -> jnp.ndarray:
+        """Applied forces f + f_g (6 nb,): gravity on each CoM [N], gyroscopic -omega x J omega [N m] (body frame)."""
+        M = self.mass_diagonal(p).reshape(-1, 6)
+        f_lin = M[:, :3] * self.gravity(p)
+        for f in self.applied:
+            f_lin = f_lin.at[self.body_index[f.body]].add(resolve3(f.force, p))
+        torque = -jnp.cross(state.w, M[:, 3:] * state.w)
+        return jnp.concatenate([f_lin, torque], axis=1).reshape(-1)
+
+    def _frame_pose(self, frame: Frame, r: jnp.ndarray, R: jnp.ndarray, p: Mapping[str, Any]) -> tuple:
+        """(origin [m], R_world_frame) of an attachment frame."""
+        s = resolve3(frame.position, p)
+        if frame.body == WORLD:
+            return s, jnp.asarray(frame.R())
+        i = self.body_index[frame.body]
+        return r[i] + R[i] @ s, R[i] @ jnp.asarray(frame.R())
+
+    def position_functions(self, r: jnp.ndarray, R: jnp.ndarray, p: Mapping[str, Any]) -> jnp.ndarray:
+        """Every position-level function the rows need (n_pos,), in layout order.
+
+        Per joint its constraint rows g (F.1 for a hinge), then a hinge's angle;
+        per contact the gap and the contact point's position along two tangents.
+        The rows' Jacobians are the derivatives of these along ``q boxplus delta``.
+        """
+        out = []
+        for j in self.joints:
+            o_a, R_a = self._frame_pose(j.a, r, R, p)
+            o_b, R_b = self._frame_pose(j.b, r, R, p)
+            if isinstance(j, Hinge):
+                z_a = R_a[:, 2]
+                out += [o_b - o_a, jnp.stack([z_a @ R_b[:, 0], z_a @ R_b[:, 1]]), hinge_angle(R_a, R_b)[None]]
+            elif isinstance(j, Ball):
+                out.append(o_b - o_a)
+            else:
+                R_ab = R_a.T @ R_b
+                # The skew part of R_a^T R_b is sin(angle) * axis: zero at alignment, smooth.
+                rot = 0.5 * jnp.stack([R_ab[2, 1] - R_ab[1, 2], R_ab[0, 2] - R_ab[2, 0], R_ab[1, 0] - R_ab[0, 1]])
+                out += [o_b - o_a, rot]
+        for c in self.contacts:
+            i = self.body_index[c.body]
+            point = r[i] + R[i] @ resolve3(c.point, p)
+            n, t1, t2 = _plane_basis(c.normal)
+            out.append(jnp.stack([n @ (point - jnp.asarray(c.origin)), t1 @ point, t2 @ point]))
+        return jnp.concatenate(out) if out else jnp.zeros(0)
+
+    def position_jacobian(self, state: State, p: Mapping[str, Any]) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """Position functions (n_pos,) and their Jacobian (n_pos, 6 nb): d f(q boxplus delta) / d delta."""
+
+        def lifted(delta: jnp.ndarray) -> jnp.ndarray:
+            delta = delta.reshape(-1, 6)
+            r = state.r + delta[:, :3]
+            R = jax.vmap(lambda e, psi: quat.to_matrix(quat.boxplus(e, psi)))(state.e, delta[:, 3:])
+            return self.position_functions(r, R, p)
+
+        values = lifted(jnp.zeros(6 * self.nb))
+        return values, jax.jacfwd(lifted)(jnp.zeros(6 * self.nb))
+
+    def rotations(self, state: State) -> jnp.ndarray:
+        """R_world_body of every body, (nb, 3, 3)."""
+        return jax.vmap(quat.to_matrix)(state.e)
+
+    # -- Spook rows (pure JAX) -------------------------------------------------------
+    def rows(self, state: State, u: jnp.ndarray, p: Mapping[str, Any], h: float) -> Rows:
+        """The rows of the Spook system at state x_k with control u_k (eqs. 2.8-2.11, 2.17-2.19, 2.24-2.25).
+
+        Sign convention (eq. 2.28): ``M v_{k+1} = M v_k + A^T lam_A + B^T lam_B + h (f + f_g)``;
+        ``A v_{k+1} + Sigma_A lam_A + a = 0``; ``B v_{k+1} + Sigma_B lam_B + b = w_B >= 0``,
+        ``lam_B >= 0``, ``lam_B . w_B = 0``. Multipliers are impulses [N s, N m s].
+        """
+        L = self.layout
+        nv = 6 * self.nb
+        vel = state.velocity()
+        f_pos, J_pos = self.position_jacobian(state, p)
+        A = jnp.zeros((L.n_A, nv))
+        Sigma_A, a = jnp.zeros(L.n_A), jnp.zeros(L.n_A)
+        B = jnp.zeros((L.n_B, nv))
+        Sigma_B, b = jnp.zeros((L.n_B, L.n_B)), jnp.zeros(L.n_B)
+        controls = {name: u[i] for i, name in enumerate(self.controls)}
+
+        for block in L.blocks:
+            kind, part = block[0], block[1]
+            if kind == "holonomic":
+                _, j, pos, i0 = block
+                g, G = f_pos[pos], J_pos[pos]
+                eps, tau = self._compliance(j, p)
+                gamma = 1.0 / (1.0 + 4.0 * tau / h)  # (2.9)
+                rows = slice(i0, i0 + g.shape[0])
+                A = A.at[rows].set(G)
+                Sigma_A = Sigma_A.at[rows].set(4.0 / h**2 * eps * gamma)  # (2.10)
+                a = a.at[rows].set(4.0 / h * gamma * g - gamma * (G @ vel))  # (2.8), (2.11)
+            elif kind == "viscous":
+                # F.2: Sigma lam + G_bar v_{k+1} = 0 gives the drag impulse lam = -h c omega_{k+1}
+                # when Sigma = 1/(h c); c = 0 means no drag (floored to keep Sigma finite).
+                _, j, angle, i = block
+                c = jnp.maximum(jnp.asarray(resolve(j.viscous, p), dtype=float), 1e-12)
+                A = A.at[i].set(J_pos[angle])
+                Sigma_A = Sigma_A.at[i].set(1.0 / (h * c))
+            elif kind == "motor":
+                # F.3: a shaft of inertia J_s driven by gain*u: J_s (w_{k+1} - w_k) = h gain u - lam, with
+                # w = G_bar v, i.e. Sigma lam + G_bar v_{k+1} = G_bar v_k + h gain u / J_s, Sigma = 1/J_s.
+                _, j, angle, i = block
+                Js = jnp.asarray(resolve(j.motor.shaft_inertia, p), dtype=float)
+                gain = jnp.asarray(resolve(j.motor.gain, p), dtype=float)
+                G_bar = J_pos[angle]
+                A = A.at[i].set(G_bar)
+                Sigma_A = Sigma_A.at[i].set(1.0 / Js)
+                a = a.at[i].set(-(G_bar @ vel + h * gain * controls[j.motor.control] / Js))
+            elif kind == "dry_hinge":
+                _, j, pos, angle, i0 = block
+                g, G = f_pos[pos], J_pos[pos]
+                eps, tau = self._compliance(j, p)
+                gamma = 1.0 / (1.0 + 4.0 * tau / h)
+                n_g = g.shape[0]
+                normals = slice(i0, i0 + 2 * n_g)
+                B = B.at[normals].set(jnp.concatenate([G, -G]))
+                idx = jnp.arange(i0, i0 + 2 * n_g)
+                Sigma_B = Sigma_B.at[idx, idx].set(jnp.tile(4.0 / h**2 * eps * gamma, 2))
+                b_g = 4.0 / h * gamma * g - gamma * (G @ vel)  # (2.24), row 2
+                b = b.at[normals].set(jnp.concatenate([b_g, -b_g]))
+                G_bar = J_pos[angle]
+                mu_r = jnp.asarray(resolve(j.dry, p), dtype=float)
+                if j.stribeck is not None:
+                    dmu, omega_s = (jnp.asarray(resolve(x, p), dtype=float) for x in j.stribeck)
+                    mu_r = mu_r + dmu * jnp.exp(-((G_bar @ vel) / omega_s) ** 2)  # (4.1), omega at step k
+                U = jnp.concatenate([jnp.full(3, mu_r), jnp.full(2, mu_r / ROTATIONAL_FRICTION_DISTANCE)])
+                B, Sigma_B = _friction_rows(B, Sigma_B, i0 + 2 * n_g, jnp.stack([G_bar, -G_bar]),
+                                            normals, jnp.tile(U, 2), j.friction_compliance)
+            elif kind == "contact":
+                _, c, pos, i0 = block
+                gap, C = f_pos[pos.start], J_pos[pos.start]
+                eps = jnp.asarray(resolve(c.eps, p), dtype=float)
+                tau = jnp.asarray(resolve(c.tau, p), dtype=float)
+                gamma = 1.0 / (1.0 + 4.0 * tau / h)
+                B = B.at[i0].set(C)
+                Sigma_B = Sigma_B.at[i0, i0].set(4.0 / h**2 * eps * gamma)
+                b = b.at[i0].set(4.0 / h * gamma * gap - gamma * (C @ vel))  # (2.21)
+                T = J_pos[pos.start + 1 : pos.stop]
+                mu = jnp.asarray(resolve(c.mu, p), dtype=float)
+                B, Sigma_B = _friction_rows(B, Sigma_B, i0 + 1, jnp.concatenate([T, -T]),
+                                            slice(i0, i0 + 1), mu[None], c.friction_compliance)
+        return Rows(A, Sigma_A, a, B, Sigma_B, b)
+
+    def _compliance(self, j: Joint, p: Mapping[str, Any]) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """Per-row compliance eps and damping tau of a joint's holonomic rows."""
+        tau = jnp.asarray(resolve(j.tau, p), dtype=float)
+        if isinstance(j, Ball):
+            eps = jnp.full(3, resolve(j.eps, p))
+        else:
+            lin, rot = resolve(j.eps_lin, p), resolve(j.eps_rot, p)
+            n_rot = 2 if isinstance(j, Hinge) else 3
+            eps = jnp.concatenate([jnp.full(3, lin), jnp.full(n_rot, rot)])
+        return eps, tau
+
+    # -- observations and energy (pure JAX) ------------------------------------------
+    def _observation_fn(self, name: str):
+        joints = {j.name: j for j in self.joints}
+        if name in joints and isinstance(joints[name], Hinge):
+            j = joints[name]
+
+            def angle(r: jnp.ndarray, R: jnp.ndarray, p: Mapping[str, Any]) -> jnp.ndarray:
+                return hinge_angle(self._frame_pose(j.a, r, R, p)[1], self._frame_pose(j.b, r, R, p)[1])
+
+            return angle
+        body, _, axis = name.rpartition(".")
+        if body in self.body_index and axis in ("x", "y", "z"):
+            i, k = self.body_index[body], "xyz".index(axis)
+            return lambda r, R, p: r[i, k]
+        raise ModelError(
+            f"{self.name}: unknown observation {name!r}; expected a hinge name "
+            f"({', '.join(h.name for h in self.hinges) or 'none'}) or BODY.x/y/z"
+        )
+
+    def observe(self, state: State, p: Mapping[str, Any]) -> jnp.ndarray:
+        """Observation function h(x; chi) (n_obs,): hinge angles in (-pi, pi] [rad], CoM coordinates [m]."""
+        R = self.rotations(state)
+        return jnp.stack([self._observation_fn(name)(state.r, R, p) for name in self.observations])
+
+    def energy(self, state: State, p: Mapping[str, Any]) -> jnp.ndarray:
+        """Kinetic + gravitational + constraint (0.5 g^T eps^-1 g) + motor-shaft energy [J]."""
+        M = self.mass_diagonal(p)
+        vel = state.velocity()
+        E = 0.5 * vel @ (M * vel) - jnp.sum(M.reshape(-1, 6)[:, 0] * (state.r @ self.gravity(p)))
+        f_pos, J_pos = self.position_jacobian(state, p)
+        for block in self.layout.blocks:
+            kind, j = block[0], block[1]
+            if kind in ("holonomic", "dry_hinge"):
+                eps, _ = self._compliance(j, p)
+                g = f_pos[block[2]]
+                E = E + 0.5 * jnp.sum(g * g / eps)
+            elif kind == "motor":
+                E = E + 0.5 * resolve(j.motor.shaft_inertia, p) * (J_pos[block[2]] @ vel) ** 2
+            elif kind == "contact":
+                gap = jnp.minimum(f_pos[block[2].start], 0.0)
+                E = E + 0.5 * gap * gap / resolve(j.eps, p)
+        return E
+
+    # -- states ----------------------------------------------------------------------
+    def initial_state(
+        self,
+        coordinates: Mapping[str, float] | None = None,
+        rates: Mapping[str, float] | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> State:
+        """A state at zero constraint violation from joint angles and rates.
+
+        Bodies are placed through the joints in order (a hinge rotates ``b`` by
+        its angle about ``a``'s z axis; balls and locks keep the frames aligned);
+        bodies no joint places keep their own pose, with their velocity from
+        ``rates["body.x"]`` etc.
+
+        Args:
+            coordinates: hinge angles [rad] by joint name (0 if absent).
+            rates: hinge angle rates [rad/s] by joint name, CoM velocities [m/s] as ``"body.x"``.
+            parameters: parameter values (default: the model's own).
+        """
+        coordinates, rates = dict(coordinates or {}), dict(rates or {})
+        known = {j.name for j in self.hinges} | {f"{b.name}.{ax}" for b in self.bodies for ax in "xyz"}
+        for name in [*coordinates, *rates]:
+            if name not in known:
+                raise ModelError(f"{self.name}: unknown coordinate {name!r}; expected one of {sorted(known)}")
+        p = {k: np.asarray(v) for k, v in (parameters or self.parameters.numpy_values()).items()}
+        nb = self.nb
+        r, R = np.zeros((nb, 3)), np.tile(np.eye(3), (nb, 1, 1))
+        v_lin, w_world = np.zeros((nb, 3)), np.zeros((nb, 3))
+        placed = [False] * nb
+        for i, body in enumerate(self.bodies):
+            r[i] = np.asarray(body.position, dtype=float)
+            R[i] = np.eye(3) if body.rotation is None else np.asarray(body.rotation, dtype=float)
+            v_lin[i] = [rates.get(f"{body.name}.{ax}", 0.0) for ax in "xyz"]
+
+        def pose(frame: Frame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            s = np.array([float(resolve(x, p)) for x in frame.position])
+            if frame.body == WORLD:
+                return s, frame.R(), np.zeros(3), np.zeros(3)
+            i = self.body_index[frame.body]
+            return r[i] + R[i] @ s, R[i] @ frame.R(), v_lin[i] + np.cross(w_world[i], R[i] @ s), w_world[i]
+
+        for j in self.joints:
+            if j.b.body == WORLD:
+                continue
+            ib = self.body_index[j.b.body]
+            if placed[ib]:
+                continue  # a loop closure: the body is placed already
+            o_a, R_a, v_a, w_a = pose(j.a)
+            angle, rate = (coordinates.get(j.name, 0.0), rates.get(j.name, 0.0)) if isinstance(j, Hinge) else (0, 0)
+            R_b = R_a @ _rot_z(angle)
+            R[ib] = R_b @ j.b.R().T
+            s_b = np.array([float(resolve(x, p)) for x in j.b.position])
+            r[ib] = o_a - R[ib] @ s_b
+            w_world[ib] = w_a + rate * R_a[:, 2]
+            v_lin[ib] = v_a + np.cross(w_world[ib], r[ib] - o_a)
+            placed[ib] = True
+        e = np.stack([quat.from_matrix(Ri) for Ri in R])
+        w_body = np.einsum("bji,bj->bi", R, w_world)
+        return State(jnp.asarray(r), jnp.asarray(e), jnp.asarray(v_lin), jnp.asarray(w_body))
+
+    def check_state(self, state: State) -> None:
+        """Raise ModelError naming the body whose quaternion is not unit or whose state is not finite."""
+        e = np.asarray(state.e)
+        for i, b in enumerate(self.bodies):
+            norm = np.linalg.norm(e[i])
+            if not abs(norm - 1.0) < 1e-6:
+                raise ModelError(f"{self.name}: body {b.name!r} quaternion has norm {norm:.6g}, expected 1")
+            for field_name in ("r", "v", "w"):
+                if not np.all(np.isfinite(np.asarray(getattr(state, field_name))[i])):
+                    raise ModelError(f"{self.name}: body {b.name!r} state {field_name} is not finite")
+
+    def check_configuration(self, state: State, parameters: Mapping[str, Any] | None = None) -> None:
+        """Raise ModelError naming a joint whose constraint rows are singular (rank-deficient Jacobian) at ``state``."""
+        p = parameters if parameters is not None else self.parameters.arrays()
+        _, J = self.position_jacobian(state, p)
+        J = np.asarray(J)
+        for block in self.layout.blocks:
+            if block[0] in ("holonomic", "dry_hinge"):
+                G = J[block[2]]
+                s = np.linalg.svd(G, compute_uv=False)
+                if s[-1] < 1e-9 * max(s[0], 1e-300):
+                    raise ModelError(
+                        f"{self.name}: joint {block[1].name!r} is singular at this configuration "
+                        f"(its constraint Jacobian has rank {int(np.sum(s > 1e-9 * s[0]))} < {G.shape[0]})"
+                    )
+
+    def summary(self) -> str:
+        """Several lines: bodies, joints, controls, observations, parameters with units and bounds."""
+        lines = [f"{self.name}: {self.description}".rstrip(": ")]
+        lines.append(f"  bodies: {', '.join(b.name for b in self.bodies)}")
+        if self.joints:
+            lines.append("  joints: " + ", ".join(f"{j.name} ({type(j).__name__.lower()})" for j in self.joints))
+        if self.contacts:
+            lines.append(f"  contacts: {', '.join(c.name for c in self.contacts)}")
+        lines.append(f"  observations: {', '.join(self.observations)}")
+        lines.append(f"  controls: {', '.join(self.controls) or 'none'}")
+        lines.append("  parameters:")
+        for row in self.parameters.table():
+            bounds = f"[{row['lower']:g}, {row['upper']:g}]" if not isinstance(row["value"], list) else ""
+            value = row["value"] if isinstance(row["value"], list) else f"{row['value']:g}"
+            flag = "free" if row["free"] else "fixed"
+            lines.append(f"    {row['name']:<10} {value!s:<12} {row['unit']:<12} {bounds:<18} {flag:<5} {row['description']}")
+        return "\n".join(lines)
+
+
+def hinge_angle(R_a: jnp.ndarray, R_b: jnp.ndarray) -> jnp.ndarray:
+    """Rotation angle of frame b about frame a's z axis, in (-pi, pi] [rad]."""
+    R_ab = R_a.T @ R_b
+    return jnp.arctan2(R_ab[1, 0] - R_ab[0, 1], R_ab[0, 0] + R_ab[1, 1])
+
+
+def _rot_z(angle: float) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def _plane_basis(normal: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Unit normal and two unit tangents of a plane (NumPy constants)."""
+    n = np.asarray(normal, dtype=float)
+    n = n / np.linalg.norm(n)
+    helper = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    t1 = np.cross(n, helper)
+    t1 /= np.linalg.norm(t1)
+    return n, t1, np.cross(n, t1)
+
+
+def _friction_rows(
+    B: jnp.ndarray, Sigma_B: jnp.ndarray, i0: int, D: jnp.ndarray, normals: slice, U: jnp.ndarray, eps_t: float
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Tangential rows D (n_t, 6nb) at i0 and their friction bound (sigma) row right after them (eq. 2.24).
+
+    ``D v + Sigma_t lam_t + E sigma = w_t``, ``U lam_n - E^T lam_t + Delta sigma = w_sigma``.
+    """
+    n_t = D.shape[0]
+    tangents = jnp.arange(i0, i0 + n_t)
+    s = i0 + n_t
+    B = B.at[tangents].set(D)
+    Sigma_B = Sigma_B.at[tangents, tangents].set(eps_t)
+    Sigma_B = Sigma_B.at[tangents, s].set(1.0)  # E
+    Sigma_B = Sigma_B.at[s, tangents].set(-1.0)  # -E^T
+    Sigma_B = Sigma_B.at[s, normals].set(U)  # U
+    Sigma_B = Sigma_B.at[s, s].set(SIGMA_REGULARIZATION)  # Delta
+    return B, Sigma_B
+
+
+def parameter(name: str, default: Any, unit: str = "", lower: float = -np.inf, upper: float = np.inf,
+              free: bool = False, description: str = "", kind: str = "scalar") -> Parameter:
+    """Shorthand for :class:`~mbfg.parameters.Parameter` used by the model builders."""
+    return Parameter(name, default, unit, lower, upper, free, kind, description)
+
+
+__all__ = [
+    "AppliedForce", "Ball", "Body", "Contact", "Frame", "Hinge", "Lock", "Motor", "RigidModel", "Rows", "State",
+    "hinge_angle", "parameter", "resolve", "WORLD",
+]

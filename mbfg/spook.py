@@ -1,0 +1,238 @@
+"""The Spook stepper (seed 000 sections 2.3-2.5) for :class:`~mbfg.rigid.RigidModel`.
+
+One step from x_k = (q_k, v_k) with control u_k:
+
+1. rows of the constraint system at x_k (eqs. 2.8-2.11, 2.17-2.19, 2.24-2.25; see
+   :meth:`RigidModel.rows`), with p = -(M v_k + h (f + f_g));
+2. the Schur complement (2.27) for the multipliers; equality rows only: a
+   Cholesky solve; with complementarity rows, the block-LDL^T reduction of
+   Appendix A: eliminate lam_A, solve the remaining LCP for lam_B exactly with
+   Lemke's algorithm (:mod:`mbfg.lcp`), back-substitute lam_A;
+3. the velocity update (2.28) ``M v_{k+1} = M v_k + A^T lam_A + B^T lam_B + h (f + f_g)``
+   and the configuration update (2.12, 2.16) ``q_{k+1} = q_k boxplus h v_{k+1}``.
+
+Everything is pure JAX: :func:`step` is differentiable in the state, the
+control and the parameters; derivatives through the LCP use the implicit rule
+of seed 001 App. D.1 (in :mod:`mbfg.lcp`). :func:`simulate` runs steps with
+``lax.scan``, compiled once per model and step count.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from mbfg import quaternion as quat
+from mbfg._jax import jax, jnp
+from mbfg.errors import ModelError
+from mbfg.lcp import solve_lcp
+from mbfg.progress import Progress
+from mbfg.rigid import RigidModel, State
+
+
+class StepInfo(NamedTuple):
+    """Multipliers of one step: lam_A (nA,), lam_B (nB,) [impulses], the slack w_B (nB,),
+    and whether the LCP solve terminated properly (``lcp_ok``)."""
+
+    lam_A: jnp.ndarray
+    lam_B: jnp.ndarray
+    w_B: jnp.ndarray
+    lcp_ok: jnp.ndarray
+
+
+def step(model: RigidModel, state: State, u: jnp.ndarray, p: Mapping[str, Any], h: float) -> tuple[State, StepInfo]:
+    """One Spook step x_k -> x_{k+1}.
+
+    Args:
+        model: the multibody model (static structure).
+        state: x_k.
+        u: controls u_k (n_controls,), in ``model.controls`` order.
+        p: parameter values (``model.parameters.arrays()`` or a modified copy).
+        h: time-step [s].
+    """
+    M = model.mass_diagonal(p)
+    Minv = 1.0 / M
+    vel = state.velocity()
+    p_k = -(M * vel + h * model.forces(state, p))
+    rows = model.rows(state, u, p, h)
+    A, B = rows.A, rows.B
+    nA, nB = A.shape[0], B.shape[0]
+    AMinv, BMinv = A * Minv, B * Minv
+    lam_A, lam_B, w_B, ok = jnp.zeros(nA), jnp.zeros(nB), jnp.zeros(nB), jnp.array(True)
+    if nA:
+        S_AA = AMinv @ A.T + jnp.diag(rows.Sigma_A)
+        r_A = rows.a - AMinv @ p_k
+        chol = jax.scipy.linalg.cho_factor(S_AA)
+    if nB:
+        S_BB = BMinv @ B.T + rows.Sigma_B
+        r_B = rows.b - BMinv @ p_k
+        if nA:
+            S_BA = BMinv @ A.T
+            # Block LDL^T (App. A): eliminating lam_A leaves a pure LCP in lam_B.
+            X = jax.scipy.linalg.cho_solve(chol, jnp.concatenate([S_BA.T, r_A[:, None]], axis=1))
+            lcp = solve_lcp(S_BB - S_BA @ X[:, :nB], r_B - S_BA @ X[:, nB])
+            lam_B = lcp.z
+            lam_A = -(X[:, nB] + X[:, :nB] @ lam_B)
+            w_B = S_BA @ lam_A + S_BB @ lam_B + r_B
+        else:
+            lcp = solve_lcp(S_BB, r_B)
+            lam_B, w_B = lcp.z, lcp.w
+        ok = lcp.ok
+    elif nA:
+        lam_A = -jax.scipy.linalg.cho_solve(chol, r_A)
+    v_next = Minv * (A.T @ lam_A + B.T @ lam_B - p_k)  # (2.28)
+    v_next = v_next.reshape(-1, 6)
+    r_next = state.r + h * v_next[:, :3]  # (2.12)
+    e_next = jax.vmap(quat.boxplus)(state.e, h * v_next[:, 3:])  # (2.13), (2.16)
+    return State(r_next, e_next, v_next[:, :3], v_next[:, 3:]), StepInfo(lam_A, lam_B, w_B, ok)
+
+
+@dataclass
+class Trajectory:
+    """A simulated trajectory.
+
+    t: (n+1,) times [s]; states: :class:`State` with a leading axis n+1;
+    observations: (n+1, n_obs) h(x_k); controls: (n, n_controls) u_k;
+    info: :class:`StepInfo` with a leading axis n (step k -> k+1);
+    wall_s: wall time of the stepping [s]; compile_s: of which JIT compile [s].
+    """
+
+    model: RigidModel
+    t: np.ndarray
+    states: State
+    observations: np.ndarray
+    controls: np.ndarray
+    info: StepInfo
+    wall_s: float
+    compile_s: float
+
+    def state(self, k: int) -> State:
+        """The state at step k."""
+        return State(*(np.asarray(x[k]) for x in self.states))
+
+    def to_dataframe(self):
+        """pandas DataFrame: ``t``, the observations (unwrapped hinge angles), the controls (u_k held on [t_k, t_k+1))."""
+        import pandas as pd
+
+        obs = unwrap_angles(self.model, self.observations)
+        frame = pd.DataFrame({"t": self.t})
+        for i, name in enumerate(self.model.observations):
+            frame[name] = obs[:, i]
+        for i, name in enumerate(self.model.controls):
+            frame[name] = np.append(self.controls[:, i], self.controls[-1, i] if len(self.controls) else 0.0)
+        return frame
+
+
+def unwrap_angles(model: RigidModel, observations: np.ndarray) -> np.ndarray:
+    """Observations with hinge angles unwrapped over time (a multi-turn encoder's reading)."""
+    obs = np.array(observations, dtype=float, copy=True)
+    hinge_names = {h.name for h in model.hinges}
+    for i, name in enumerate(model.observations):
+        if name in hinge_names:
+            obs[:, i] = np.unwrap(obs[:, i])
+    return obs
+
+
+_COMPILED: dict[tuple, Any] = {}
+
+
+def _compiled_scan(model: RigidModel, x: State, controls: jnp.ndarray, p: Mapping[str, Any], h: jnp.ndarray):
+    """``lax.scan`` of :func:`step`, compiled ahead of time once per model and chunk shape.
+
+    Returns (compiled function, compile time [s]; 0 when it was cached).
+    """
+    key = (id(model), controls.shape, jax.tree_util.tree_structure(p))
+    if key in _COMPILED:
+        return _COMPILED[key][1], 0.0
+
+    def run(state: State, controls: jnp.ndarray, p: Mapping[str, Any], h: jnp.ndarray):
+        def body(x: State, u: jnp.ndarray):
+            x_next, info = step(model, x, u, p, h)
+            return x_next, (x_next, model.observe(x_next, p), info)
+
+        return jax.lax.scan(body, state, controls)
+
+    start = time.perf_counter()
+    compiled = jax.jit(run).lower(x, controls, p, h).compile()
+    _COMPILED[key] = (model, compiled)  # keeping the model alive keeps its id unique
+    return compiled, time.perf_counter() - start
+
+
+def simulate(
+    model: RigidModel,
+    duration: float,
+    h: float,
+    *,
+    initial: State | None = None,
+    controls: np.ndarray | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    quiet: bool = True,
+    chunk: int = 1000,
+) -> Trajectory:
+    """Simulate ``model`` with Spook for ``duration`` seconds at time-step ``h``.
+
+    Args:
+        model: the model.
+        duration: simulated time [s]; n = round(duration / h) steps.
+        h: time-step [s].
+        initial: x_0 (default ``model.initial_state()``: all joint angles zero, at rest).
+        controls: (n, n_controls) u_k, held constant over [t_k, t_k+1); default zeros.
+        parameters: parameter values (default the model's own).
+        quiet: no progress lines on stderr.
+        chunk: steps per compiled scan (progress is reported between chunks).
+
+    Raises:
+        ModelError: bad time-step, duration, controls shape or initial state.
+    """
+    if not (np.isfinite(h) and h > 0):
+        raise ModelError(f"time-step h must be a positive number of seconds, got {h}")
+    if not (np.isfinite(duration) and duration >= h):
+        raise ModelError(f"duration must be at least one time-step ({h} s), got {duration}")
+    n = int(round(duration / h))
+    nu = len(model.controls)
+    if controls is None:
+        controls = np.zeros((n, nu))
+    controls = np.asarray(controls, dtype=float).reshape(len(controls), -1) if nu else np.zeros((n, 0))
+    if controls.shape != (n, nu):
+        raise ModelError(f"controls must have shape ({n}, {nu}) (steps, {list(model.controls)}), got {controls.shape}")
+    if not np.all(np.isfinite(controls)):
+        row = int(np.argwhere(~np.isfinite(controls))[0, 0])
+        raise ModelError(f"controls row {row} is not finite")
+    x0 = model.initial_state() if initial is None else initial
+    model.check_state(x0)
+    p = model.parameters.arrays() if parameters is None else {k: jnp.asarray(v) for k, v in parameters.items()}
+    model.check_configuration(x0, p)
+    chunk = max(1, min(chunk, n))
+    n_chunks = -(-n // chunk)
+    padded = np.zeros((n_chunks * chunk, nu))
+    padded[:n] = controls
+    progress = Progress(f"simulate {model.name}", n_chunks, quiet=quiet)
+    start = time.perf_counter()
+    x = State(*(jnp.asarray(a) for a in x0))
+    out_states, out_obs, out_info = [], [], []
+    h_arr = jnp.asarray(h, dtype=float)
+    run, compile_s = _compiled_scan(model, x, jnp.asarray(padded[:chunk]), p, h_arr)
+    for c in range(n_chunks):
+        x, (xs, obs, info) = run(x, jnp.asarray(padded[c * chunk : (c + 1) * chunk]), p, h_arr)
+        xs = jax.tree_util.tree_map(np.asarray, xs)
+        out_states.append(xs)
+        out_obs.append(np.asarray(obs))
+        out_info.append(jax.tree_util.tree_map(np.asarray, info))
+        progress.update(c + 1, sim_s=min((c + 1) * chunk, n) * h)
+    wall = time.perf_counter() - start
+    states = State(*(np.concatenate([np.asarray(a)[None], *[s[i] for s in out_states]])[: n + 1]
+                     for i, a in enumerate(x0)))
+    obs0 = np.asarray(model.observe(State(*(jnp.asarray(a) for a in x0)), p))[None]
+    observations = np.concatenate([obs0, *out_obs])[: n + 1]
+    info = StepInfo(*(np.concatenate([i[k] for i in out_info])[:n] for k in range(4)))
+    if not np.all(info.lcp_ok):
+        bad = int(np.argmin(info.lcp_ok))
+        raise ModelError(f"{model.name}: the complementarity (LCP) solve failed at step {bad} (t = {bad * h:.6g} s)")
+    if not np.all(np.isfinite(observations)):
+        bad = int(np.argwhere(~np.isfinite(observations))[0, 0])
+        raise ModelError(f"{model.name}: the simulation diverged (non-finite state) at step {bad}; try a smaller h")
+    return Trajectory(model, np.arange(n + 1) * h, states, observations, controls, info, wall, compile_s)
