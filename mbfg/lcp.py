@@ -204,9 +204,7 @@ def _polish(M: jnp.ndarray, q: jnp.ndarray, z: jnp.ndarray) -> jnp.ndarray:
     """
     a = (z > 0).astype(z.dtype)
     z_pol = jnp.maximum(jnp.linalg.solve(_active_set_matrix(M, a), -a * q), 0.0)
-    better = jnp.all(jnp.isfinite(z_pol)) & (
-        _natural_residual(M, q, z_pol) <= _natural_residual(M, q, z)
-    )
+    better = jnp.all(jnp.isfinite(z_pol)) & (_natural_residual(M, q, z_pol) <= _natural_residual(M, q, z))
     return jnp.where(better, z_pol, z)
 
 
@@ -258,12 +256,14 @@ def solve_lcp(
 
     Differentiable in ``M`` and ``q`` by the implicit rule of seed 001 App. D.1
     (custom JVP, transposable for reverse mode); ``ok`` and ``pivots`` carry no
-    derivative. Works under ``jax.jit``, ``jax.vmap``, ``jax.jvp``, ``jax.jacfwd``.
+    derivative, and where ``ok`` is False the tangent is as meaningless as ``z``. Works under ``jax.jit``, ``jax.vmap``, ``jax.jvp``, ``jax.jacfwd``.
     """
     M = jnp.asarray(M)
     q = jnp.asarray(q)
     if q.ndim != 1 or M.shape != (q.shape[0], q.shape[0]) or q.shape[0] == 0:
-        raise MbfgError(f"solve_lcp: expected M (n, n) and q (n,) with n >= 1, got M {M.shape} and q {q.shape}")
+        raise MbfgError(
+            f"solve_lcp: expected M of shape (n, n) and q of shape (n,) with n >= 1, got M {M.shape} and q {q.shape}"
+        )
     n = q.shape[0]
     dtype = jnp.result_type(M.dtype, q.dtype, jnp.float64)
     M = M.astype(dtype)
@@ -271,9 +271,8 @@ def solve_lcp(
     limit = 50 * n if max_pivots is None else int(max_pivots)
     # The pivoting itself is not differentiated: its tangent would be the derivative of
     # one particular elimination path, not of the solution map.
-    z, ok, pivots = _lemke(
-        jax.lax.stop_gradient(M), jax.lax.stop_gradient(q), limit, pivot_tol, ratio_tol
-    )
-    z = _polish(jax.lax.stop_gradient(M), jax.lax.stop_gradient(q), z)
+    M_val, q_val = jax.lax.stop_gradient(M), jax.lax.stop_gradient(q)
+    z, ok, pivots = _lemke(M_val, q_val, limit, pivot_tol, ratio_tol)
+    z = _polish(M_val, q_val, z)
     z = _with_implicit_jvp(M, q, z)
     return LCPSolution(z=z, w=M @ z + q, ok=ok, pivots=pivots)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from mbfg import MbfgError
-from mbfg._jax import jax, jnp
+from mbfg._jax import jax
 from mbfg.lcp import LCPSolution, solve_lcp
 
 # Module-level jits: each shape compiles once and tests share them (compiles dominate runtime).
@@ -22,7 +22,11 @@ solve = jax.jit(solve_lcp)
 solve_batch = jax.jit(jax.vmap(solve_lcp))
 jacobians_zw = jax.jit(jax.jacfwd(lambda M, q: tuple(solve_lcp(M, q)[:2]), argnums=(0, 1)))
 jacrev_z_q = jax.jit(jax.jacrev(lambda M, q: solve_lcp(M, q).z, argnums=1))
-jvp_zw = jax.jit(lambda M, q, M_dot, q_dot: jax.jvp(lambda M_, q_: tuple(solve_lcp(M_, q_)[:2]), (M, q), (M_dot, q_dot)))
+
+
+@jax.jit
+def jvp_zw(M, q, M_dot, q_dot):
+    return jax.jvp(lambda M_, q_: tuple(solve_lcp(M_, q_)[:2]), (M, q), (M_dot, q_dot))
 
 
 # --------------------------------------------------------------------------- generators
@@ -61,7 +65,8 @@ def friction_lcp_matrix(rng: np.random.Generator, n_c: int, k: int, m: int = 6) 
     A = rng.standard_normal((m, m))
     Minv = np.linalg.inv(A @ A.T + 0.5 * np.eye(m))
     C = rng.standard_normal((n_c, m))
-    D = np.array([s * t for _ in range(n_c * k // 2) for t in [rng.standard_normal(m)] for s in (1.0, -1.0)])
+    tangents = rng.standard_normal((n_c * k // 2, m))
+    D = np.repeat(tangents, 2, axis=0) * np.tile([1.0, -1.0], n_c * k // 2)[:, None]  # rows +t, -t
     S_c = np.diag(10.0 ** rng.uniform(-8, -4, n_c))
     S_t = np.diag(10.0 ** rng.uniform(-8, -4, n_c * k))
     E = np.kron(np.eye(n_c), np.ones((k, 1)))
@@ -212,8 +217,9 @@ def test_secondary_ray_is_reported_not_ok():
 
 def test_pivot_limit_is_reported_not_ok():
     rng = np.random.default_rng(6)
-    M, q = spd_matrix(rng, 5), -np.abs(rng.standard_normal(5)) - 0.1  # all of z active: 6 pivots
-    assert int(solve(M, q).pivots) == 6 and bool(solve(M, q).ok)
+    M, q = spd_matrix(rng, 5), -np.abs(rng.standard_normal(5)) - 0.1
+    full = solve(M, q)
+    assert bool(full.ok) and int(full.pivots) > 3
     sol = jax.jit(functools.partial(solve_lcp, max_pivots=3))(M, q)
     assert int(sol.pivots) == 3 and not bool(sol.ok)
 
@@ -307,7 +313,6 @@ def test_lcp_jvp_of_frictional_contact_problem_under_vmap():
     z_dots = np.asarray(jvp(Ms, qs, q_dots))
     h = 1e-6
     for i in range(len(Ms)):
-        z_fd = (np.asarray(solve(Ms[i], qs[i] + h * q_dots[i]).z) - np.asarray(solve(Ms[i], qs[i] - h * q_dots[i]).z)) / (
-            2 * h
-        )
-        np.testing.assert_allclose(z_dots[i], z_fd, rtol=1e-5, atol=1e-6 * np.abs(z_fd).max())
+        z_plus = np.asarray(solve(Ms[i], qs[i] + h * q_dots[i]).z)
+        z_minus = np.asarray(solve(Ms[i], qs[i] - h * q_dots[i]).z)
+        assert_matches_central_differences(z_dots[i], (z_plus - z_minus) / (2 * h))
