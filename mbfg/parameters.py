@@ -7,7 +7,7 @@ never recompiles anything. The bounds are the box B of seed 000 section 3.1
 (the parameter space excludes non-physical values); calibration keeps free
 parameters inside it.
 
-Parameter files (``--params FILE``) are YAML or JSON mappings, either
+Parameter files (``--params FILE``) are YAML (1.2: ``1e-4`` is a number) or JSON mappings, either
 ``name: value`` or ``name: {value: .., lower: .., upper: .., free: ..}``; a
 rotation's value is a 3x3 matrix (list of rows) or a rotation vector [rad].
 """
@@ -103,6 +103,9 @@ class ParameterSet(Mapping[str, Parameter]):
         except KeyError:
             raise ModelError(f"unknown parameter {name!r}; known parameters: {', '.join(self._params)}") from None
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._params
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._params)
 
@@ -185,7 +188,7 @@ def load_parameter_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     A calibration result (the JSON of ``mbfg calibrate``, with a top-level
     ``parameters`` entry of ``{name: {"value", "std"}}``) is accepted too.
     """
-    import yaml
+    from mbfg.mbse_yaml import _parse_yaml  # YAML 1.2 numbers (1e-4 is a number), duplicate keys rejected
 
     path = os.fspath(path)
     try:
@@ -193,10 +196,15 @@ def load_parameter_file(path: str | os.PathLike[str]) -> dict[str, Any]:
             text = fh.read()
     except OSError as exc:
         raise ModelError(f"{path}: cannot read parameter file ({exc.strerror})") from None
-    try:
-        doc = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise ModelError(f"{path}: not valid {'JSON' if path.endswith('.json') else 'YAML'} ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"{path}: not a text (UTF-8) parameter file ({exc.reason})") from None
+    if path.endswith(".json"):
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise ModelError(f"{path}: not valid JSON ({exc})") from None
+    else:
+        doc = _parse_yaml(text, path)
     if isinstance(doc, Mapping) and isinstance(doc.get("parameters"), Mapping):
         doc = {k: ({"value": v["value"]} if isinstance(v, Mapping) and "value" in v else v)
                for k, v in doc["parameters"].items()}
