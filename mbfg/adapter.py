@@ -89,12 +89,17 @@ class FactorType:
         kinds: the :class:`VarKind` of each variable, in argument order.
         example: ``example(rng) -> (variables, constants)``, a random valid
             instance for the shared Jacobian test battery.
+        piecewise: the residual is only piecewise smooth (complementarity: dry
+            friction, contacts), with kinks where a multiplier changes sign, which
+            symmetric points such as an identity pose hit exactly; the battery then
+            checks it at its random examples and 1e-3 from the identity only.
     """
 
     name: str
     residual: Callable[..., jnp.ndarray]
     kinds: tuple[VarKind, ...]
     example: Example | None = None
+    piecewise: bool = False
     _error_fn: Callable[..., Any] = field(init=False, repr=False)
     _linearize_fn: Callable[..., Any] = field(init=False, repr=False)
     _vmapped_fns: dict = field(init=False, repr=False, default_factory=dict)

@@ -8,7 +8,9 @@ builders); keys are never derived from float times.
 letter   role                                             type
 =======  ===============================================  ======
 ``q``    dependent coordinates q_k                        Vector
-``v``    dependent velocities qdot_k                      Vector
+``v``    dependent velocities qdot_k (rigid bodies: the   Vector
+         generalized velocity [v, omega] of all bodies)
+``x``    pose of rigid body i at step k                   Pose3
 ``a``    dependent accelerations qddot_k                  Vector
 ``z``    independent coordinates z_k                      Vector
 ``w``    independent velocities zdot_k                    Vector
@@ -26,6 +28,7 @@ import gtsam
 _LETTERS = {
     "q": "dependent coordinates",
     "v": "dependent velocities",
+    "x": "rigid body pose",
     "a": "dependent accelerations",
     "z": "independent coordinates",
     "w": "independent velocities",
@@ -77,6 +80,22 @@ def F(k: int) -> int:
     return _key("f", k)
 
 
+#: Body poses X(k, i) use the symbol index k * BODY_STRIDE + i: at most this many bodies.
+BODY_STRIDE = 100
+
+
+def X(k: int, i: int) -> int:
+    """Key of the pose (Pose3) of rigid body i at step k."""
+    if not 0 <= i < BODY_STRIDE:
+        raise ValueError(f"body index must be in [0, {BODY_STRIDE}), got {i}")
+    return _key("x", k * BODY_STRIDE + i)
+
+
+def parameter_keys(variables) -> list[int]:
+    """Keys of the free parameters of a rigid-body variable layout: [P()] if scalars are free, [T()] if the tilt is."""
+    return ([P()] if variables.free else []) + ([T()] if variables.tilt_free else [])
+
+
 def P(k: int = 0) -> int:
     """Key of the free scalar parameters (one Vector)."""
     return _key("p", k)
@@ -91,4 +110,7 @@ def describe(key: int) -> str:
     """Human-readable name of a key, e.g. ``'q17 (dependent coordinates)'``."""
     sym = gtsam.Symbol(key)
     letter = chr(sym.chr())
+    if letter == "x":
+        k, i = divmod(sym.index(), BODY_STRIDE)
+        return f"x{k},{i} (rigid body {i} pose at step {k})"
     return f"{letter}{sym.index()} ({_LETTERS.get(letter, 'unknown role')})"

@@ -100,6 +100,26 @@ def to_matrix(e: jnp.ndarray) -> jnp.ndarray:
     )
 
 
+def from_matrix_jax(R: jnp.ndarray) -> jnp.ndarray:
+    """Unit quaternion (4,) of a rotation matrix (3, 3), in JAX (differentiable, vmappable).
+
+    Shepperd's method without branching: all four candidate formulas are
+    evaluated with safe denominators and the best conditioned one is selected.
+    The sign is arbitrary (e and -e are the same rotation).
+    """
+    trace = R[0, 0] + R[1, 1] + R[2, 2]
+    diag = jnp.stack([trace, R[0, 0], R[1, 1], R[2, 2]])
+    s = 0.5 * jnp.sqrt(jnp.maximum(1.0 + 2.0 * diag - trace, 1e-30))  # |w|, |x|, |y|, |z| candidates
+    d = 4.0 * s
+    cand = jnp.stack([
+        jnp.stack([s[0], (R[2, 1] - R[1, 2]) / d[0], (R[0, 2] - R[2, 0]) / d[0], (R[1, 0] - R[0, 1]) / d[0]]),
+        jnp.stack([(R[2, 1] - R[1, 2]) / d[1], s[1], (R[0, 1] + R[1, 0]) / d[1], (R[0, 2] + R[2, 0]) / d[1]]),
+        jnp.stack([(R[0, 2] - R[2, 0]) / d[2], (R[0, 1] + R[1, 0]) / d[2], s[2], (R[1, 2] + R[2, 1]) / d[2]]),
+        jnp.stack([(R[1, 0] - R[0, 1]) / d[3], (R[0, 2] + R[2, 0]) / d[3], (R[1, 2] + R[2, 1]) / d[3], s[3]]),
+    ])
+    return cand[jnp.argmax(diag)]
+
+
 def from_matrix(R: jnp.ndarray) -> jnp.ndarray:
     """Unit quaternion (4,), w >= 0, of a rotation matrix (3, 3) (NumPy-side helper).
 

@@ -160,7 +160,8 @@ class Hinge:
         stribeck: ``(delta_mu_r [m], omega_s [rad/s])``: the dry coefficient becomes
             ``dry + delta_mu_r * exp(-(omega_k / omega_s)^2)`` (seed 001 eq. 4.1), or None.
         motor: a :class:`Motor`, or None.
-        friction_compliance: regularization of the tangential friction rows.
+        friction_compliance: Sigma_t of the two tangential friction rows [rad/(N m s)]: while
+            the hinge sticks it creeps at friction_compliance times the friction impulse.
     """
 
     name: str
@@ -173,7 +174,7 @@ class Hinge:
     dry: ParamLike | None = None
     stribeck: tuple[ParamLike, ParamLike] | None = None
     motor: Motor | None = None
-    friction_compliance: float = 1e-8
+    friction_compliance: ParamLike = 1e-3
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,7 @@ class Contact:
         mu: friction coefficient [-]; friction acts along two world tangents, in
             both senses each (a four-sided friction pyramid).
         eps, tau: compliance [m/N] and damping [s] of the normal row.
+        friction_compliance: Sigma_t of the tangential rows [m/(N s)] (creep while sticking).
     """
 
     name: str
@@ -220,7 +222,7 @@ class Contact:
     mu: ParamLike = 0.0
     eps: ParamLike = 1e-8
     tau: ParamLike = 2e-3
-    friction_compliance: float = 1e-8
+    friction_compliance: ParamLike = 1e-5
 
 
 @dataclass(frozen=True)
@@ -266,12 +268,14 @@ class Rows(NamedTuple):
     """The constraint rows of one Spook step, in the notation of eqs. 2.19 and 2.25.
 
     A: (nA, 6nb) equality rows (holonomic and nonholonomic), Sigma_A: (nA,)
-    their diagonal regularization, a: (nA,). B: (nB, 6nb) complementarity rows
+    their diagonal regularization and Sigma_A_inv its exact inverse (finite where
+    Sigma_A is not: a zero viscous drag has Sigma_A_inv = 0), a: (nA,). B: (nB, 6nb) complementarity rows
     (normals, tangents, friction bounds), Sigma_B: (nB, nB), b: (nB,).
     """
 
     A: jnp.ndarray
     Sigma_A: jnp.ndarray
+    Sigma_A_inv: jnp.ndarray
     a: jnp.ndarray
     B: jnp.ndarray
     Sigma_B: jnp.ndarray
@@ -408,7 +412,7 @@ class RigidModel:
                     check_positive(f"{where} {attr}", getattr(j, attr))
             check_params(f"{where} tau", j.tau)
             if isinstance(j, Hinge):
-                for attr in ("viscous", "dry", "stribeck"):
+                for attr in ("viscous", "dry", "stribeck", "friction_compliance"):
                     check_params(f"{where} {attr}", getattr(j, attr))
                 if j.motor is not None:
                     check_params(f"{where} motor gain", j.motor.gain)
@@ -418,7 +422,7 @@ class RigidModel:
             if c.body not in self.body_index:
                 raise ModelError(f"{self.name}: {where} names unknown body {c.body!r}")
             check_positive(f"{where} eps", c.eps)
-            check_params(f"{where}", (c.point, c.mu, c.tau))
+            check_params(f"{where}", (c.point, c.mu, c.tau, c.friction_compliance))
             if np.linalg.norm(c.normal) < 1e-12:
                 raise ModelError(f"{self.name}: {where} normal has zero length")
         for f in self.applied:
@@ -546,7 +550,7 @@ class RigidModel:
         vel = state.velocity()
         f_pos, J_pos = self.position_jacobian(state, p)
         A = jnp.zeros((L.n_A, nv))
-        Sigma_A, a = jnp.zeros(L.n_A), jnp.zeros(L.n_A)
+        Sigma_A, Sigma_A_inv, a = jnp.zeros(L.n_A), jnp.zeros(L.n_A), jnp.zeros(L.n_A)
         B = jnp.zeros((L.n_B, nv))
         Sigma_B, b = jnp.zeros((L.n_B, L.n_B)), jnp.zeros(L.n_B)
         controls = {name: u[i] for i, name in enumerate(self.controls)}
@@ -561,14 +565,16 @@ class RigidModel:
                 rows = slice(i0, i0 + g.shape[0])
                 A = A.at[rows].set(G)
                 Sigma_A = Sigma_A.at[rows].set(4.0 / h**2 * eps * gamma)  # (2.10)
+                Sigma_A_inv = Sigma_A_inv.at[rows].set(h**2 / (4.0 * eps * gamma))
                 a = a.at[rows].set(4.0 / h * gamma * g - gamma * (G @ vel))  # (2.8), (2.11)
             elif kind == "viscous":
                 # F.2: Sigma lam + G_bar v_{k+1} = 0 gives the drag impulse lam = -h c omega_{k+1}
                 # when Sigma = 1/(h c); c = 0 means no drag (floored to keep Sigma finite).
                 _, j, angle, i = block
-                c = jnp.maximum(jnp.asarray(resolve(j.viscous, p), dtype=float), 1e-12)
+                c = jnp.asarray(resolve(j.viscous, p), dtype=float)
                 A = A.at[i].set(J_pos[angle])
-                Sigma_A = Sigma_A.at[i].set(1.0 / (h * c))
+                Sigma_A = Sigma_A.at[i].set(1.0 / (h * jnp.maximum(c, 1e-12)))
+                Sigma_A_inv = Sigma_A_inv.at[i].set(h * c)
             elif kind == "motor":
                 # F.3: a shaft of inertia J_s driven by gain*u: J_s (w_{k+1} - w_k) = h gain u - lam, with
                 # w = G_bar v, i.e. Sigma lam + G_bar v_{k+1} = G_bar v_k + h gain u / J_s, Sigma = 1/J_s.
@@ -578,6 +584,7 @@ class RigidModel:
                 G_bar = J_pos[angle]
                 A = A.at[i].set(G_bar)
                 Sigma_A = Sigma_A.at[i].set(1.0 / Js)
+                Sigma_A_inv = Sigma_A_inv.at[i].set(Js)
                 a = a.at[i].set(-(G_bar @ vel + h * gain * controls[j.motor.control] / Js))
             elif kind == "dry_hinge":
                 _, j, pos, angle, i0 = block
@@ -598,7 +605,7 @@ class RigidModel:
                     mu_r = mu_r + dmu * jnp.exp(-((G_bar @ vel) / omega_s) ** 2)  # (4.1), omega at step k
                 U = jnp.concatenate([jnp.full(3, mu_r), jnp.full(2, mu_r / ROTATIONAL_FRICTION_DISTANCE)])
                 B, Sigma_B = _friction_rows(B, Sigma_B, i0 + 2 * n_g, jnp.stack([G_bar, -G_bar]),
-                                            normals, jnp.tile(U, 2), j.friction_compliance)
+                                            normals, jnp.tile(U, 2), resolve(j.friction_compliance, p))
             elif kind == "contact":
                 _, c, pos, i0 = block
                 gap, C = f_pos[pos.start], J_pos[pos.start]
@@ -611,8 +618,8 @@ class RigidModel:
                 T = J_pos[pos.start + 1 : pos.stop]
                 mu = jnp.asarray(resolve(c.mu, p), dtype=float)
                 B, Sigma_B = _friction_rows(B, Sigma_B, i0 + 1, jnp.concatenate([T, -T]),
-                                            slice(i0, i0 + 1), mu[None], c.friction_compliance)
-        return Rows(A, Sigma_A, a, B, Sigma_B, b)
+                                            slice(i0, i0 + 1), mu[None], resolve(c.friction_compliance, p))
+        return Rows(A, Sigma_A, Sigma_A_inv, a, B, Sigma_B, b)
 
     def _compliance(self, j: Joint, p: Mapping[str, Any]) -> tuple[jnp.ndarray, jnp.ndarray]:
         """Per-row compliance eps and damping tau of a joint's holonomic rows."""
@@ -643,6 +650,16 @@ class RigidModel:
             f"{self.name}: unknown observation {name!r}; expected a hinge name "
             f"({', '.join(h.name for h in self.hinges) or 'none'}) or BODY.x/y/z"
         )
+
+    def angle_observation_mask(self) -> np.ndarray:
+        """(n_obs,) booleans: which observations are hinge angles (compared modulo 2 pi)."""
+        hinges = {h.name for h in self.hinges}
+        return np.array([name in hinges for name in self.observations])
+
+    def holonomic_rows(self) -> np.ndarray:
+        """Indices into :meth:`position_functions` of every joint's constraint rows g (frictional joints too)."""
+        rows = [np.arange(b[2].start, b[2].stop) for b in self.layout.blocks if b[0] in ("holonomic", "dry_hinge")]
+        return np.concatenate(rows) if rows else np.zeros(0, dtype=int)
 
     def observe(self, state: State, p: Mapping[str, Any]) -> jnp.ndarray:
         """Observation function h(x; chi) (n_obs,): hinge angles in (-pi, pi] [rad], CoM coordinates [m]."""
@@ -795,7 +812,7 @@ def _plane_basis(normal: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def _friction_rows(
-    B: jnp.ndarray, Sigma_B: jnp.ndarray, i0: int, D: jnp.ndarray, normals: slice, U: jnp.ndarray, eps_t: float
+    B: jnp.ndarray, Sigma_B: jnp.ndarray, i0: int, D: jnp.ndarray, normals: slice, U: jnp.ndarray, eps_t: Any
 ) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Tangential rows D (n_t, 6nb) at i0 and their friction bound (sigma) row right after them (eq. 2.24).
 

@@ -101,6 +101,8 @@ def _points(ft: FactorType, rng: np.random.Generator, n_examples: int):
             if kind is VarKind.VECTOR:
                 continue
             for label, x in _near_identity_points(kind, rng):
+                if ft.piecewise and label != "1e-3 from identity":
+                    continue  # exactly symmetric: on a kink of the complementarity
                 moved = list(variables)
                 moved[pos] = x
                 yield f"example {i}, variable {pos} ({kind.value}) at {label}", tuple(moved), tuple(constants)

@@ -1,0 +1,82 @@
+"""Spook inverse-dynamics impulse factor (seed 000 eqs. 3.6-3.7, multipliers from 2.30-2.31).
+
+Variables: x_k, x_{k+1} (nb Pose3 + a velocity Vector each, see :mod:`._rigid`)
+and the free parameters; constants: the fixed parameters, the control u_k and
+the time-step h. Residual (12 nb,): [Delta p_u; Delta p_q] [N s, N m s], see
+:func:`mbfg.residuals.impulse`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import gtsam
+import numpy as np
+
+from mbfg import residuals
+from mbfg.adapter import FactorType
+
+from ._rigid import Variables, example_model, example_step, fixed_values, state_values, variables_for
+
+
+@functools.lru_cache(maxsize=None)
+def impulse_type(variables: Variables) -> FactorType:
+    """The impulse FactorType of a model and free-parameter set (compiled once per pair)."""
+    model = variables.model
+
+    def residual(*args: Any):
+        (x0, x1), ps, (fixed, u, h) = variables.split(args, 2)
+        return residuals.impulse(model, x0, x1, u, variables.parameters(ps, fixed), h)
+
+    kinds = variables.state_kinds * 2 + variables.parameter_kinds
+    name = f"spook_impulse[{model.name}; free={','.join(variables.free)}{'; tilt' if variables.tilt_free else ''}]"
+    return FactorType(name, residual, kinds, piecewise=model.layout.n_B > 0)
+
+
+def impulse_keys(variables: Variables, k: int) -> list[int]:
+    """Keys of the impulse factor between steps k and k+1."""
+    from mbfg import keys
+
+    nb = variables.model.nb
+    state = lambda j: [keys.X(j, i) for i in range(nb)] + [keys.V(j)]  # noqa: E731
+    return state(k) + state(k + 1) + keys.parameter_keys(variables)
+
+
+def impulse_factor(
+    variables: Variables, k: int, u: Sequence[float], h: float, noise: gtsam.noiseModel.Base,
+    fixed: dict[str, Any] | None = None,
+) -> gtsam.CustomFactor:
+    """The impulse factor between steps k and k+1 with control u_k [model units] and time-step h [s]."""
+    fixed = fixed_values(variables.model) if fixed is None else fixed
+    return impulse_type(variables).make(impulse_keys(variables, k), noise, fixed, np.asarray(u, float), float(h))
+
+
+def _example(name: str, free: tuple[str, ...]):
+    def example(rng: np.random.Generator):
+        model = example_model(name)
+        variables = variables_for(model, free)
+        x0, x1, u = example_step(rng, model)
+        params = []
+        if variables.free:
+            params.append(np.array([model.parameters[n].default for n in variables.free]))
+        if variables.tilt_free:
+            from scipy.spatial.transform import Rotation
+
+            params.append(Rotation.from_rotvec(0.05 * rng.standard_normal(3)).as_matrix())
+        return (*state_values(model, x0), *state_values(model, x1), *params), (fixed_values(model), u, 1e-3)
+
+    return example
+
+
+# Registered at import so the shared Jacobian battery checks them: a frictional
+# Furuta pendulum with all 13 parameters free, the Stribeck pendulum, the particle on the ground.
+for _name, _free in (
+    ("furuta-viscous", ("K", "J_Az", "J_Bx", "b_1", "b_2", "tilt")),
+    ("furuta", ("K", "J_Ax", "J_Ay", "J_Az", "J_Bx", "J_By", "b_1", "b_2", "mu_r1", "mu_r2", "tilt")),
+    ("pendulum-stribeck", ("J", "b", "mu_r", "dmu_r", "omega_s")),
+    ("particle", ("mu",)),
+):
+    _type = impulse_type(variables_for(example_model(_name), _free))
+    _type.example = _example(_name, _free)

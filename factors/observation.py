@@ -1,0 +1,68 @@
+"""Observation factor of a rigid-body model (seed 000 eq. 3.5): h(x_k; chi) - y_k.
+
+Variables: x_k (nb Pose3 + velocity Vector) and the free parameters;
+constants: the fixed parameters, the reading y_k (n_obs,) and a mask (n_obs,)
+with 0 for a missing reading (it then adds neither cost nor gradient). Hinge
+angles [rad] are compared modulo 2 pi, positions [m] directly.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import gtsam
+import numpy as np
+
+from mbfg import keys, residuals
+from mbfg.adapter import FactorType
+
+from ._rigid import Variables, example_model, example_step, fixed_values, state_values, variables_for
+
+
+@functools.lru_cache(maxsize=None)
+def observation_type(variables: Variables) -> FactorType:
+    """The observation FactorType of a model and free-parameter set."""
+    model = variables.model
+
+    def residual(*args: Any):
+        (x,), ps, (fixed, y, mask) = variables.split(args, 1)
+        return residuals.observation(model, x, variables.parameters(ps, fixed), y, mask)
+
+    name = f"observation[{model.name}; free={','.join(variables.free)}{'; tilt' if variables.tilt_free else ''}]"
+    return FactorType(name, residual, variables.state_kinds + variables.parameter_kinds)
+
+
+def observation_keys(variables: Variables, k: int) -> list[int]:
+    """Keys of the observation factor at step k."""
+    nb = variables.model.nb
+    return [keys.X(k, i) for i in range(nb)] + [keys.V(k)] + keys.parameter_keys(variables)
+
+
+def observation_factor(
+    variables: Variables, k: int, y: Sequence[float], noise: gtsam.noiseModel.Base,
+    fixed: dict[str, Any] | None = None,
+) -> gtsam.CustomFactor:
+    """The observation factor at step k; NaN entries of y are missing readings (masked, not filled)."""
+    y = np.asarray(y, dtype=float)
+    mask = np.isfinite(y).astype(float)
+    fixed = fixed_values(variables.model) if fixed is None else fixed
+    return observation_type(variables).make(observation_keys(variables, k), noise, fixed, np.nan_to_num(y), mask)
+
+
+def _example(name: str, free: tuple[str, ...]):
+    def example(rng: np.random.Generator):
+        model = example_model(name)
+        variables = variables_for(model, free)
+        x0, _, _ = example_step(rng, model)
+        params = [np.array([model.parameters[n].default for n in variables.free])] if variables.free else []
+        y = rng.standard_normal(len(model.observations))
+        mask = (rng.uniform(size=y.shape) > 0.3).astype(float)
+        return (*state_values(model, x0), *params), (fixed_values(model), y, mask)
+
+    return example
+
+
+for _name, _free in (("furuta", ("J_Az", "K")), ("particle", ("mu",))):
+    observation_type(variables_for(example_model(_name), _free)).example = _example(_name, _free)
