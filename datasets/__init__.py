@@ -9,6 +9,11 @@ Built-in mechanisms are MBSE YAML files shipped with the package (see
     mech.coordinate_names                   # ('x1', 'y1', 'x2', 'y2')
 
 Units are SI throughout (m, kg, kg m^2, rad, s).
+
+Real rig recordings (``shared/data``) are read by :mod:`mbfg.datasets.rigs`:
+:func:`load_dfki_double_pendulum`, :func:`load_qube` (logs in the built-in
+models' conventions; never resampled), :func:`resample_uniform`,
+:func:`find_gaps`, :func:`dfki_reference_parameters`, :func:`dfki_to_mbfg_parameters`.
 """
 
 from __future__ import annotations
@@ -22,11 +27,26 @@ from mbfg.errors import ModelError
 from mbfg.mbse_yaml import load_mbse_yaml
 from mbfg.planar import PlanarMechanism
 
+from mbfg.datasets.rigs import (
+    dfki_reference_parameters,
+    dfki_to_mbfg_parameters,
+    find_gaps,
+    load_dfki_double_pendulum,
+    load_qube,
+    resample_uniform,
+)
+
 __all__ = [
     "builtin_mechanisms",
+    "dfki_reference_parameters",
+    "dfki_to_mbfg_parameters",
+    "find_gaps",
     "fourbar_crank_trajectory",
+    "load_dfki_double_pendulum",
     "load_mechanism",
+    "load_qube",
     "mechanism_path",
+    "resample_uniform",
 ]
 
 _HERE = Path(__file__).resolve().parent
