@@ -6,7 +6,7 @@ import gtsam
 import numpy as np
 
 from mbfg._jax import jnp
-from mbfg.adapter import VECTOR, FactorType, noise_model
+from mbfg.adapter import ROT3, VECTOR, FactorType, noise_model
 
 from ._examples import vectors
 
@@ -52,3 +52,26 @@ def partial_prior_factor(
     if idx.shape != x0.shape:
         raise ValueError(f"partial prior: {idx.shape[0]} indices but {x0.shape[0]} prior values")
     return PARTIAL_PRIOR.make([key], noise_model(sigma, idx.shape[0]), x0, idx)
+
+
+def tilt_yaw_prior_residual(R: jnp.ndarray, R0: jnp.ndarray) -> jnp.ndarray:
+    """(1,): the rotation of R relative to R0 about R0's z axis, sin(angle) for a rotation about z [rad].
+
+    A gravity tilt R (gravity = R (0, 0, -g)) is blind to R Rz(phi): this pins phi only.
+    """
+    M = R0.T @ R
+    return 0.5 * jnp.stack([M[1, 0] - M[0, 1]])
+
+
+def _example_yaw(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    from scipy.spatial.transform import Rotation
+
+    return (Rotation.from_rotvec(rng.normal(size=3)).as_matrix(),), (Rotation.from_rotvec(rng.normal(size=3)).as_matrix(),)
+
+
+TILT_YAW_PRIOR = FactorType("tilt_yaw_prior", tilt_yaw_prior_residual, (ROT3,), _example_yaw)
+
+
+def tilt_yaw_prior_factor(key: int, R0: np.ndarray, sigma: float) -> gtsam.CustomFactor:
+    """Prior on the Rot3 ``key``'s rotation about R0's z axis (the direction gravity cannot observe)."""
+    return TILT_YAW_PRIOR.make([key], noise_model(sigma, 1), np.asarray(R0, dtype=float))

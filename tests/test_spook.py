@@ -16,7 +16,7 @@ import pytest
 
 from mbfg import quaternion as quat
 from mbfg.errors import ModelError
-from mbfg.models import double_pendulum, furuta, particle, pendulum
+from mbfg.models import STIFF, double_pendulum, furuta, particle, pendulum
 from mbfg.rigid import Body, Frame, Hinge, RigidModel, State
 from mbfg.parameters import Parameter, ParameterSet
 from mbfg.spook import simulate, step
@@ -89,7 +89,7 @@ def _convergence(model, init, reference, controls=None, duration=4.0):
 
 
 def test_pendulum_converges_to_minimal_coordinate_reference() -> None:
-    model = pendulum()  # viscous, stiff hinge: eps 1e-8 m/N, 1e-6 rad/(N m)
+    model = pendulum().with_parameters(STIFF)  # viscous, stiff hinge: eps 1e-8 m/N, 1e-6 rad/(N m)
     P = model.parameters.numpy_values()
     errors, orders = _convergence(
         model, {"theta": 1.0}, lambda t, u: R.simulate_reference(R.pendulum_ode, [1.0, 0.0], t, P)[:, :1]
@@ -99,7 +99,7 @@ def test_pendulum_converges_to_minimal_coordinate_reference() -> None:
 
 
 def test_double_pendulum_converges_to_minimal_coordinate_reference() -> None:
-    model = double_pendulum()
+    model = double_pendulum().with_parameters(STIFF)
     P = model.parameters.numpy_values()
     y0 = [1.0, -0.5, 0.0, 0.0]
     errors, orders = _convergence(
@@ -110,7 +110,7 @@ def test_double_pendulum_converges_to_minimal_coordinate_reference() -> None:
 
 
 def test_furuta_with_motor_converges_to_minimal_coordinate_reference() -> None:
-    model = furuta(dry=False)  # motor gain and shaft inertia (F.3), viscous hinges (F.2)
+    model = furuta(dry=False).with_parameters(STIFF)  # motor gain and shaft inertia (F.3), viscous hinges (F.2)
     P = model.parameters.numpy_values()
 
     def control(t: np.ndarray) -> np.ndarray:
@@ -149,7 +149,7 @@ def test_constraint_violation_of_stiff_hinge_is_linearization_error_order_h2() -
     """
     violations = []
     for h in (2e-3, 1e-3, 5e-4):
-        model = pendulum().with_parameters({"tau": 2 * h})
+        model = pendulum().with_parameters({"tau": 2 * h, **STIFF})
         traj = simulate(model, 2.0, h, initial=model.initial_state({"theta": 1.0}), chunk=4000)
         theta = traj.observations[:, 0]
         d = model.parameters["d"].default
@@ -178,10 +178,10 @@ def _mechanical_energy(model, traj) -> tuple[np.ndarray, np.ndarray]:
 def test_energy_error_stays_bounded_over_20_s_without_damping(which: str) -> None:
     """Spook is variational: without friction or constraint damping the energy oscillates, it does not drift."""
     if which == "pendulum":
-        model = pendulum().with_parameters({"b": 0.0, "tau": 0.0})
+        model = pendulum().with_parameters({"b": 0.0, "tau": 0.0, **STIFF})
         init = {"theta": 2.0}
     else:
-        model = double_pendulum().with_parameters({"b1": 0.0, "b2": 0.0, "tau": 0.0})
+        model = double_pendulum().with_parameters({"b1": 0.0, "b2": 0.0, "tau": 0.0, **STIFF})
         init = {"q1": 2.0, "q2": 0.5}
     traj = simulate(model, 20.0, 1e-3, initial=model.initial_state(init))
     E, kinetic = _mechanical_energy(model, traj)
@@ -199,7 +199,7 @@ def test_furuta_energy_drift_is_first_order_in_h() -> None:
     eq. 2.28, is not variational: the energy drifts, by an amount that vanishes with h."""
     drifts = []
     for h in (1e-3, 5e-4):
-        model = furuta(dry=False).with_parameters({"b_1": 0.0, "b_2": 0.0, "tau": 2 * h})
+        model = furuta(dry=False).with_parameters({"b_1": 0.0, "b_2": 0.0, "tau": 2 * h, **STIFF})
         traj = simulate(model, 10.0, h, initial=model.initial_state({"alpha": 2.5}), chunk=4000)
         E, kinetic = _mechanical_energy(model, traj)
         n = int(round(2.0 / h))

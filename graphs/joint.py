@@ -1,0 +1,338 @@
+"""Joint state-parameter estimation over a log (seed 000 sections 3.1-3.3, seed 001 sections 3.4-4.5).
+
+The graph over states x_0 .. x_{n-1} at time-step h (a whole multiple of the
+log's sample period) and the free parameters chi:
+
+- one initial-state factor on x_0 (3.14-3.15),
+- one impulse factor per step k -> k+1 (3.6-3.7) with the logged control u_k,
+- one observation factor per state (3.5) with the reading logged at t_k
+  (readings between state times are not used; empty cells are skipped),
+- optional priors on parameters, and, when the tilt is free, a prior on its
+  rotation about the vertical, which gravity cannot observe.
+
+Weights (how the state error weight enters): the objective is
+
+    sum_k |Delta y_k|^2  +  w * sum_k |Delta p_k|^2
+
+i.e. R = I for the observations and Omega = I / w for the impulse residuals
+(and the initial-state residual) of 3.17: in GTSAM the observation factors
+have unit sigma and the impulse factors sigma 1/sqrt(w). ``cost`` everywhere
+is this objective divided by the number of time-steps (seed 001 section 4.5:
+"mean squared errors, the squared residuals divided by the number of time-steps").
+
+Initialization (seed 001 section 4.4): each observed channel is low-pass
+filtered by a second-order Butterworth filter run forward and backward
+(missing readings are interpolated for the filter only), then sampled at the
+state times; configurations are placed through the joints at the filtered
+angles (zero constraint violation); velocities are finite differences (4.3),
+``v_k = (q_k boxminus q_{k-1}) / h``, which is the Spook update (2.16) read backwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gtsam
+import numpy as np
+from scipy import signal
+
+from mbfg import keys
+from mbfg import quaternion as quat
+from mbfg.adapter import PerFactor, noise_model
+from mbfg.errors import DataError, ModelError
+from mbfg.factors._rigid import Variables, fixed_values, state_values, variables_for
+from mbfg.factors.impulse import impulse_keys, impulse_type
+from mbfg.factors.initial_state import initial_state_factor
+from mbfg.factors.observation import observation_keys, observation_type
+from mbfg.factors.prior import partial_prior_factor, tilt_yaw_prior_factor
+from mbfg.logs import Log
+from mbfg.rigid import RigidModel, State
+from mbfg.solvers import LMResult, bounded_levenberg_marquardt
+
+#: Default cut-off of the initialization low-pass filter [Hz] (the seed's value is stripped).
+DEFAULT_CUTOFF_HZ = 20.0
+
+
+@dataclass
+class JointProblem:
+    """A built joint estimation problem.
+
+    t: (n,) state times [s]; y: (n, n_obs) readings at those times (NaN: missing);
+    u: (n, n_controls) controls held over [t_k, t_k+1); h: time-step [s];
+    stride: log samples per time-step; weight: the state error weight w;
+    graph, initial: the GTSAM problem and its initial values; bounds: key -> box.
+    """
+
+    model: RigidModel
+    variables: Variables
+    t: np.ndarray
+    y: np.ndarray
+    u: np.ndarray
+    h: float
+    stride: int
+    weight: float
+    graph: gtsam.NonlinearFactorGraph
+    initial: gtsam.Values
+    bounds: dict[int, tuple[np.ndarray, np.ndarray]]
+    factor_steps: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
+    factor_kinds: tuple[str, ...] = ()
+
+    @property
+    def n(self) -> int:
+        return len(self.t)
+
+    def parameter_values(self, values: gtsam.Values) -> dict[str, Any]:
+        """Every parameter's value (free ones from ``values``)."""
+        p = self.model.parameters.numpy_values()
+        if self.variables.free:
+            chi = values.atVector(keys.P())
+            p.update({name: float(chi[i]) for i, name in enumerate(self.variables.free)})
+        if self.variables.tilt_free:
+            p[self.model.tilt] = values.atRot3(keys.T()).matrix()
+        return p
+
+    def states(self, values: gtsam.Values) -> State:
+        """The state trajectory in ``values`` as a :class:`State` with a leading axis n."""
+        nb = self.model.nb
+        r = np.zeros((self.n, nb, 3))
+        e = np.zeros((self.n, nb, 4))
+        for k in range(self.n):
+            for i in range(nb):
+                pose = values.atPose3(keys.X(k, i))
+                r[k, i] = pose.translation()
+                e[k, i] = quat.from_matrix(pose.rotation().matrix())
+        vel = np.stack([values.atVector(keys.V(k)) for k in range(self.n)]).reshape(self.n, nb, 6)
+        return State(r, e, vel[:, :, :3], vel[:, :, 3:])
+
+    def step_costs(self, values: gtsam.Values) -> dict[str, np.ndarray]:
+        """Per time-step objective terms: ``observation`` |Delta y_k|^2 and ``impulse`` w |Delta p_k|^2
+        (the impulse of step k-1 -> k and the initial-state residual at 0), both (n,)."""
+        out = {"observation": np.zeros(self.n), "impulse": np.zeros(self.n), "prior": np.zeros(self.n)}
+        for i in range(self.graph.size()):
+            kind, k = self.factor_kinds[i], self.factor_steps[i]
+            out[kind][k] += 2.0 * self.graph.at(i).error(values)
+        return out
+
+
+def _uniform_stride(log: Log, h: float | None) -> tuple[float, int]:
+    """(h, stride): h a whole multiple of the log's (uniform) sample period."""
+    if len(log.t) < 3:
+        raise DataError(f"{log.source}: a log needs at least 3 rows, got {len(log.t)}")
+    dt = np.diff(log.t)
+    period = float(np.median(dt))
+    bad = np.flatnonzero(np.abs(dt - period) > 0.01 * period)
+    if bad.size:
+        raise DataError(
+            f"{log.source}: sample period is not uniform: row {bad[0] + 2} is {dt[bad[0]]:.6g} s after the "
+            f"previous one, the median period is {period:.6g} s (resample it onto a uniform grid first)"
+        )
+    if h is None:
+        return period, 1
+    stride = int(round(h / period))
+    if stride < 1 or abs(stride * period - h) > 1e-6 * h:
+        raise DataError(f"time-step h = {h} s must be a whole multiple of the log's sample period {period:.6g} s")
+    return stride * period, stride
+
+
+def _check_log(model: RigidModel, log: Log) -> None:
+    if tuple(log.observations) != tuple(model.observations):
+        raise DataError(
+            f"{log.source}: observation columns {list(log.observations)} do not match the model "
+            f"{model.name!r}, which observes {list(model.observations)}"
+        )
+    if tuple(log.controls) != tuple(model.controls):
+        raise DataError(
+            f"{log.source}: control columns {list(log.controls)} do not match the model {model.name!r}, "
+            f"which is driven by {list(model.controls)}"
+        )
+    all_missing = np.flatnonzero(np.all(np.isnan(log.y), axis=0))
+    if all_missing.size:
+        raise DataError(f"{log.source}: column {log.observations[all_missing[0]]!r} has no reading at all")
+
+
+def filtered_observations(t: np.ndarray, y: np.ndarray, cutoff_hz: float) -> np.ndarray:
+    """Second-order Butterworth low-pass, forward and backward (seed 001 section 4.4), per column.
+
+    Missing readings (NaN) are linearly interpolated for the filter only. A
+    cut-off at or above the Nyquist frequency leaves the signal as it is.
+    """
+    y = np.array(y, dtype=float, copy=True)
+    for j in range(y.shape[1]):
+        missing = np.isnan(y[:, j])
+        if missing.any():
+            y[missing, j] = np.interp(t[missing], t[~missing], y[~missing, j])
+    fs = 1.0 / float(np.median(np.diff(t)))
+    if cutoff_hz >= 0.5 * fs or len(t) < 16:
+        return y
+    b, a = signal.butter(2, cutoff_hz / (0.5 * fs))
+    return signal.filtfilt(b, a, y, axis=0)
+
+
+def initial_states(model: RigidModel, y: np.ndarray, h: float, parameters: Mapping[str, Any]) -> list[State]:
+    """States at zero constraint violation matching readings y (n, n_obs), velocities by eq. 4.3."""
+    hinges = {j.name for j in model.hinges}
+    states = []
+    for row in y:
+        coords = {name: float(v) for name, v in zip(model.observations, row) if name in hinges}
+        x = model.initial_state(coords, parameters=parameters)
+        r = np.array(x.r)
+        for name, v in zip(model.observations, row):
+            if name not in hinges:  # a CoM coordinate "body.x"
+                body, _, axis = name.rpartition(".")
+                r[model.body_index[body], "xyz".index(axis)] = v
+        states.append(State(r, np.asarray(x.e), np.zeros((model.nb, 3)), np.zeros((model.nb, 3))))
+    out = []
+    for k, x in enumerate(states):
+        prev = states[max(k - 1, 0)] if k > 0 else None
+        nxt = states[1] if k == 0 and len(states) > 1 else None
+        a, b = (prev, x) if prev is not None else (x, nxt)
+        if b is None:
+            out.append(x)
+            continue
+        v = (np.asarray(b.r) - np.asarray(a.r)) / h
+        w = np.stack([np.asarray(quat.boxminus(b.e[i], a.e[i])) for i in range(model.nb)]) / h
+        out.append(State(x.r, x.e, v, w))
+    return out
+
+
+def build_joint_problem(
+    model: RigidModel,
+    log: Log,
+    *,
+    h: float | None = None,
+    free: Sequence[str] | None = None,
+    weight: float = 1e6,
+    cutoff_hz: float = DEFAULT_CUTOFF_HZ,
+    priors: Mapping[str, float] | None = None,
+    initial_parameters: Mapping[str, Any] | None = None,
+    states: Sequence[State] | None = None,
+    sigmas: tuple[float, float] | None = None,
+) -> JointProblem:
+    """The joint state-parameter problem of ``model`` over ``log`` (see the module docstring).
+
+    Args:
+        model: the rigid-body model; its parameter values are the initial guess.
+        log: the log (:func:`mbfg.logs.read_log`); its columns must be the model's
+            observations and controls, its sample period uniform.
+        h: time-step [s], a whole multiple of the sample period (default: the period).
+        free: parameters to estimate (default: those the model marks free; ``[]``
+            for state estimation with fixed parameters). The tilt is a Rot3 variable.
+        weight: the state error weight w (module docstring) [rad^2 / (N s)^2].
+        cutoff_hz: cut-off of the initialization filter [Hz].
+        priors: parameter name -> prior sigma [its unit], a prior at its initial value.
+        initial_parameters: parameter values to start from (default: the model's).
+        states: initial states (default: :func:`initial_states` of the filtered log).
+        sigmas: (observation sigma, impulse sigma) instead of (1, 1/sqrt(weight)), used
+            for the covariance with estimated noise variances (3.22-3.24).
+
+    Raises:
+        DataError: columns that do not match the model, a non-uniform log, a bad h.
+        ModelError: an unknown free parameter, a non-positive weight.
+    """
+    _check_log(model, log)
+    if not (np.isfinite(weight) and weight > 0):
+        raise ModelError(f"state error weight must be a positive number, got {weight}")
+    if initial_parameters is not None:
+        model = model.with_parameters(dict(initial_parameters))
+    h, stride = _uniform_stride(log, h)
+    variables = variables_for(model, free)
+    idx = np.arange(0, len(log.t), stride)
+    t, y, u = log.t[idx] - log.t[0], log.y[idx], log.u[idx]
+    n = len(t)
+    if n < 3:
+        raise DataError(f"{log.source}: h = {h} s leaves {n} time-steps; at least 3 are needed")
+    p0 = model.parameters.numpy_values()
+    if states is None:
+        states = initial_states(model, filtered_observations(log.t, log.y, cutoff_hz)[idx], h, p0)
+    fixed = fixed_values(model)
+    sigma_y, sigma_p = sigmas if sigmas is not None else (1.0, 1.0 / np.sqrt(weight))
+
+    graph = gtsam.NonlinearFactorGraph()
+    factor_kinds: list[str] = []
+    factor_steps: list[int] = []
+    nb = model.nb
+    impulse_noise = noise_model(sigma_p, 12 * nb)
+    graph.push_back(initial_state_factor(variables, h, impulse_noise, fixed))
+    factor_kinds.append("impulse")
+    factor_steps.append(0)
+    rows = [impulse_keys(variables, k) for k in range(n - 1)]
+    for f in impulse_type(variables).make_many(rows, impulse_noise, fixed, PerFactor(u[:-1]), h):
+        graph.push_back(f)
+    factor_kinds += ["impulse"] * (n - 1)
+    factor_steps += list(range(1, n))
+    observed = np.isfinite(y)
+    obs_rows = [k for k in range(n) if observed[k].any()]
+    mask = observed.astype(float)
+    obs_factors = observation_type(variables).make_many(
+        [observation_keys(variables, k) for k in obs_rows], noise_model(sigma_y, y.shape[1]), fixed,
+        PerFactor(np.nan_to_num(y[obs_rows])), PerFactor(mask[obs_rows]),
+    )
+    for f in obs_factors:
+        graph.push_back(f)
+    factor_kinds += ["observation"] * len(obs_rows)
+    factor_steps += obs_rows
+
+    values = gtsam.Values()
+    for k, x in enumerate(states):
+        vals = state_values(model, x)
+        for i in range(nb):
+            values.insert(keys.X(k, i), gtsam.Pose3(vals[i]))
+        values.insert(keys.V(k), vals[-1])
+    bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    if variables.free:
+        chi0 = np.array([p0[name] for name in variables.free], dtype=float)
+        values.insert(keys.P(), chi0)
+        lo = np.array([model.parameters[name].lower for name in variables.free])
+        hi = np.array([model.parameters[name].upper for name in variables.free])
+        bounds[keys.P()] = (lo, hi)
+        for name, sigma in (priors or {}).items():
+            if name not in variables.free:
+                raise ModelError(f"prior on {name!r}, which is not a free parameter ({', '.join(variables.free)})")
+            i = variables.free.index(name)
+            graph.push_back(partial_prior_factor(keys.P(), [i], [chi0[i]], sigma))
+            factor_kinds.append("prior")
+            factor_steps.append(0)
+    if variables.tilt_free:
+        values.insert(keys.T(), gtsam.Rot3(np.asarray(p0[model.tilt])))
+        graph.push_back(tilt_yaw_prior_factor(keys.T(), np.asarray(p0[model.tilt]), 1e-3))
+        factor_kinds.append("prior")
+        factor_steps.append(0)
+    return JointProblem(model, variables, t, y, u, h, stride, weight, graph, values, bounds,
+                        np.asarray(factor_steps), tuple(factor_kinds))
+
+
+def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: float = 1e-6,
+          quiet: bool = False, label: str | None = None) -> LMResult:
+    """Box-constrained Levenberg-Marquardt on the problem (:func:`mbfg.solvers.bounded_levenberg_marquardt`)."""
+    return bounded_levenberg_marquardt(
+        problem.graph, problem.initial, problem.bounds, max_iterations=max_iterations,
+        relative_tol=relative_tol, quiet=quiet, label=label or f"calibrate {problem.model.name}",
+    )
+
+
+def estimate_states(model: RigidModel, log: Log, *, h: float | None = None, weight: float = 1e6,
+                    parameters: Mapping[str, Any] | None = None, max_iterations: int = 20,
+                    quiet: bool = True, cutoff_hz: float = DEFAULT_CUTOFF_HZ) -> tuple[JointProblem, LMResult]:
+    """State estimation with every parameter fixed (seed 001 section 4.5's cross-validation)."""
+    problem = build_joint_problem(model, log, h=h, free=(), weight=weight, cutoff_hz=cutoff_hz,
+                                  initial_parameters=parameters)
+    return problem, solve(problem, max_iterations=max_iterations, quiet=quiet, label=f"states {model.name}")
+
+
+def cross_validation_score(model: RigidModel, log: Log, parameters: Mapping[str, Any], **kwargs: Any) -> float:
+    """Seed 001 section 4.5: the cost per time-step of state estimation on ``log`` with ``parameters`` fixed."""
+    problem, result = estimate_states(model, log, parameters=parameters, **kwargs)
+    return 2.0 * problem.graph.error(result.values) / problem.n
+
+
+__all__ = [
+    "JointProblem",
+    "build_joint_problem",
+    "cross_validation_score",
+    "estimate_states",
+    "filtered_observations",
+    "initial_states",
+    "solve",
+]

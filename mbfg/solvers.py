@@ -1,0 +1,183 @@
+"""Levenberg-Marquardt on a GTSAM graph that keeps Vector variables inside a box (seed 001 eq. 3.18, App. C).
+
+Each iteration linearizes the graph once (GTSAM calls our JAX factors), then
+tries damped steps ``(J^T J + lam D) delta = -J^T r`` with Marquardt's scaling
+D = diag(J^T J) (floored), solved by sparse multifrontal QR with a COLAMD
+ordering computed once. Bounds: the box B of the parameters is enforced on the
+step, by an active-set loop: if ``x + delta`` leaves the box, the offending
+components are pinned to their bound (a hard linear constraint on that
+component of delta) and the damped system is solved again, until the step
+stays inside. This is the solution of the box-constrained linear least-squares
+subproblem of App. C whenever the pinned set is the optimal active set (the
+common case near convergence); the paper solves that subproblem as an MLCP.
+A step is accepted when it lowers the cost; then lam shrinks, otherwise it grows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import gtsam
+import numpy as np
+
+from mbfg.progress import Progress
+
+
+@dataclass
+class LMResult:
+    """values: the solution; iterations: accepted + rejected linearizations; converged: a tolerance was met;
+    history: per iteration (iteration, cost, lambda, wall s, linearize s, solve s); message: why it stopped."""
+
+    values: gtsam.Values
+    iterations: int
+    converged: bool
+    history: list[dict[str, float]] = field(default_factory=list)
+    message: str = ""
+
+
+def _hessian_diagonal(linear: gtsam.GaussianFactorGraph, dims: Mapping[int, int]) -> dict[int, np.ndarray]:
+    """diag(J^T J) per key of a linear (Jacobian) factor graph; ``dims``: tangent dimension per key."""
+    diag: dict[int, np.ndarray] = {}
+    for i in range(linear.size()):
+        factor = linear.at(i)
+        if factor is None:
+            continue
+        A, _ = factor.jacobian()
+        col = 0
+        for key in factor.keys():
+            dim = dims[key]
+            block = A[:, col : col + dim]
+            d = np.einsum("ij,ij->j", block, block)
+            diag[key] = diag.get(key, 0.0) + d
+            col += dim
+    return diag
+
+
+def bounded_levenberg_marquardt(
+    graph: gtsam.NonlinearFactorGraph,
+    values: gtsam.Values,
+    bounds: Mapping[int, tuple[np.ndarray, np.ndarray]] | None = None,
+    *,
+    max_iterations: int = 20,
+    relative_tol: float = 1e-6,
+    absolute_tol: float = 0.0,
+    lambda_initial: float = 1e-5,
+    lambda_max: float = 1e10,
+    quiet: bool = False,
+    label: str = "LM",
+    on_iteration: Callable[[dict[str, float], gtsam.Values], None] | None = None,
+) -> LMResult:
+    """Minimize ``graph.error`` from ``values`` with Vector variables kept in ``bounds``.
+
+    Args:
+        graph, values: the problem and the initial guess (inside the bounds).
+        bounds: key -> (lower (n,), upper (n,)) for Vector variables; +-inf where unbounded.
+        max_iterations: linearizations at most.
+        relative_tol: stop when an accepted step lowers the cost by less than this fraction.
+        absolute_tol: stop when the cost is below this.
+        lambda_initial, lambda_max: LM damping start and give-up value.
+        quiet: no progress lines (iteration, cost, lambda, time) on stderr.
+        on_iteration: called after each iteration with its history row and the current values.
+    """
+    bounds = dict(bounds or {})
+    for key, (lo, hi) in bounds.items():
+        x = values.atVector(key)
+        if np.any(x < lo) or np.any(x > hi):
+            raise ValueError(f"initial value of bounded variable {gtsam.DefaultKeyFormatter(key)} is outside its box")
+    progress = Progress(label, max_iterations, quiet=quiet, interval_s=0.0)
+    start = time.perf_counter()
+    cost = graph.error(values)
+    lam = lambda_initial
+    ordering = None
+    zeros = values.zeroVectors()
+    dims = {key: zeros.at(key).shape[0] for key in values.keys()}
+    history: list[dict[str, float]] = [dict(iteration=0, cost=cost, lam=lam, wall_s=0.0, linearize_s=0.0, solve_s=0.0)]
+    message, converged = "iteration limit", False
+    for iteration in range(1, max_iterations + 1):
+        t0 = time.perf_counter()
+        linear = graph.linearize(values)
+        t_lin = time.perf_counter() - t0
+        if ordering is None:
+            ordering = gtsam.Ordering.ColamdGaussianFactorGraph(linear)
+        t0 = time.perf_counter()
+        diag = _hessian_diagonal(linear, dims)
+        accepted = False
+        while lam <= lambda_max:
+            delta = _bounded_step(linear, diag, lam, values, bounds, ordering)
+            new_values = values.retract(delta)
+            new_cost = graph.error(new_values)
+            if np.isfinite(new_cost) and new_cost < cost:
+                accepted = True
+                break
+            lam *= 10.0
+        t_solve = time.perf_counter() - t0
+        if not accepted:
+            message = "no damped step lowers the cost (converged to the tolerance of the linearization)"
+            converged = True
+            history.append(dict(iteration=iteration, cost=cost, lam=lam, wall_s=time.perf_counter() - start,
+                                linearize_s=t_lin, solve_s=t_solve))
+            break
+        decrease = cost - new_cost
+        values, cost = new_values, new_cost
+        lam = max(lam / 10.0, 1e-12)
+        row = dict(iteration=iteration, cost=cost, lam=lam, wall_s=time.perf_counter() - start,
+                   linearize_s=t_lin, solve_s=t_solve)
+        history.append(row)
+        progress.update(iteration, cost=cost, lam=lam)
+        if on_iteration is not None:
+            on_iteration(row, values)
+        if decrease <= relative_tol * (cost + decrease) or cost <= absolute_tol:
+            message, converged = "relative decrease below tolerance", True
+            break
+    return LMResult(values, len(history) - 1, converged, history, message)
+
+
+def _bounded_step(
+    linear: gtsam.GaussianFactorGraph,
+    diag: Mapping[int, np.ndarray],
+    lam: float,
+    values: gtsam.Values,
+    bounds: Mapping[int, tuple[np.ndarray, np.ndarray]],
+    ordering: gtsam.Ordering,
+) -> gtsam.VectorValues:
+    """The damped step, with components that would leave their box pinned to the bound (active set)."""
+    damped = gtsam.GaussianFactorGraph()
+    damped.push_back(linear)
+    for key, d in diag.items():
+        # Marquardt's scaling; the floor keeps directions the data does not see damped too.
+        scale = np.sqrt(lam * np.maximum(d, 1e-12 * max(float(d.max()), 1e-300) + 1e-30))
+        damped.push_back(gtsam.JacobianFactor(key, np.diag(scale), np.zeros(d.shape[0]),
+                                              gtsam.noiseModel.Unit.Create(d.shape[0])))
+    pinned: dict[int, dict[int, float]] = {key: {} for key in bounds}
+    for _ in range(1 + sum(len(lo) for lo, _ in bounds.values())):
+        graph = gtsam.GaussianFactorGraph()
+        graph.push_back(damped)
+        for key, comps in pinned.items():
+            if comps:
+                n = values.atVector(key).shape[0]
+                idx = sorted(comps)
+                A = np.zeros((len(idx), n))
+                A[np.arange(len(idx)), idx] = 1.0
+                target = np.array([comps[i] for i in idx])
+                graph.push_back(gtsam.JacobianFactor(key, A, target, gtsam.noiseModel.Constrained.All(len(idx))))
+        delta = graph.eliminateMultifrontal(ordering, gtsam.EliminateQR).optimize()
+        violated = False
+        for key, (lo, hi) in bounds.items():
+            x = values.atVector(key)
+            step = delta.at(key)
+            new = x + step
+            for i in np.flatnonzero((new < lo) | (new > hi)):
+                if i not in pinned[key]:
+                    pinned[key][int(i)] = float(np.clip(new[i], lo[i], hi[i]) - x[i])
+                    violated = True
+        if not violated:
+            # Round-off of the constrained solve: put pinned components exactly on the bound.
+            for key, (lo, hi) in bounds.items():
+                x = values.atVector(key)
+                clipped = gtsam.VectorValues()
+                clipped.insert(key, np.clip(x + delta.at(key), lo, hi) - x)
+                delta.update(clipped)
+            return delta
+    return delta
