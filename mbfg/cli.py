@@ -1,10 +1,13 @@
-"""The ``mbfg`` command line: simulated logs of 3D rigid-body models; forward and
-inverse dynamics of planar mechanisms.
+"""The ``mbfg`` command line: simulated logs of 3D rigid-body models and their
+calibration from logs; forward and inverse dynamics of planar mechanisms.
 
 ::
 
     mbfg simulate MODEL --duration T --dt H [--params FILE] [--controls CSV]
                   [--init JOINT=ANGLE ...] [--noise SIGMA] [--ppr N] [--seed S] --out log.csv
+    mbfg calibrate MODEL LOG.csv [--params FILE] [--free NAME,...] [--dt H] [--weight W]
+                   [--max-iterations N] [--json] [--out RESULT.json] [--quiet]
+    mbfg crossval MODEL LOG.csv --params CALIB.json [--dt H] [--weight W] [--json] [--quiet]
     mbfg models [MODEL ...]
     mbfg forward MECHANISM [--dt 0.001] [--duration 5] [--lag N | --batch] --out q.csv
     mbfg inverse MECHANISM TRAJECTORY --coordinate I[,J,...] --out forces.csv
@@ -20,6 +23,7 @@ error (bad file, unknown coordinate, malformed row ...) prints
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -41,13 +45,16 @@ examples:
   mbfg models
   mbfg simulate pendulum --duration 2 --dt 0.001 --init theta=1.0 --out pendulum.csv
   mbfg simulate furuta --duration 5 --dt 0.001 --controls voltage.csv --noise 1e-3 --ppr 2048 --out log.csv
+  mbfg calibrate pendulum pendulum.csv --free J,b --out calib.json
+  mbfg crossval pendulum other.csv --params calib.json
   mbfg mechanisms
   mbfg forward fourbar --duration 5 --out fourbar.csv
   mbfg forward my_linkage.yaml --dt 0.002 --duration 2 --batch --out q.csv
   mbfg inverse fourbar-crank builtin:fourbar-crank --coordinate theta1 --out torque.csv
 
 Units are SI throughout: m, kg, s, rad, N, N m. Gravity acts along -y for the
-planar mechanisms (forward, inverse) and along -z for the 3D models (simulate).
+planar mechanisms (forward, inverse) and along -z for the 3D models (simulate,
+calibrate, crossval).
 Run 'mbfg COMMAND --help' for the options of each command.
 """
 
@@ -164,6 +171,80 @@ A parameter file (--params; YAML or JSON, name: value or name: {value: ...}):
   b_1: 4e-4
 """
 
+_CALIBRATE_DESCRIPTION = """\
+Calibrate a 3D rigid-body model from a log: estimate its free parameters and
+its state trajectory jointly (seed 001), by box-constrained Levenberg-Marquardt
+on the objective  sum_k |Delta y_k|^2 + w sum_k |Delta p_k|^2  (observation
+errors [rad or m] and impulse errors of the Spook steps [N s, N m s]).
+
+LOG is a log in the standard format (what 'mbfg simulate' writes): columns t
+[s], the model's observations, its controls; uniformly sampled, empty cells are
+missing readings. The model's parameter values (or those of --params) are the
+initial guess and its bounds the box the estimates stay in.
+
+--free names the parameters to estimate, comma-separated (default: those the
+model marks free, see 'mbfg models MODEL'); the gravity tilt rotation may be
+named too (e.g. tilt), it is then estimated as a rotation. --dt is the
+estimation time-step h [s], a whole multiple of the log's sample period
+(default: the period); a larger h is faster but its Spook steps are coarser.
+--weight is the state error weight w (default 1e6): larger trusts the model's
+dynamics more than the readings.
+
+Output on stdout: a table of the estimates (value, linearized standard
+deviation, unit, bounds; 'not excited' where std > |value|, the data cannot
+tell the value from zero) and the cost per time-step; with --json instead one
+JSON object: {"model", "parameters": {NAME: {"value", "std", "unit", "lower",
+"upper", "excited"}}, "cost", "cost_observation", "cost_impulse",
+"iterations", "converged", "wall_s", "h", "weight", "sigma_observation",
+"sigma_impulse", "singular_values", "not_excited", "log", "params"} (a free
+tilt is one entry whose value and std are rotation vectors [rad]; a std that
+cannot be computed is null). --out FILE also writes that JSON object to FILE: feed it
+back with --params FILE, or to 'mbfg crossval'.
+
+Progress lines (LM iteration, cost, lambda, elapsed time) go to stderr unless
+--quiet, and so does a one-line summary.
+"""
+
+_CALIBRATE_EPILOG = """\
+examples:
+  mbfg simulate pendulum --duration 2 --dt 0.001 --init theta=2.5 --noise 0.001 --out log.csv
+  mbfg calibrate pendulum log.csv --free J,b --json
+  mbfg calibrate pendulum log.csv --params start.yaml --free J,b,d --out calib.json
+  mbfg calibrate furuta furuta.csv --dt 0.002 --weight 1e5 --max-iterations 50 --quiet
+  mbfg calibrate furuta furuta.csv --free K,b_1,b_2,tilt --params calib.json
+
+A start file (--params; YAML or JSON, name: value or name: {value, lower, upper, free}):
+  J: 2.0e-3
+  b: {value: 1.0e-3, lower: 0, upper: 0.1}
+"""
+
+_CROSSVAL_DESCRIPTION = """\
+Cross-validation score of calibrated parameters on another log (seed 001
+section 4.5): state estimation on LOG with every parameter fixed at the values
+of --params, and the resulting cost per time-step
+  (sum_k |Delta y_k|^2 + w sum_k |Delta p_k|^2) / n,
+the same objective as 'mbfg calibrate'. A log the parameters explain well
+scores about the variance of the observation noise [rad^2 or m^2]; compare
+scores computed with the same --dt and --weight.
+
+--params is usually the JSON of 'mbfg calibrate --out' (any parameter file is
+accepted). --dt and --weight default to the h and w of that calibration when
+the file records them, else to the log's sample period and 1e6.
+
+Output on stdout: 'score VALUE'; with --json one JSON object {"score", "log",
+"model", "params", "h", "weight", "n"} (n: the number of time-steps). Progress
+lines go to stderr unless --quiet, and so does a one-line summary.
+"""
+
+_CROSSVAL_EPILOG = """\
+examples:
+  mbfg simulate pendulum --duration 2 --dt 0.001 --init theta=2.5 --noise 0.001 --seed 1 --out log.csv
+  mbfg simulate pendulum --duration 2 --dt 0.001 --init theta=1.5 --noise 0.001 --seed 2 --out other.csv
+  mbfg calibrate pendulum log.csv --free J,b --out calib.json
+  mbfg crossval pendulum other.csv --params calib.json
+  mbfg crossval pendulum other.csv --params calib.json --dt 0.002 --json
+"""
+
 _MODELS_DESCRIPTION = """\
 Without arguments: list the built-in 3D rigid-body models, one line each. With
 arguments (built-in names or model-file paths): describe those models: bodies,
@@ -252,15 +333,27 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _iterations(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of iterations, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1 iteration, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``mbfg`` argument parser (subcommands forward, inverse, mechanisms)."""
+    """The ``mbfg`` argument parser (subcommands simulate, calibrate, crossval, models, forward, inverse,
+    mechanisms)."""
     from mbfg import __version__
 
     parser = argparse.ArgumentParser(
         prog="mbfg",
         description=(
             "Multibody dynamics and estimation as GTSAM factor graphs with JAX residuals:\n"
-            "simulated logs of 3D rigid-body models (simulate, models), forward dynamics of\n"
+            "simulated logs of 3D rigid-body models and their calibration (simulate,\n"
+            "calibrate, crossval, models), forward dynamics of\n"
             "planar mechanisms and inverse dynamics (the forces that produce a prescribed\n"
             "motion). Models and mechanisms are YAML files or built-in names."
         ),
@@ -310,6 +403,65 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--out", required=True, metavar="LOG.csv", help="output log ('-' for standard output)")
     sim.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
     sim.set_defaults(handler=_cmd_simulate)
+
+    log_help = "log in the standard format (CSV: t, the model's observations, its controls)"
+    weight_help = "state error weight w [rad^2/(N s)^2] (default: 1e6)"
+
+    cal = sub.add_parser(
+        "calibrate",
+        help="estimate a 3D rigid-body model's parameters (with standard deviations) from a log",
+        description=_CALIBRATE_DESCRIPTION,
+        epilog=_CALIBRATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cal.add_argument("model", metavar="MODEL", help=model_help)
+    cal.add_argument("log", metavar="LOG.csv", help=log_help)
+    cal.add_argument(
+        "--params", metavar="FILE",
+        help="parameter file (YAML or JSON, or the JSON of a calibration): initial values, bounds, free flags",
+    )
+    cal.add_argument(
+        "--free", metavar="NAME,...",
+        help="comma-separated parameters to estimate (default: the model's free parameters)",
+    )
+    cal.add_argument(
+        "--dt", type=_positive_float, default=None, metavar="H",
+        help="estimation time-step [s], a whole multiple of the log's sample period (default: the period)",
+    )
+    cal.add_argument("--weight", type=_positive_float, default=1e6, metavar="W", help=weight_help)
+    cal.add_argument(
+        "--max-iterations", type=_iterations, default=20, metavar="N",
+        help="Levenberg-Marquardt iterations at most (default: %(default)s)",
+    )
+    cal.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    cal.add_argument("--out", metavar="RESULT.json", help="also write the JSON result to this file")
+    cal.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
+    cal.set_defaults(handler=_cmd_calibrate)
+
+    cv = sub.add_parser(
+        "crossval",
+        help="cross-validation score of calibrated parameters on another log",
+        description=_CROSSVAL_DESCRIPTION,
+        epilog=_CROSSVAL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cv.add_argument("model", metavar="MODEL", help=model_help)
+    cv.add_argument("log", metavar="LOG.csv", help=log_help)
+    cv.add_argument(
+        "--params", required=True, metavar="CALIB.json",
+        help="the parameters to score: the JSON of 'mbfg calibrate --out', or any parameter file",
+    )
+    cv.add_argument(
+        "--dt", type=_positive_float, default=None, metavar="H",
+        help="estimation time-step [s] (default: the calibration's h, else the log's sample period)",
+    )
+    cv.add_argument(
+        "--weight", type=_positive_float, default=None, metavar="W",
+        help="state error weight w [rad^2/(N s)^2] (default: the calibration's w, else 1e6)",
+    )
+    cv.add_argument("--json", action="store_true", help="print one JSON object instead of 'score VALUE'")
+    cv.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
+    cv.set_defaults(handler=_cmd_crossval)
 
     models = sub.add_parser(
         "models",
@@ -414,13 +566,13 @@ def _eprint(*parts: object) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
-def _check_output(out: str) -> None:
+def _check_output(out: str, kind: str = "CSV") -> None:
     """Fail before the (possibly long) solve if the output file cannot be written."""
     if out == "-":
         return
     path = Path(out)
     if path.is_dir():
-        raise DataError(f"--out {out}: is a folder; expected a CSV file name")
+        raise DataError(f"--out {out}: is a folder; expected a {kind} file name")
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise DataError(f"--out {out}: folder {str(parent)!r} does not exist")
@@ -744,6 +896,211 @@ def _cmd_models(args: argparse.Namespace) -> int:
     for name in BUILTIN:
         model = _rigid_model(name)
         print(f"  {name:<{width}}  {model.description}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------
+# Calibration: calibrate, crossval
+# --------------------------------------------------------------------------------------
+
+#: Built-in models with a parameter file applied, by (name, the file's changes). The
+#: estimation factors compile once per model object (and log length), so calibrating
+#: again from the same start in one process (a notebook, the tests) skips the compilation.
+_PARAMETRIZED_CACHE: dict[tuple[str, str], object] = {}
+
+
+def _model_with_params(name: str, params: str | None):
+    """The model ``name`` with the values, bounds and free flags of the parameter file ``params``."""
+    from mbfg.models import BUILTIN
+    from mbfg.parameters import load_parameter_file
+
+    model = _rigid_model(name)
+    if not params:
+        return model
+    changes = load_parameter_file(params)
+    key = None
+    if name in BUILTIN:
+        try:
+            key = (name, json.dumps(changes, sort_keys=True))
+        except (TypeError, ValueError):
+            key = None
+    if key is not None and key in _PARAMETRIZED_CACHE:
+        return _PARAMETRIZED_CACHE[key]
+    try:
+        model = model.with_parameters(changes)  # checks names, bounds, positivity
+    except ModelError as exc:
+        raise ModelError(f"--params {params}: {exc}") from None
+    if key is not None:
+        _PARAMETRIZED_CACHE[key] = model
+    return model
+
+
+def _parse_free(model, text: str) -> list[str]:
+    """The parameter names of ``--free NAME,...``, each checked against the model."""
+    items = [item.strip() for item in text.split(",")]
+    known = ", ".join(model.parameters)
+    if not text.strip() or any(not item for item in items):
+        raise ModelError(
+            f"--free {text!r}: expected comma-separated parameter names, e.g. J,b; {model.name} has {known}"
+        )
+    seen: set[str] = set()
+    for item in items:
+        if item not in model.parameters:
+            raise ModelError(f"--free {text}: {model.name} has no parameter {item!r}; its parameters: {known}")
+        if item in seen:
+            raise ModelError(f"--free {text}: parameter {item!r} is given twice")
+        seen.add(item)
+    return items
+
+
+def _sample_period(log) -> float:
+    return float(np.median(np.diff(log.t))) if len(log.t) > 1 else float("nan")
+
+
+def _check_time_step(log, h: float | None, what: str) -> None:
+    """``h`` (from option ``what``) is a whole multiple of the log's sample period (the library's rule)."""
+    if h is None or len(log.t) < 3:
+        return  # the library reports short logs
+    period = _sample_period(log)
+    stride = int(round(h / period))
+    if stride < 1 or abs(stride * period - h) > 1e-6 * h:
+        raise DataError(
+            f"{what}: the estimation time-step must be a whole multiple of the sample period "
+            f"{period:.6g} s of {log.source} (e.g. {period:.6g} or {2 * period:.6g})"
+        )
+
+
+def _json_safe(value):
+    """``value`` with NumPy scalars as Python numbers and NaN/inf as None (strict JSON)."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(float(value)) else None
+    return value
+
+
+def _calibration_settings(path: str) -> dict:
+    """h, weight and model recorded in a calibration JSON (``mbfg calibrate --out``); {} for other files."""
+    if not path.endswith(".json"):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return {}  # load_parameter_file reports unreadable files
+    if not isinstance(doc, dict) or not isinstance(doc.get("parameters"), dict):
+        return {}
+    out = {}
+    for key in ("h", "weight"):
+        value = doc.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+            out[key] = float(value)
+    if isinstance(doc.get("model"), str):
+        out["model"] = doc["model"]
+    return out
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from mbfg.calibration import calibrate
+    from mbfg.logs import read_log
+
+    if args.out == "-":
+        raise DataError("--out -: use --json to print the result on standard output")
+    if args.out:
+        _check_output(args.out, "JSON")
+    model = _model_with_params(args.model, args.params)
+    free = _parse_free(model, args.free) if args.free is not None else None
+    names = free if free is not None else list(model.parameters.free)
+    if not names:
+        raise ModelError(
+            f"{model.name} marks no parameter free; name those to estimate with --free "
+            f"(its parameters: {', '.join(model.parameters)})"
+        )
+    log = read_log(args.log, model.observations, model.controls)
+    _check_time_step(log, args.dt, f"--dt {args.dt:g}" if args.dt is not None else "")
+    if not args.quiet:
+        period = _sample_period(log)
+        h = args.dt if args.dt is not None else period
+        _eprint(
+            f"mbfg calibrate: {model.name}, free {', '.join(names)}; {len(log.t)} rows of {args.log} "
+            f"(sample period {period:.6g} s), h = {h:.6g} s, weight {args.weight:g}"
+            + (f"; start from {args.params}" if args.params else "; start from the model's values")
+        )
+    result = calibrate(
+        model, log, free=free, h=args.dt, weight=args.weight, max_iterations=args.max_iterations, quiet=args.quiet
+    )
+    doc = _json_safe({**result.to_dict(), "log": args.log, "params": args.params})
+    if args.out:
+        try:
+            with open(args.out, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, indent=2)
+                fh.write("\n")
+        except OSError as exc:
+            raise DataError(f"--out {args.out}: cannot write the JSON file ({exc.strerror or exc})") from None
+    if args.json:
+        print(json.dumps(doc))
+    else:
+        print(result.table())
+    sys.stdout.flush()
+    _eprint(
+        f"mbfg calibrate: {result.iterations} LM iterations, "
+        + ("converged" if result.converged else "NOT converged (raise --max-iterations?)")
+        + f", cost {result.cost:.4g} per step, {result.wall_s:.1f} s wall"
+        + (f"; wrote {args.out}" if args.out else "")
+    )
+    return 0
+
+
+def _cmd_crossval(args: argparse.Namespace) -> int:
+    from mbfg.graphs.joint import cross_validation_score
+    from mbfg.logs import read_log
+
+    model = _rigid_model(args.model)
+    fitted = _model_with_params(args.model, args.params)
+    recorded = _calibration_settings(args.params)
+    if recorded.get("model") not in (None, model.name):
+        _eprint(
+            f"mbfg crossval: note: {args.params} is a calibration of model {recorded['model']!r}, "
+            f"scored here with {model.name!r}"
+        )
+    log = read_log(args.log, model.observations, model.controls)
+    if args.dt is not None:
+        h, what = args.dt, f"--dt {args.dt:g}"
+    else:
+        h = recorded.get("h")
+        what = f"h = {h:g} s, the time-step recorded in {args.params} (choose another with --dt)" if h else ""
+    weight = args.weight if args.weight is not None else recorded.get("weight", 1e6)
+    _check_time_step(log, h, what)
+    period = _sample_period(log)
+    step = h if h is not None else period
+    n = len(range(0, len(log.t), max(int(round(step / period)), 1))) if math.isfinite(period) else len(log.t)
+    if not args.quiet:
+        _eprint(
+            f"mbfg crossval: {model.name} with the parameters of {args.params}; state estimation over "
+            f"{len(log.t)} rows of {args.log}, h = {step:.6g} s, weight {weight:g}"
+        )
+    start = time.perf_counter()
+    score = cross_validation_score(
+        model, log, fitted.parameters.numpy_values(), h=h, weight=weight, quiet=args.quiet
+    )
+    wall = time.perf_counter() - start
+    if args.json:
+        doc = {"score": score, "log": args.log, "model": model.name, "params": args.params, "h": step,
+               "weight": weight, "n": n}
+        print(json.dumps(_json_safe(doc)))
+    else:
+        print(f"score {score:.6g}")
+    sys.stdout.flush()
+    _eprint(
+        f"mbfg crossval: score {score:.4g} per time-step over {n} time-steps of {step:.6g} s "
+        f"(weight {weight:g}), {wall:.1f} s wall"
+    )
     return 0
 
 

@@ -1,0 +1,172 @@
+"""``mbfg calibrate`` and ``mbfg crossval``.
+
+The estimation factors compile once per model object, free-parameter set and
+log length (tens of seconds on a small machine), so every test here reuses the
+same two logs (the pendulum for 1 s at 1 ms, 1001 rows) and the same start
+file: the CLI keeps the built-in model with a given parameter file per process
+(``mbfg.cli._model_with_params``), so the second calibration from ``start.yaml``
+skips the compilation. The error cases fail before any compilation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from mbfg.cli import main
+from mbfg.models import pendulum
+
+SIGMA = 0.001  # noise of the simulated readings [rad]
+TRUTH = {name: pendulum().parameters[name].default for name in ("J", "b")}
+
+
+def _run(capsys, *argv: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _fails(capsys, *argv: object) -> str:
+    code, out, err = _run(capsys, *argv)
+    assert code == 2, (code, out, err)
+    assert "error: " in err, err
+    return err
+
+
+def _simulate(path: Path, theta: float, seed: int) -> None:
+    code = main(["simulate", "pendulum", "--duration", "1", "--dt", "0.001", "--init", f"theta={theta}",
+                 "--noise", str(SIGMA), "--seed", str(seed), "--out", str(path), "--quiet"])
+    assert code == 0
+
+
+@pytest.fixture(scope="module")
+def calibration(tmp_path_factory) -> dict:
+    """Two simulated logs, a start file with J +25 % and b -50 %, and one calibration from it."""
+    folder = tmp_path_factory.mktemp("calibrate")
+    log, other = folder / "log.csv", folder / "other.csv"
+    _simulate(log, 2.5, 0)
+    _simulate(other, 2.0, 1)
+    start = folder / "start.yaml"
+    start.write_text(f"J: {TRUTH['J'] * 1.25!r}\nb: {TRUTH['b'] * 0.5!r}\n")
+    out = folder / "out.json"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(["calibrate", "pendulum", str(log), "--params", str(start), "--free", "J,b", "--json",
+                     "--out", str(out)])
+    return dict(folder=folder, log=log, other=other, start=start, out=out, code=code,
+                stdout=stdout.getvalue(), stderr=stderr.getvalue())
+
+
+def test_calibrate_json_recovers_the_parameters(calibration):
+    assert calibration["code"] == 0, calibration["stderr"]
+    doc = json.loads(calibration["stdout"])  # exactly one JSON object, nothing else on stdout
+    for key in ("parameters", "cost", "iterations", "converged", "wall_s", "model", "h", "weight"):
+        assert key in doc, key
+    assert doc["model"] == "pendulum"
+    assert set(doc["parameters"]) == {"J", "b"}
+    assert doc["converged"] is True
+    assert 1 <= doc["iterations"] <= 20
+    assert doc["h"] == pytest.approx(0.001)
+    assert doc["weight"] == 1e6
+    for name, truth in TRUTH.items():
+        entry = doc["parameters"][name]
+        assert entry["std"] > 0
+        assert abs(entry["value"] - truth) <= 3 * entry["std"], (name, entry, truth)
+    assert 0 < doc["cost"] < 3 * SIGMA**2  # the noise variance, per time-step
+    # the same object went to --out
+    assert json.loads(calibration["out"].read_text()) == doc
+
+
+def test_calibrate_progress_on_stderr(calibration):
+    err = calibration["stderr"]
+    assert "mbfg calibrate: pendulum, free J, b" in err
+    assert "[calibrate pendulum] 1/20" in err and "cost=" in err and "lam=" in err
+    summary = err.strip().splitlines()[-1]
+    assert summary.startswith("mbfg calibrate: ") and "converged" in summary
+    assert f"wrote {calibration['out']}" in summary
+
+
+def test_crossval_on_another_log(capsys, calibration):
+    code, out, err = _run(capsys, "crossval", "pendulum", calibration["other"], "--params", calibration["out"],
+                          "--json", "--quiet")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["log"] == str(calibration["other"])
+    assert doc["model"] == "pendulum"
+    assert doc["h"] == pytest.approx(0.001) and doc["weight"] == 1e6  # recorded in the calibration
+    assert doc["n"] == 1001
+    score = doc["score"]
+    assert math.isfinite(score)
+    assert SIGMA**2 / 3 < score < 3 * SIGMA**2, score
+    assert err.strip().splitlines()[-1].startswith("mbfg crossval: score ")
+
+
+def test_calibrate_table_output(capsys, calibration):
+    code, out, err = _run(capsys, "calibrate", "pendulum", calibration["log"], "--params", calibration["start"],
+                          "--free", "J,b", "--max-iterations", "3", "--quiet")
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    header = lines[0].split()
+    assert header[:3] == ["parameter", "value", "std"] and "bounds" in header
+    assert [line.split()[0] for line in lines[1:3]] == ["J", "b"]
+    assert lines[-1].startswith("cost ") and "3 LM iterations, NOT converged" in lines[-1]
+    assert "[calibrate" not in err  # --quiet: only the summary line
+    assert len(err.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------------------------------
+# errors (all before any compilation)
+# --------------------------------------------------------------------------------------
+
+
+def test_error_unknown_free_parameter(capsys, calibration):
+    err = _fails(capsys, "calibrate", "pendulum", calibration["log"], "--free", "J,nosuch")
+    assert err.startswith("mbfg: error: --free J,nosuch: pendulum has no parameter 'nosuch'")
+
+
+def test_error_log_without_theta(capsys, tmp_path):
+    log = tmp_path / "bad.csv"
+    log.write_text("t,phi\n" + "".join(f"{k * 0.001!r},0.0\n" for k in range(10)))
+    err = _fails(capsys, "calibrate", "pendulum", log, "--quiet")
+    assert err.startswith("mbfg: error: ") and "'theta'" in err and str(log) in err
+
+
+def test_error_dt_not_a_multiple_of_the_period(capsys, calibration):
+    err = _fails(capsys, "calibrate", "pendulum", calibration["log"], "--dt", "0.0015", "--quiet")
+    assert err.startswith("mbfg: error: --dt 0.0015:") and "multiple" in err and "0.001" in err
+    err = _fails(capsys, "crossval", "pendulum", calibration["other"], "--params", calibration["start"],
+                 "--dt", "0.0025")
+    assert err.startswith("mbfg: error: --dt 0.0025:")
+
+
+def test_error_negative_weight(capsys, calibration):
+    err = _fails(capsys, "calibrate", "pendulum", calibration["log"], "--weight", "-1")
+    assert "--weight" in err and "-1" in err
+
+
+def test_error_bad_params_and_out(capsys, calibration, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("J: -1.0\n")
+    err = _fails(capsys, "calibrate", "pendulum", calibration["log"], "--params", bad)
+    assert err.startswith(f"mbfg: error: --params {bad}: ") and "'J'" in err
+    err = _fails(capsys, "calibrate", "pendulum", calibration["log"], "--out", tmp_path / "nosuch" / "x.json")
+    assert err.startswith("mbfg: error: --out ")
+    err = _fails(capsys, "crossval", "pendulum", calibration["other"], "--params", tmp_path / "missing.json")
+    assert "missing.json" in err
+    _fails(capsys, "crossval", "pendulum", calibration["other"])  # --params is required
+
+
+def test_help_has_examples(capsys):
+    code, out, _ = _run(capsys, "calibrate", "--help")
+    assert code == 0
+    assert "mbfg calibrate pendulum log.csv --free J,b --json" in out
+    assert "mbfg simulate pendulum --duration 2 --dt 0.001 --init theta=2.5 --noise 0.001 --out log.csv" in out
+    code, out, _ = _run(capsys, "crossval", "--help")
+    assert code == 0 and "mbfg crossval pendulum other.csv --params calib.json" in out
+    code, out, _ = _run(capsys, "--help")
+    assert code == 0 and "calibrate" in out and "crossval" in out
