@@ -147,6 +147,18 @@ def _check_log(model: RigidModel, log: Log) -> None:
             f"{log.source}: control columns {list(log.controls)} do not match the model {model.name!r}, "
             f"which is driven by {list(model.controls)}"
         )
+    hinge = model.angle_observation_mask()
+    for j in np.flatnonzero(hinge):
+        col = log.y[:, j]
+        ok = np.flatnonzero(np.isfinite(col))
+        jumps = np.abs(np.diff(col[ok]))
+        if jumps.size and jumps.max() > np.pi:
+            i = int(np.argmax(jumps))
+            raise DataError(
+                f"{log.source}: column {log.observations[j]!r} jumps by {jumps[i]:.4g} rad between rows "
+                f"{ok[i] + 1} and {ok[i + 1] + 1}; an angle cannot move more than pi between two readings "
+                f"(degrees instead of radians? encoder counts? a wrapped angle that should be unwrapped?)"
+            )
     all_missing = np.flatnonzero(np.all(np.isnan(log.y), axis=0))
     if all_missing.size:
         raise DataError(f"{log.source}: column {log.observations[all_missing[0]]!r} has no reading at all")

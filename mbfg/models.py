@@ -307,7 +307,7 @@ def particle() -> RigidModel:
         _p("m", 1.0, "kg", 1e-6, INF, "mass"),
         _p("mu", 0.2, "", 0.0, 1.0, "Coulomb friction coefficient", True),
         _p("F_x", 5.0, "N", -INF, INF, "constant applied force along x"),
-        _p("eps", 1e-8, "m/N", 1e-14, INF, "contact compliance"),
+        _p("eps", 1e-4, "m/N", 1e-14, INF, "contact compliance (soft: 1 mm under m g; estimation needs it)"),
         _p("tau", 0.1, "s", 0.0, INF, "contact damping (relaxation time)"),
         _p("g", 9.81, "m/s^2", 0.0, INF, "gravitational acceleration"),
     ])
