@@ -37,8 +37,6 @@ What the data show (checked on the two published files of each rig):
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -47,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from mbfg.errors import DataError
-from mbfg.logs import Log, _cell_number
+from mbfg.logs import Log, _read_table
 
 __all__ = [
     "DFKI_PERIOD",
@@ -95,88 +93,14 @@ def _read_columns(
     observations: Sequence[str],
     controls: Sequence[str],
 ) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Read the named columns of a CSV file.
+    """Read the named columns of a CSV file (:func:`mbfg.logs._read_table`, for a lab's own layout).
 
     Returns:
         source, t (n,), y (n, n_obs) with NaN for empty observation cells,
         u (n, n_u), and the 1-based line number of each data row (n,).
     """
     source, text = _read_text(path, what)
-    wanted = [(time, "time")] + [(c, "observation") for c in observations] + [(c, "control") for c in controls]
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header: list[str] | None = None
-    try:
-        for cells in reader:
-            if any(c.strip() for c in cells):
-                header = [c.strip() for c in cells]
-                header_line = reader.line_num
-                break
-    except csv.Error as exc:
-        raise DataError(f"{source}, line {reader.line_num}: not valid CSV ({exc})") from None
-    if header is None:
-        raise DataError(f"{source}: the file is empty; expected a {what} with a header line")
-    index: dict[str, int] = {}
-    for i, name in enumerate(header):
-        if name in index and name:
-            raise DataError(
-                f"{source}, line {header_line}: column {name!r} appears twice in the header "
-                f"(columns {index[name] + 1} and {i + 1})"
-            )
-        index[name] = i
-    for name, kind in wanted:
-        if name not in index:
-            raise DataError(
-                f"{source}: no {kind} column {name!r} (a {what} needs it); "
-                f"the file has columns {', '.join(h for h in header if h) or '(none)'}"
-            )
-    picks = [index[name] for name, _ in wanted]
-    rows: list[list[float]] = []
-    lines: list[int] = []
-    try:
-        for cells in reader:
-            if not any(c.strip() for c in cells):
-                continue  # a blank line carries no data
-            line = reader.line_num
-            where = f"{source}, row {len(rows) + 1} (line {line})"
-            if len(cells) != len(header):
-                raise DataError(f"{where}: {len(cells)} cells; the header has {len(header)} columns")
-            values: list[float] = []
-            for col, (name, kind) in zip(picks, wanted):
-                cell = cells[col].strip()
-                try:
-                    values.append(_cell_number(cell))
-                except ValueError as exc:
-                    reason = str(exc)
-                    if reason == "empty" and kind == "observation":
-                        values.append(math.nan)  # a missing reading, kept as such
-                        continue
-                    if reason == "empty":
-                        raise DataError(
-                            f"{where}, column {name!r}: empty cell; every row needs a {kind} value "
-                            "(only observation cells may be empty)"
-                        ) from None
-                    if reason == "nonfinite":
-                        raise DataError(
-                            f"{where}, column {name!r}: {cell!r} is not a finite number; "
-                            + ("leave the cell empty for a missing reading" if kind == "observation"
-                               else f"a {kind} value must be finite")
-                        ) from None
-                    raise DataError(f"{where}, column {name!r}: expected a number, got {cell!r}") from None
-            if rows and not values[0] > rows[-1][0]:
-                raise DataError(
-                    f"{where}, column {time!r}: time {cells[picks[0]].strip()} s is not after the previous "
-                    f"row's {rows[-1][0]!r} s; times must be strictly increasing"
-                )
-            rows.append(values)
-            lines.append(line)
-    except csv.Error as exc:
-        raise DataError(f"{source}, line {reader.line_num}: not valid CSV ({exc})") from None
-    if not rows:
-        raise DataError(f"{source}: the {what} has a header but no data rows")
-    table = np.array(rows, dtype=float)
-    n_obs = len(observations)
-    return (source, table[:, 0].copy(), table[:, 1 : 1 + n_obs].copy(), table[:, 1 + n_obs :].copy(),
-            np.array(lines, dtype=int))
+    return (source, *_read_table(source, text, time, observations, controls, what, foreign=True))
 
 
 # --------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -289,24 +289,25 @@ def _nonnegative_float(text: str) -> float:
     return value
 
 
-def _counts(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of counts per revolution, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1 count per revolution, got {value}")
-    return value
+def _whole_number(minimum: int, what: str, too_small: str) -> Callable[[str], int]:
+    """An argparse type: an int >= ``minimum``; "expected {what}, got 'x'" / "expected {too_small}, got 0"."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {too_small}, got {value}")
+        return value
+
+    return parse
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
-    return value
+_counts = _whole_number(1, "a whole number of counts per revolution", "at least 1 count per revolution")
+_seed = _whole_number(0, "a whole number >= 0", "a whole number >= 0")
+_positive_int = _whole_number(1, "a whole number of steps", "at least 1 step")
+_iterations = _whole_number(1, "a whole number of iterations", "at least 1 iteration")
 
 
 def _assignment(text: str) -> tuple[str, float]:
@@ -321,26 +322,6 @@ def _assignment(text: str) -> tuple[str, float]:
     if not math.isfinite(number):
         raise argparse.ArgumentTypeError(f"{text!r}: expected a finite angle in radians")
     return name, number
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of steps, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1 step, got {value}")
-    return value
-
-
-def _iterations(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of iterations, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1 iteration, got {value}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
