@@ -109,6 +109,10 @@ class FactorType:
         # The same module imported under a second name re-registers itself; allow only that.
         if existing is not None and existing.residual.__code__.co_filename != self.residual.__code__.co_filename:
             raise ValueError(f"factor type {self.name!r} is already registered by {existing.residual}")
+        if existing is not None and self.example is None:
+            # The same type built again (e.g. for another instance of the same model) keeps the
+            # battery's example, so the registry entry stays checkable.
+            self.example = existing.example
         REGISTRY[self.name] = self
         residual, kinds = self.residual, self.kinds
 
