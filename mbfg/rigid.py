@@ -556,7 +556,7 @@ class RigidModel:
         controls = {name: u[i] for i, name in enumerate(self.controls)}
 
         for block in L.blocks:
-            kind, part = block[0], block[1]
+            kind = block[0]
             if kind == "holonomic":
                 _, j, pos, i0 = block
                 g, G = f_pos[pos], J_pos[pos]

@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy.integrate import solve_ivp
 from scipy.special import ellipk
 
 try:  # tests/ on sys.path (pytest's default import of this file)
