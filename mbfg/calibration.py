@@ -235,7 +235,8 @@ def calibrate(
     sigma_y = float(np.sqrt(obs_sq / max(n_obs - 1, 1)))  # (3.22), residuals have unit sigma in the graph
     sigma_p = float(np.sqrt(imp_sq / weight / max(n_imp - 1, 1)))  # (3.23)
     estimates, cov = _estimates(problem, values, identified, sigma_y, sigma_p, covariance)
-    scale = np.array([max(abs(p.value), 1e-300) for p in estimates])
+    # Relative to the values; a parameter at zero (e.g. on its bound) is scaled by its std instead.
+    scale = np.array([abs(p.value) if p.value != 0 else (p.std if p.std > 0 else 1.0) for p in estimates])
     rel = cov / np.outer(scale, scale) if cov.size else cov
     sv = np.linalg.svd(rel, compute_uv=False) if rel.size and np.all(np.isfinite(rel)) else np.array([])
     wall = time.perf_counter() - start
