@@ -55,6 +55,7 @@ import argparse
 import os
 import platform
 import resource
+import sys
 import time
 
 import numpy as np
@@ -270,6 +271,8 @@ class ScipyProblem:
             r = np.concatenate([r, (x[self.n * self.dz + self.prior_idx] - self.prior_mean) / self.prior_sigma])
         self.nfev += 1
         self.trace.append((time.perf_counter() - self.t_start, float(r @ r) / self.n))
+        print(f"[scipy] evaluation {self.nfev}  cost={self.trace[-1][1]:.6g}  t={self.trace[-1][0]:.1f}s",
+              file=sys.stderr, flush=True)
         return r
 
     def jacobian(self, x: np.ndarray) -> sparse.csr_matrix:
@@ -336,12 +339,14 @@ def run_calibration(start, log, h: float, weight: float, max_iterations: int, pr
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=10.0, help="log length [s] (default 10)")
-    parser.add_argument("--dt", type=float, default=1e-3, help="simulation and log period = finest h [s] (default 1e-3)")
+    parser.add_argument("--dt", type=float, default=1e-3, help="log period = finest h [s] (default 1e-3)")
     parser.add_argument("--quick", action="store_true", help="2 s logs (smoke test)")
     parser.add_argument("--skip-scipy", action="store_true", help="no scipy.optimize.least_squares peer")
     parser.add_argument("--weight", type=float, default=1e6, help="state error weight W (default 1e6)")
     parser.add_argument("--max-iterations", type=int, default=20, help="LM iterations at most (default 20)")
     parser.add_argument("--max-nfev", type=int, default=50, help="least_squares max_nfev (default 50)")
+    parser.add_argument("--lsmr-maxiter", type=int, default=500,
+                        help="LSMR iterations per trf step (default 500; 0: scipy's default min(rows, columns))")
     parser.add_argument("--strides", default="2,5", help="coarser h as multiples of dt (default 2,5; '' for none)")
     args = parser.parse_args()
     duration = 2.0 if args.quick else args.duration
@@ -375,7 +380,7 @@ def main() -> None:
         first = str(exc).strip().splitlines()
         print(f"\n!! calibrate (13 free, no priors) raised RuntimeError: {' '.join(first[:2])}")
         priors = {k: abs(start.parameters[k].default) for k in FALLBACK_PRIORS}
-        print(f"!! retrying with priors at the start value, sigma = 100 %: "
+        print("!! retrying with priors at the start value, sigma = 100 %: "
               + ", ".join(f"{k} {v:.3g}" for k, v in priors.items()))
         result, wall, _, rss1 = run_calibration(start, log, dt, W, args.max_iterations, priors)
     s = lm_summary(result)
@@ -401,8 +406,9 @@ def main() -> None:
 
     # ---- 2. scipy peer on the same problem
     if not args.skip_scipy:
+        tr_options = {"maxiter": args.lsmr_maxiter} if args.lsmr_maxiter > 0 else {}
         print(f"\n## scipy.optimize.least_squares(method='trf', x_scale='jac', max_nfev={args.max_nfev}, "
-              f"ftol=xtol=gtol=1e-8), sparse Jacobian from jax.jacfwd")
+              f"ftol=xtol=gtol=1e-8, tr_options={tr_options}), sparse Jacobian from jax.jacfwd")
         rss_a = max_rss_mb()
         t0 = time.perf_counter()
         sp = ScipyProblem(result.problem, priors or {})
@@ -418,7 +424,8 @@ def main() -> None:
         sp.trace.clear()
         sp.t_start = t0 = time.perf_counter()
         ls = optimize.least_squares(sp.residual, sp.x0, jac=sp.jacobian, bounds=(sp.lower, sp.upper), method="trf",
-                                    x_scale="jac", max_nfev=args.max_nfev, ftol=1e-8, xtol=1e-8, gtol=1e-8)
+                                    x_scale="jac", max_nfev=args.max_nfev, ftol=1e-8, xtol=1e-8, gtol=1e-8,
+                                    tr_options=tr_options)
         sp_wall = time.perf_counter() - t0
         rss_b = max_rss_mb()
         sp_cost = 2 * ls.cost / sp.n
@@ -440,7 +447,7 @@ def main() -> None:
         del sp
 
     # ---- 3. coarser h and cross-validation
-    print(f"\n## h and cross-validation on the validation log")
+    print("\n## h and cross-validation on the validation log")
     results = {1: (result, s)}
     for stride in strides:
         r, _, _, _ = run_calibration(start, log, stride * dt, W, args.max_iterations, priors)
@@ -453,8 +460,9 @@ def main() -> None:
         scores[stride] = r.cross_validate(val)
         cv_wall = time.perf_counter() - t0
         errs = [abs(p.value - truth_p[p.name]) / p.std for p in r.parameters if p.std > 0]
-        print(f"{stride * dt * 1e3:>5.0f} {r.problem.n:>6d} {summ['iterations']:>4d} {'yes' if summ['converged'] else 'no':>4} "
-              f"{summ['lm_wall']:>9.1f} {summ['lin_med']:>9.2f} {summ['solve_med']:>10.2f} {r.cost:>11.5g} "
+        conv = "yes" if summ["converged"] else "no"
+        print(f"{stride * dt * 1e3:>5.0f} {r.problem.n:>6d} {summ['iterations']:>4d} {conv:>4} {summ['lm_wall']:>9.1f} "
+              f"{summ['lin_med']:>9.2f} {summ['solve_med']:>10.2f} {r.cost:>11.5g} "
               f"{max(errs) if errs else float('nan'):>12.2f} {scores[stride]:>11.5g} {cv_wall:>9.1f}")
     best = min(scores, key=scores.get)
     print(f"best cross-validation: h = {best * dt * 1e3:g} ms")
