@@ -271,12 +271,7 @@ def build_joint_problem(
     factor_steps.append(0)
     rows = [impulse_keys(variables, k) for k in range(n - 1)]
     impulse = impulse_type(variables)
-    if impulse.piecewise:
-        # XLA:CPU (jaxlib 0.10) can hang executing the vmapped linearization of the LCP's
-        # while loop; factors with complementarity rows are linearized one by one.
-        factors = [impulse.make(row, impulse_noise, fixed, u[k], h) for k, row in enumerate(rows)]
-    else:
-        factors = impulse.make_many(rows, impulse_noise, fixed, PerFactor(u[:-1]), h)
+    factors = impulse.make_many(rows, impulse_noise, fixed, PerFactor(u[:-1]), h)
     for f in factors:
         graph.push_back(f)
     factor_kinds += ["impulse"] * (n - 1)

@@ -188,6 +188,43 @@ def _active_set_matrix(M: jnp.ndarray, a: jnp.ndarray) -> jnp.ndarray:
     return a[:, None] * M * a[None, :] + jnp.diag(1.0 - a)
 
 
+def _solve(K: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+    """Solve ``K x = b`` (K (n, n), b (n,)) by LU with partial pivoting, written in JAX loops.
+
+    Not ``jnp.linalg.solve``: jaxlib 0.10's CPU LAPACK LU, once batched by ``vmap``
+    (the estimation graphs linearize thousands of impulse factors in one call),
+    runs its batch on XLA's intra-op thread pool and can deadlock there when that
+    pool is small (2 cores). For the small LCPs of contact and friction (tens of
+    rows) the loops cost about what the LAPACK call does. The factorization uses
+    K only and the substitutions are linear in b, so JAX can transpose the solve
+    (reverse mode through the derivative rule). A zero pivot gives non-finite
+    entries, as LU does.
+    """
+    n = K.shape[0]
+    idx = jnp.arange(n)
+
+    def eliminate(j, carry):
+        LU, perm = carry
+        p = jnp.argmax(jnp.where(idx >= j, jnp.abs(LU[:, j]), -1.0))
+        LU = LU.at[p].set(LU[j]).at[j].set(LU[p])
+        perm = perm.at[p].set(perm[j]).at[j].set(perm[p])
+        multipliers = jnp.where(idx > j, LU[:, j] / LU[j, j], 0.0)
+        LU = LU - multipliers[:, None] * jnp.where(idx > j, LU[j], 0.0)[None, :]
+        return LU.at[:, j].set(jnp.where(idx > j, multipliers, LU[:, j])), perm
+
+    LU, perm = jax.lax.fori_loop(0, n, eliminate, (K, idx))
+
+    def forward(i, y):  # L y = P b, L unit lower triangular
+        return y.at[i].add(-jnp.where(idx < i, LU[i], 0.0) @ y)
+
+    def backward(i_from_end, x):  # U x = y
+        i = n - 1 - i_from_end
+        return x.at[i].set((x[i] - jnp.where(idx > i, LU[i], 0.0) @ x) / LU[i, i])
+
+    y = jax.lax.fori_loop(0, n, forward, b[perm])
+    return jax.lax.fori_loop(0, n, backward, y)
+
+
 def _natural_residual(M: jnp.ndarray, q: jnp.ndarray, z: jnp.ndarray) -> jnp.ndarray:
     """max_i |min(z_i, (M z + q)_i)|: zero exactly at solutions of LCP(M, q)."""
     return jnp.max(jnp.abs(jnp.minimum(z, M @ z + q)))
@@ -198,12 +235,12 @@ def _polish(M: jnp.ndarray, q: jnp.ndarray, z: jnp.ndarray) -> jnp.ndarray:
 
     Lemke pivots on whatever entry the ratio test picks, not the numerically best
     one, so on ill-conditioned contact matrices the tableau loses digits that one
-    LU solve with partial pivoting keeps. The polished point is kept only if it is
+    elimination with partial pivoting keeps. The polished point is kept only if it is
     at least as complementary as the tableau's, so a poor active set (ok False)
     cannot make things worse.
     """
     a = (z > 0).astype(z.dtype)
-    z_pol = jnp.maximum(jnp.linalg.solve(_active_set_matrix(M, a), -a * q), 0.0)
+    z_pol = jnp.maximum(_solve(_active_set_matrix(M, a), -a * q), 0.0)
     better = jnp.all(jnp.isfinite(z_pol)) & (_natural_residual(M, q, z_pol) <= _natural_residual(M, q, z))
     return jnp.where(better, z_pol, z)
 
@@ -226,7 +263,7 @@ def _with_implicit_jvp_rule(primals, tangents):
     # Active set alpha: basic z. Complementarity with the same active set pins
     # z_beta_dot = 0 and w_alpha_dot = 0; the identity rows of K enforce the first.
     a = (z > w).astype(z.dtype)
-    z_dot = jnp.linalg.solve(_active_set_matrix(M, a), -a * (M_dot @ z + q_dot))
+    z_dot = _solve(_active_set_matrix(M, a), -a * (M_dot @ z + q_dot))
     return z, z_dot
 
 
