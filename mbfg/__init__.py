@@ -10,6 +10,7 @@ from mbfg.parameters import Parameter, ParameterSet
 from mbfg.planar import Body, PlanarMechanism, Point, RelativeAngle
 from mbfg.rigid import RigidModel, State
 from mbfg.spook import Trajectory, simulate
+from mbfg.graphs.stream import StreamEstimator  # noqa: E402  (after the core it builds on)
 
 __version__ = "0.1.0"
 
@@ -34,6 +35,7 @@ __all__ = [
     "ParameterSet",
     "RigidModel",
     "State",
+    "StreamEstimator",
     "Trajectory",
     "double_pendulum",
     "furuta",

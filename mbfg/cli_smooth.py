@@ -1,0 +1,254 @@
+"""``mbfg smooth``: fixed-lag smoothing of a log read line by line (stdin or a file), as it arrives.
+
+::
+
+    some_reader | mbfg smooth MODEL --params CALIB.json [--lag S] [--ppr N [--counts [--wrap M]]]
+                              [--dt H] [--period P] [--std] [--smoother incremental|batch]
+                              [--input FILE|-] [--output FILE|-] [--quiet] | plotter
+
+Input: the standard log format (:mod:`mbfg.logs`): a header line naming ``t``,
+the model's observations and its controls (other columns are ignored), then
+one sample per line. Unlike ``read_log``, a bad line does not stop the
+command: it is a fault of the stream, handled and counted
+(:mod:`mbfg.graphs.stream`). Output: one CSV line per input data line, flushed
+at once, so the command can sit in a pipe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import sys
+import time
+from typing import Any, TextIO
+
+from mbfg.errors import DataError, ModelError
+
+DESCRIPTION = """\
+Estimate the states of a 3D rigid-body model from a live log, sample by
+sample: a fixed-lag smoother (iSAM2) over the impulse and observation factors
+of 'mbfg calibrate', with the parameters of a calibration (--params, the JSON
+of 'mbfg calibrate --out'; its h and weight are used too).
+
+Input (--input, default standard input): the standard log format, read line
+by line as it arrives: a header 't,<observations...>,<controls...>' (other
+columns are ignored), then one sample per line. Readings are angles [rad]
+(or CoM coordinates [m]); --ppr N says the encoders have N counts per
+revolution (their quantization noise, step^2/12, is then the observation
+noise); with --counts the hinge readings are raw counts, and with --wrap M a
+counter that wraps around after M counts is unwrapped. An empty cell is a missing reading. Bad samples never stop the
+command: a gap in the times is bridged by the dynamics; a non-finite or
+non-numeric reading is dropped (a warning the first time); a duplicate or
+out-of-order time is dropped; a reading far from the prediction is left out
+(a jump); a line with the wrong number of cells is skipped. A summary of these
+faults goes to stderr at the end.
+
+Output (--output, default standard output): a header, then one line per
+input data line, flushed at once:
+  t, every observation (filtered estimate of the newest state: hinge angles
+  [rad] next to the encoder's turn count, CoM coordinates [m]), d<name> for
+  their rates [rad/s, m/s], with --std std_<name> and std_d<name>; then
+  t_smoothed and the same columns with the suffix _smoothed for the state one
+  lag back; then flags ('|'-separated: gap, nonfinite, duplicate, out_of_order,
+  off_grid, jump, resync, malformed, solver_failure, waiting, between).
+Cells are empty while there is no estimate yet (before the first complete
+sample, and for the smoothed columns until one lag has passed).
+"""
+
+EPILOG = """\
+examples:
+  mbfg simulate pendulum --duration 2 --dt 0.001 --init theta=2.5 --ppr 2048 --out log.csv
+  mbfg calibrate pendulum log.csv --free J,b --out calib.json
+  mbfg smooth pendulum --params calib.json --lag 0.05 --input log.csv --output estimates.csv
+  tail -f rig.csv | mbfg smooth furuta-viscous --params calib.json --ppr 2048 --std | plotter
+"""
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``smooth`` on the ``mbfg`` subcommand parsers ``sub``."""
+    from mbfg.cli import _counts, _positive_float
+
+    p = sub.add_parser(
+        "smooth",
+        help="fixed-lag smoothing of a live log (stdin or a file), one output line per input line",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("model", metavar="MODEL", help="built-in model name (see 'mbfg models') or path of a model file")
+    p.add_argument("--params", required=True, metavar="CALIB.json",
+                   help="calibration result (the JSON of 'mbfg calibrate --out'): parameters, h, weight")
+    p.add_argument("--lag", type=_positive_float, default=0.1, metavar="S",
+                   help="smoother lag [s]: the smoothed estimate is of the state S back (default: %(default)s)")
+    p.add_argument("--ppr", type=_counts, default=None, metavar="N",
+                   help="encoders of N counts per revolution: their quantization is the observation noise "
+                        "(default: the calibration's noise estimate)")
+    p.add_argument("--counts", action="store_true",
+                   help="hinge readings are raw encoder counts, not radians (needs --ppr)")
+    p.add_argument("--wrap", type=_counts, default=None, metavar="COUNTS",
+                   help="the encoder counter wraps around after COUNTS counts, e.g. 65536 (needs --counts)")
+    p.add_argument("--dt", type=_positive_float, default=None, metavar="H",
+                   help="model time-step [s] (default: the calibration's h)")
+    p.add_argument("--period", type=_positive_float, default=None, metavar="P",
+                   help="sample period of the input [s] (default: the time-step)")
+    p.add_argument("--std", action="store_true", help="add marginal standard deviations (slower)")
+    p.add_argument("--smoother", choices=("incremental", "batch"), default="incremental",
+                   help="iSAM2 (default) or Levenberg-Marquardt over the whole window at every sample (slow)")
+    p.add_argument("--input", default="-", metavar="FILE", help="input log ('-', the default: standard input)")
+    p.add_argument("--output", default="-", metavar="FILE", help="output CSV ('-', the default: standard output)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines (the warnings and summary still go to stderr)")
+    p.set_defaults(handler=run)
+
+
+def _eprint(*parts: object) -> None:
+    print(*parts, file=sys.stderr, flush=True)
+
+
+def _format(x: float) -> str:
+    return "" if x is None or not math.isfinite(x) else repr(float(x))
+
+
+def _header(model, std: bool) -> list[str]:
+    names = list(model.observations)
+    cols = names + [f"d{n}" for n in names]
+    if std:
+        cols += [f"std_{n}" for n in names] + [f"std_d{n}" for n in names]
+    return ["t", *cols, "t_smoothed", *[f"{c}_smoothed" for c in cols], "flags"]
+
+
+def _cells(estimate, n: int, std: bool) -> list[str]:
+    width = 2 * n * (2 if std else 1)
+    if estimate is None:
+        return [""] * width
+    out = [_format(v) for v in estimate.coordinates] + [_format(v) for v in estimate.rates]
+    if std:
+        for arr in (estimate.coordinate_std, estimate.rate_std):
+            out += [_format(v) for v in arr] if arr is not None else [""] * n
+    return out
+
+
+def _open_input(path: str) -> TextIO:
+    if path == "-":
+        return sys.stdin
+    try:
+        return open(path, encoding="utf-8-sig", newline="")
+    except FileNotFoundError:
+        raise DataError(f"--input {path}: log file not found") from None
+    except IsADirectoryError:
+        raise DataError(f"--input {path}: is a folder; expected a CSV log file") from None
+    except OSError as exc:
+        raise DataError(f"--input {path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _open_output(path: str) -> TextIO:
+    if path == "-":
+        return sys.stdout
+    try:
+        return open(path, "w", encoding="utf-8", newline="")
+    except OSError as exc:
+        raise DataError(f"--output {path}: cannot write ({exc.strerror or exc})") from None
+
+
+def _columns(source: str, header: list[str], model) -> tuple[int, list[int], list[int]]:
+    index: dict[str, int] = {}
+    for i, name in enumerate(header):
+        if name in index:
+            raise DataError(f"{source}, line 1: column {name!r} appears twice in the header")
+        index[name] = i
+    wanted = [("t", "time")] + [(n, "observation") for n in model.observations] + \
+             [(n, "control") for n in model.controls]
+    for name, kind in wanted:
+        if name not in index:
+            raise DataError(
+                f"{source}: no {kind} column {name!r} in the header (model {model.name!r} needs "
+                f"{', '.join(n for n, _ in wanted)}); the header has {', '.join(header) or '(nothing)'}"
+            )
+    return index["t"], [index[n] for n in model.observations], [index[n] for n in model.controls]
+
+
+def _number(cell: str) -> float:
+    """A float from a cell (nan/inf allowed: the stream counts them); ValueError for anything else."""
+    if "_" in cell:
+        raise ValueError(cell)
+    return float(cell)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``smooth`` subcommand (see :data:`DESCRIPTION`)."""
+    from mbfg.cli import _rigid_model
+    from mbfg.graphs.stream import StreamEstimator
+
+    model = _rigid_model(args.model)
+    if args.counts and args.ppr is None:
+        raise ModelError("--counts needs --ppr N, the encoder's counts per revolution")
+    if args.wrap is not None and not args.counts:
+        raise ModelError("--wrap needs --counts (only a raw counter wraps around)")
+    estimator = StreamEstimator.from_calibration(
+        model, args.params, lag=args.lag, ppr=args.ppr, counts=args.counts, counter_modulus=args.wrap, h=args.dt,
+        period=args.period, covariance=args.std, smoother=args.smoother,
+        on_warning=lambda message: _eprint(f"mbfg smooth: warning: {message}"),
+    )
+    source = "standard input" if args.input == "-" else args.input
+    inp = _open_input(args.input)
+    out = _open_output(args.output)
+    n = len(model.observations)
+    start = time.perf_counter()
+    last_report = start
+    lines = 0
+    try:
+        header: list[str] | None = None
+        for raw in inp:
+            if not raw.strip():
+                continue
+            try:
+                cells = next(csv.reader(io.StringIO(raw)))
+            except (csv.Error, StopIteration):
+                cells = None
+            if header is None:
+                if cells is None:
+                    raise DataError(f"{source}, line 1: not a CSV header")
+                header = [c.strip() for c in cells]
+                i_t, i_y, i_u = _columns(source, header, model)
+                if not args.quiet:
+                    _eprint(f"mbfg smooth: {model.name}, lag {estimator.lag:g} s ({estimator.m} steps of "
+                            f"{estimator.h:g} s), reading {source}")
+                out.write(",".join(_header(model, args.std)) + "\n")
+                out.flush()
+                continue
+            lines += 1
+            t_text = cells[i_t].strip() if cells is not None and len(cells) == len(header) else ""
+            try:
+                if cells is None or len(cells) != len(header):
+                    raise ValueError("cells")
+                t = _number(t_text)
+                y = [None if not cells[i].strip() else _number(cells[i].strip()) for i in i_y]
+                u = [_number(cells[i].strip()) for i in i_u] if i_u else None
+            except ValueError:
+                # A malformed line is a fault of the stream; the estimator counts it.
+                t = math.nan
+                step = estimator.report_malformed(t, f"line {lines + 1} of {source} (not a sample: {raw.strip()[:40]!r})")
+            else:
+                step = estimator.push(t, y, u)
+            row = [t_text if t_text else _format(t), *_cells(step.filtered, n, args.std),
+                   _format(step.smoothed.t) if step.smoothed is not None else "",
+                   *_cells(step.smoothed, n, args.std), "|".join(step.flags)]
+            out.write(",".join(row) + "\n")
+            out.flush()
+            now = time.perf_counter()
+            if not args.quiet and now - last_report > 5.0:
+                last_report = now
+                _eprint(f"[smooth {model.name}] {lines} samples, {now - start:.1f} s wall")
+        if header is None:
+            raise DataError(f"{source}: the log is empty; expected a header line 't,<observations...>,<controls...>'")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+        if inp is not sys.stdin:
+            inp.close()
+    wall = time.perf_counter() - start
+    st = estimator.status
+    rate = f", {lines / wall:.0f} samples per wall second" if wall > 0 else ""
+    _eprint(f"mbfg smooth: {st.summary()}; {wall:.1f} s wall{rate}")
+    return 0
