@@ -444,6 +444,10 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
     cv.set_defaults(handler=_cmd_crossval)
 
+    from mbfg.cli_smooth import add_parser as add_smooth_parser  # mbfg smooth lives in its own module
+
+    add_smooth_parser(sub)
+
     models = sub.add_parser(
         "models",
         help="list the built-in 3D rigid-body models, or describe models and their parameters",
