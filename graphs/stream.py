@@ -42,7 +42,8 @@ returned step):
   slot): the sample is dropped;
 - a jump: a reading further than ``jump`` from the filtered prediction is left
   out of its observation factor; after ``resync`` such readings in a row on a
-  channel the readings are believed again (a real jump, e.g. a slipped encoder);
+  channel the readings are believed again (a real jump, e.g. a slipped
+  encoder): the smoother restarts from them, its velocity carried over;
 - a failed solve (an exception from GTSAM): the smoother restarts at the next
   complete sample, its velocity prior centred on the last estimate.
 """
@@ -552,6 +553,9 @@ class StreamEstimator:
             params.relinearizeSkip = int(relinearize_skip)
             # QR: the impulse rows (sigma_p ~ 1e-3 sigma_y) make the normal equations too stiff for Cholesky.
             params.setFactorization("QR")
+            # Back-substitute the whole window on every update: with iSAM2's default "wildfire" threshold
+            # (1e-3) changes below it stop propagating, and the oldest (smoothed) state lags the solution.
+            params.setOptimizationParams(gtsam.ISAM2GaussNewtonParams(0.0))
             # Reuse the slots of marginalized factors, or the factor arrays grow with the stream.
             params.findUnusedFactorSlots = True
             if smoother == "incremental":
@@ -715,7 +719,13 @@ class StreamEstimator:
                 self._start(k, y)
             else:
                 y = self._gate(y, k, flags)
-                self._extend(k, y)
+                if "resync" in flags and not np.isnan(y).any():
+                    # The readings moved for good: start afresh from them, the velocity carried over.
+                    self._restart_velocity = self._filtered.velocity.copy()
+                    self._k = k
+                    self._start(k, y)
+                else:
+                    self._extend(k, y)
             self._u = np.asarray(held_u, dtype=float).copy()
             self._read(k)
         except Exception as exc:  # noqa: BLE001 - a stream must go on; the failure is counted and reported

@@ -1,0 +1,336 @@
+"""Fixed-lag smoothing of encoder streams (mbfg.graphs.stream, ``mbfg smooth``).
+
+Cheap on purpose: one short synthetic pendulum log (0.5 s at 1 kHz, encoder of
+2048 counts per revolution), the viscous pendulum's factor types compiled once
+for the module (the estimator's single-factor types; the batch reference is
+built by mbfg.graphs.joint, independently of the stream), the fault cases on
+short slices of the same log.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gtsam
+import numpy as np
+import pytest
+
+from mbfg import keys
+from mbfg.cli import main
+from mbfg.graphs.joint import build_joint_problem, solve
+from mbfg.graphs.stream import VELOCITY_PRIOR_SIGMA, StreamEstimator, StreamWarning, _Readout
+from mbfg.logs import Log, quantize
+from mbfg.models import pendulum
+from mbfg.spook import simulate, unwrap_angles
+
+PPR = 2048
+H = 1e-3
+LAG = 0.05
+DURATION = 0.5
+
+
+@pytest.fixture(scope="module")
+def model():
+    return pendulum()
+
+
+@pytest.fixture(scope="module")
+def truth(model):
+    """A released pendulum: the simulated trajectory, its log (quantized readings) and the true coordinates/rates."""
+    traj = simulate(model, DURATION, H, initial=model.initial_state({"theta": 2.0}, {"theta": 1.0}))
+    y = quantize(unwrap_angles(model, traj.observations), PPR)
+    log = Log(traj.t, y, np.zeros((len(traj.t), 0)), model.observations, model.controls, "synthetic pendulum")
+    q, qd = _coordinates(model, traj.states)
+    return traj, log, q, qd
+
+
+def _coordinates(model, states) -> tuple[np.ndarray, np.ndarray]:
+    """Hinge angle and rate of every state (leading axis n) through the estimator's own read-out."""
+    from mbfg import quaternion as quat
+
+    readout = _Readout(model)
+    n = len(states.r)
+    q, qd = np.zeros((n, len(model.observations))), np.zeros((n, len(model.observations)))
+    for k in range(n):
+        R = np.stack([np.asarray(quat.to_matrix(np.asarray(states.e[k, i]))) for i in range(model.nb)])
+        vel = np.concatenate([np.asarray(states.v[k]), np.asarray(states.w[k])], axis=1).reshape(-1)
+        q[k], qd[k] = readout(R, np.asarray(states.r[k]), vel)
+    return q, qd
+
+
+@pytest.fixture(scope="module")
+def replay(model, truth):
+    _, log, _, _ = truth
+    est = StreamEstimator(model, lag=LAG, h=H, ppr=PPR)
+    return est, est.replay(log)
+
+
+@pytest.fixture(scope="module")
+def batch(model, truth, replay):
+    """The batch solution of the same graph: mbfg.graphs.joint with the stream's sigmas and velocity prior."""
+    _, log, q_true, _ = truth
+    est, _ = replay
+    problem = build_joint_problem(model, log, free=(), sigmas=(float(est.sigma_observation[0]), est.sigma_impulse))
+    v0 = np.asarray(problem.initial.atVector(keys.V(0)))
+    problem.graph.push_back(gtsam.PriorFactorVector(
+        keys.V(0), v0, gtsam.noiseModel.Isotropic.Sigma(len(v0), VELOCITY_PRIOR_SIGMA)))
+    result = solve(problem, quiet=True, max_iterations=30)
+    q, qd = _coordinates(model, problem.states(result.values))
+    q = q_true + np.arctan2(np.sin(q - q_true), np.cos(q - q_true))  # the same turn as the truth
+    return q, qd
+
+
+def _rms(x: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.square(x))))
+
+
+def test_quantization_noise_is_the_default_observation_noise(replay) -> None:
+    est, _ = replay
+    step = 2 * math.pi / PPR
+    np.testing.assert_allclose(est.sigma_observation, step / math.sqrt(12), rtol=1e-12)
+    assert est.sigma_impulse == pytest.approx(est.sigma_observation[0] / math.sqrt(1e6))
+
+
+def test_smoothed_estimate_matches_the_batch_solution_of_the_same_graph(replay, batch, truth) -> None:
+    est, rep = replay
+    q_b, qd_b = batch
+    sigma = est.sigma_observation[0]
+    assert rep.t.shape == (len(truth[1].t),) and est.status.faults == 0
+    # At the end of the stream the window holds the same information as the batch graph.
+    m = est.m
+    end_q = np.abs(rep.smoothed_q[-m:] - q_b[-m:]).max()
+    end_qd = np.abs(rep.smoothed_qdot[-m:] - qd_b[-m:]).max()
+    # Along the stream the smoothed estimate has seen lag seconds of the future, the batch all of it.
+    skip = 2 * m  # the start, where neither has converged from the first readings
+    along_q = _rms(rep.smoothed_q[skip:] - q_b[skip:])
+    along_qd = _rms(rep.smoothed_qdot[skip:] - qd_b[skip:])
+    print(f"\nsmoothed vs batch (sigma_y {sigma:.3g} rad): window at the end max |dq| {end_q:.3g} rad, "
+          f"max |dqdot| {end_qd:.3g} rad/s; along the stream rms dq {along_q:.3g} rad, rms dqdot {along_qd:.3g} rad/s")
+    assert end_q < 0.1 * sigma
+    assert end_qd < 0.1 * sigma / LAG
+    assert along_q < 0.25 * sigma
+    assert along_qd < 0.5 * _rms(qd_b[skip:] - truth[3][skip:]) + 0.1 * sigma / LAG
+
+
+def test_smoothed_error_against_the_true_states_is_smaller_than_the_filtered(replay, batch, truth) -> None:
+    _, rep = replay
+    _, _, q_true, qd_true = truth
+    skip = 10
+    err = {
+        name: (_rms(q[skip:] - q_true[skip:]), _rms(qd[skip:] - qd_true[skip:]))
+        for name, q, qd in (("filtered", rep.filtered_q, rep.filtered_qdot),
+                            ("smoothed", rep.smoothed_q, rep.smoothed_qdot), ("batch", *batch))
+    }
+    print("\nrms error against the true states (angle [rad], rate [rad/s]):")
+    for name, (eq, eqd) in err.items():
+        print(f"  {name:<9} {eq:.3g}  {eqd:.3g}")
+    assert err["smoothed"][0] < err["filtered"][0]
+    assert err["smoothed"][1] < err["filtered"][1]
+    assert err["filtered"][0] < 2 * 2 * math.pi / PPR  # within two counts
+
+
+def _slice(log: Log, n: int) -> Log:
+    return Log(log.t[:n], log.y[:n], log.u[:n], log.observations, log.controls, log.source)
+
+
+def test_each_fault_is_handled_counted_and_flagged(model, truth) -> None:
+    traj, log, q_true, _ = truth
+    est = StreamEstimator(model, lag=0.02, h=H, ppr=PPR)
+    t, y = log.t, log.y[:, 0]
+    steps = {}
+    with pytest.warns(StreamWarning) as caught:
+        for i in range(160):
+            if 40 <= i < 45:
+                continue  # a gap of 5 samples
+            if i == 60:
+                steps["nan"] = est.push(t[i], [math.nan])
+                continue
+            if i == 70:
+                steps["inf"] = est.push(t[i], [math.inf])
+                continue
+            if i == 80:
+                steps["jump"] = est.push(t[i], [y[i] + 1.0])  # an encoder glitch
+                continue
+            if i == 100:
+                steps["out_of_order"] = est.push(t[i - 3], [y[i - 3]])
+            if i == 110:
+                steps["malformed"] = est.push(t[i], [y[i], 0.0])
+            if i == 120:
+                steps["nonfinite_time"] = est.push(math.nan, [y[i]])
+            out = est.push(t[i], [y[i]])
+            if i == 45:
+                steps["gap"] = out
+            if i == 90:
+                steps["duplicate"] = est.push(t[i], [y[i]])
+            if i == 130:
+                steps["missing"] = est.push(t[i] + H, [None])  # a reading the sensor did not deliver
+                steps["after_missing"] = est.push(t[i] + 2 * H, [y[i + 2]])
+                break
+    st = est.status
+    print("\n" + st.summary())
+    assert (st.gaps, st.missing_samples) == (1, 5)
+    assert st.nonfinite == 3  # NaN, inf, a NaN time
+    assert (st.duplicates, st.out_of_order, st.malformed, st.jumps) == (1, 1, 1, 1)
+    assert st.solver_failures == 0
+    assert "gap" in steps["gap"].flags and "nonfinite" in steps["nan"].flags
+    assert "jump" in steps["jump"].flags and "duplicate" in steps["duplicate"].flags
+    assert "out_of_order" in steps["out_of_order"].flags and "malformed" in steps["malformed"].flags
+    assert steps["missing"].flags == () and steps["missing"].updated
+    # One warning per kind of fault, not one per sample.
+    kinds = [str(w.message).split(" at ")[0].split(" (")[0] for w in caught]
+    assert len(kinds) == len(set(kinds)), kinds
+    # The gap was bridged by the dynamics; a dropped or flagged reading did not move the estimate.
+    g = steps["gap"].filtered
+    assert g.k == 45 and abs(g.coordinates[0] - q_true[45, 0]) < 5e-3
+    for name, i in (("nan", 60), ("inf", 70), ("jump", 80)):
+        assert steps[name].updated and abs(steps[name].filtered.coordinates[0] - q_true[i, 0]) < 5e-3, name
+    final = steps["after_missing"].filtered
+    assert final.k == 132 and abs(final.coordinates[0] - q_true[132, 0]) < 3e-3
+
+
+def test_a_persistent_jump_is_believed_after_resync_readings(model, truth) -> None:
+    _, log, _, _ = truth
+    est = StreamEstimator(model, lag=0.02, h=H, ppr=PPR, resync=3, on_warning=lambda m: None)
+    flags = [est.push(log.t[i], [log.y[i, 0] + (0.5 if i >= 50 else 0.0)]).flags for i in range(60)]
+    assert [("jump" in f, "resync" in f) for f in flags[50:53]] == [(True, False), (True, False), (False, True)]
+    assert est.status.jumps == 2 and est.status.resyncs == 1  # then the shifted readings are the truth
+    assert abs(est.window()[-1].coordinates[0] - (log.y[59, 0] + 0.5)) < 3e-3
+
+
+def test_raw_counts_with_counter_wraparound_give_the_radian_estimates(model, truth) -> None:
+    _, log, _, _ = truth
+    n = 60
+    in_rad = StreamEstimator(model, lag=0.02, h=H, ppr=PPR).replay(_slice(log, n))
+    counts = np.round(log.y[:n, 0] / (2 * math.pi / PPR)).astype(int)
+    # A counter that wraps to 0 at the top of the swing (it read the absolute angle at the start).
+    modulus = int(counts.max())
+    assert counts[0] < modulus and np.sum(counts >= modulus) > 1
+    est = StreamEstimator(model, lag=0.02, h=H, ppr=PPR, counts=True, counter_modulus=modulus)
+    for i in range(n):
+        est.push(log.t[i], [int(counts[i] % modulus)])
+    window = est.window()
+    np.testing.assert_allclose([e.coordinates[0] for e in window], in_rad.smoothed_q[-len(window):, 0], atol=1e-9)
+    # Radians wrapped to (-pi, pi] are unwrapped too.
+    wrapped = StreamEstimator(model, lag=0.02, h=H, ppr=PPR)
+    shifted = log.y[:n, 0] + 2 * math.pi * (np.arange(n) % 3)  # whole turns that are not motion: unwrapped away
+    for i in range(n):
+        out = wrapped.push(log.t[i], [shifted[i]])
+    assert wrapped.status.jumps == 0
+    assert out.filtered.coordinates[0] == pytest.approx(in_rad.filtered_q[-1, 0], abs=1e-9)
+
+
+def test_time_step_a_multiple_of_the_sample_period_uses_the_state_time_samples(model, truth) -> None:
+    _, log, q_true, _ = truth
+    est = StreamEstimator(model, lag=0.02, h=2 * H, period=H, ppr=PPR)
+    rep = est.replay(_slice(log, 101))
+    assert est.status.states == 51 and est.status.between == 50 and est.status.faults == 0
+    np.testing.assert_allclose(rep.t, log.t[:101:2])
+    assert _rms(rep.smoothed_q[:, 0] - q_true[:101:2, 0]) < 2 * math.pi / PPR
+
+
+def test_marginal_standard_deviations_on_request(model, truth) -> None:
+    _, log, q_true, qd_true = truth
+    est = StreamEstimator(model, lag=0.02, h=H, ppr=PPR, covariance=True)
+    for i in range(40):
+        out = est.push(log.t[i], [log.y[i, 0]])
+    f, s = out.filtered, out.smoothed
+    sigma = est.sigma_observation[0]
+    # A window of readings pins the angle below one reading's noise; smoothing can only narrow it.
+    assert 0 < s.coordinate_std[0] <= f.coordinate_std[0] < sigma
+    assert 0 < s.rate_std[0] and 0 < f.rate_std[0]
+    assert abs(f.rates[0] - qd_true[39, 0]) < 4 * f.rate_std[0]
+    assert abs(f.coordinates[0] - q_true[39, 0]) < 4 * f.coordinate_std[0] + 1e-4
+
+
+def test_bad_settings_name_the_setting(model) -> None:
+    from mbfg.errors import ModelError
+
+    for kwargs, word in (({"lag": -1, "h": H}, "lag"), ({"h": 1.5e-3, "period": H}, "multiple"),
+                         ({"h": H, "counts": True}, "ppr"), ({"h": H, "ppr": PPR, "counter_modulus": 100}, "counts"),
+                         ({"h": H, "smoother": "magic"}, "smoother"), ({"h": H, "refine": ["nope"]}, "nope")):
+        with pytest.raises(ModelError, match=word):
+            StreamEstimator(model, **kwargs)
+
+
+# ----------------------------------------------------------------- command line
+
+
+@pytest.fixture(scope="module")
+def calibration_file(tmp_path_factory, model) -> Path:
+    """A calibration JSON as 'mbfg calibrate --out' writes it, with the pendulum's simulation values."""
+    path = tmp_path_factory.mktemp("smooth") / "calib.json"
+    p = model.parameters
+    doc = {"model": "pendulum", "parameters": {n: {"value": p[n].default, "std": 0.01 * p[n].default}
+                                               for n in ("J", "b")},
+           "h": H, "weight": 1e6, "sigma_observation": 1e-3}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_smooth_cli_in_a_pipe_answers_each_line_as_it_arrives(truth, calibration_file) -> None:
+    _, log, q_true, _ = truth
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "mbfg", "smooth", "pendulum", "--params", str(calibration_file), "--lag", "0.01",
+           "--ppr", str(PPR), "--quiet"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, bufsize=1)
+    try:
+        proc.stdin.write("t,theta\n")
+        proc.stdin.write(f"{float(log.t[0])!r},{float(log.y[0, 0])!r}\n")
+        proc.stdin.flush()
+        # The first estimate comes back while stdin is still open: the output is flushed per line.
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
+        assert ready, "no output line within 120 s of the first sample"
+        header = proc.stdout.readline().strip().split(",")
+        first = proc.stdout.readline().strip().split(",")
+        assert header[:3] == ["t", "theta", "dtheta"] and header[-1] == "flags"
+        assert float(first[1]) == pytest.approx(log.y[0, 0], abs=2e-3)
+        lines = [f"{float(log.t[i])!r},{float(log.y[i, 0])!r}" for i in range(1, 40)]
+        lines[10] = f"{float(log.t[11])!r},nan"  # a broken reading
+        lines[20] = lines[19]  # a duplicate
+        lines[30] = "oops"  # a malformed line
+        out, err = proc.communicate("\n".join(lines) + "\n", timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    rows = [r.split(",") for r in out.strip().splitlines()]
+    assert len(rows) == 39  # one per input line
+    assert rows[10][-1] == "nonfinite" and rows[20][-1] == "duplicate" and rows[30][-1] == "malformed"
+    assert abs(float(rows[-1][1]) - q_true[39, 0]) < 3e-3
+    assert rows[-1][header.index("t_smoothed")] != ""
+    summary = err.strip().splitlines()[-1]
+    assert "1 non-finite" in summary and "1 duplicate" in summary and "1 malformed" in summary, err
+
+
+def test_smooth_cli_bad_input_names_it(capsys, tmp_path, calibration_file) -> None:
+    def fails(*argv: object) -> str:
+        code = main(["smooth", *[str(a) for a in argv]])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert "mbfg: error: " in err
+        return err
+
+    assert "unknown model 'nonsense'" in fails("nonsense", "--params", calibration_file)
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    err = fails("pendulum", "--params", broken)
+    assert "broken.json" in err and "JSON" in err
+    no_params = tmp_path / "none.json"
+    no_params.write_text(json.dumps({"cost": 1.0}))
+    assert "'parameters'" in fails("pendulum", "--params", no_params)
+    unknown = tmp_path / "unknown.json"
+    unknown.write_text(json.dumps({"parameters": {"nope": {"value": 1.0}}}))
+    assert "nope" in fails("pendulum", "--params", unknown)
+    log = tmp_path / "log.csv"
+    log.write_text("t,alpha\n0,1\n")
+    err = fails("pendulum", "--params", calibration_file, "--input", log)
+    assert "'theta'" in err and "log.csv" in err
+    assert "--counts" in fails("pendulum", "--params", calibration_file, "--wrap", "100")
