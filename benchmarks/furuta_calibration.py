@@ -354,9 +354,6 @@ def main() -> None:
     strides = [int(s) for s in args.strides.split(",") if s.strip()]
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, {load()}; "
           f"jax {jax.__version__}; XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
-    if jax.__version__.startswith("0.10."):
-        print("# WARNING: jax 0.10.x: its CPU LAPACK kernels fan batches out to XLA's thread pool and block on it; "
-              "on a few cores the vmapped residuals (batched LU) can deadlock (see benchmarks/README.md)")
     print(f"# furuta (dry friction), {duration:g} s logs at dt = {dt:g} s, W = {W:g}, 13 free parameters, "
           f"at most {args.max_iterations} LM iterations")
 
