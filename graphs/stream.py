@@ -323,12 +323,14 @@ class _ISAM2Window:
         n_old = 0
         while n_old < len(self._states) and self._states[n_old][0] < now - self.lag:
             n_old += 1
-        newest = self._states[-1][0] if self._states else now
-        labels: list[tuple[int, int]] = []
-        for i, (stamp, key_list) in enumerate(self._states):
-            group = 0 if i < n_old else (2 if stamp >= newest else 1)
-            labels += [(key, group) for key in key_list]
+        # Groups for CCOLAMD on the re-eliminated part only (labelling every key of the window would make
+        # each update cost in proportion to the window): marginalizable keys first (0), the rest (1), the
+        # newest state last (2). Keys left out default to group 0; only recent ones are ever re-eliminated.
+        labels = [(key, 0) for _, key_list in self._states[:n_old] for key in key_list]
         labels += [(key, 1) for key in self._kept if self.isam.valueExists(key) or values.exists(key)]
+        if len(self._states) > n_old + 1:
+            labels += [(key, 1) for key in self._states[-2][1]]
+        labels += [(key, 2) for key in self._states[-1][1]] if self._states else []
         # CCOLAMD wants the group labels numbered 0, 1, ... without holes.
         used = sorted({g for _, g in labels})
         groups = gtsam.KeyGroupMap()
@@ -433,6 +435,9 @@ class StreamEstimator:
             (variables whose update exceeds the threshold are relinearized, checked
             every ``relinearize_skip`` updates); a smaller threshold is closer to
             the batch solution and costs more JAX linearizations.
+        wildfire_threshold: iSAM2's back-substitution stops where the solution
+            changes by less than this [tangent units]; 0 (default) updates the
+            whole window, so the smoothed state is the solution's, not a stale one.
         max_iterations: Levenberg-Marquardt iterations per update (batch smoother).
         calibration_sigma: the calibration's estimated observation noise (used
             by :meth:`from_calibration`).
@@ -462,8 +467,9 @@ class StreamEstimator:
         covariance: bool = False,
         jump: float | None = None,
         resync: int = 5,
-        relinearize_threshold: float = 0.05,
-        relinearize_skip: int = 1,
+        relinearize_threshold: float = 0.2,
+        relinearize_skip: int = 5,
+        wildfire_threshold: float = 0.0,
         max_iterations: int = 5,
         calibration_sigma: float | None = None,
         on_warning: Callable[[str], None] | None = None,
@@ -555,7 +561,7 @@ class StreamEstimator:
             params.setFactorization("QR")
             # Back-substitute the whole window on every update: with iSAM2's default "wildfire" threshold
             # (1e-3) changes below it stop propagating, and the oldest (smoothed) state lags the solution.
-            params.setOptimizationParams(gtsam.ISAM2GaussNewtonParams(0.0))
+            params.setOptimizationParams(gtsam.ISAM2GaussNewtonParams(float(wildfire_threshold)))
             # Reuse the slots of marginalized factors, or the factor arrays grow with the stream.
             params.findUnusedFactorSlots = True
             if smoother == "incremental":

@@ -1,0 +1,220 @@
+"""Fixed-lag smoothing of a 1 kHz encoder stream (mbfg.graphs.stream): time per sample, memory, real data.
+
+Sections (each can be picked with --only):
+
+1. ``timing``: the viscous pendulum and the viscous Furuta pendulum, synthetic
+   logs at 1 kHz (encoders of 2048 counts per revolution; the Furuta driven by
+   a square-wave voltage), lags 0.05, 0.1, 0.5 s: mean and 99th-percentile wall
+   time per sample and the real-time factor (stream seconds per wall second),
+   after a warm-up stream that compiles every factor type (no figure includes
+   JAX compilation). Where the Furuta pendulum at 0.1 s lag is below 2x real
+   time, a cProfile of its run says where the time goes.
+2. ``memory``: a long stream (10 min of 1 kHz samples; ``--minutes``) replayed
+   as fast as possible, the pendulum at lag 0.1 s, resident memory (RSS) at
+   1, 5 and 10 min of stream time (and at every minute in between).
+3. ``qube``: the real QUBE-Servo episode (../shared/data/qube_servo, 500 Hz,
+   furuta-viscous model), states estimated by the stream and by the batch
+   graph (mbfg.graphs.joint) with the same fixed parameters; the arm and
+   pendulum rates of the smoothed stream and of finite differences of the
+   encoder angles, each against the batch solution (RMS difference and RMS of
+   the second difference, a roughness measure). Parameters: ``--qube-params``
+   (the JSON of 'mbfg calibrate' on the other episode) or the model's
+   defaults (say which in the output).
+
+Usage::
+
+    python benchmarks/stream.py --quick      # about 3 min: short logs, a 1-minute memory run, 4 s of QUBE
+    python benchmarks/stream.py              # the full run (10-minute stream): about 1 h on 2 cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from mbfg.graphs.stream import StreamEstimator
+from mbfg.logs import Log, quantize
+from mbfg.models import furuta, pendulum
+from mbfg.spook import simulate, unwrap_angles
+
+REPO = Path(__file__).resolve().parents[1]
+QUBE_DIR = REPO / ".." / "shared" / "data" / "qube_servo"
+PPR = 2048
+H = 1e-3
+
+
+def _rss_mb() -> float:
+    """Resident memory now [MB] (Linux /proc; the peak from getrusage elsewhere)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            pages = int(fh.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _log(model, duration: float, seed: int = 0) -> Log:
+    """A synthetic log: released from an angle (and driven by a square-wave voltage if the model has a motor)."""
+    n = int(round(duration / H))
+    if model.controls:
+        u = 0.5 * np.sign(np.sin(2 * np.pi * 0.7 * np.arange(n) * H))[:, None]
+        x0 = model.initial_state({"alpha": 0.5})
+    else:
+        u = None
+        x0 = model.initial_state({"theta": 2.0})
+    traj = simulate(model, n * H, H, initial=x0, controls=u)
+    y = quantize(unwrap_angles(model, traj.observations), PPR)
+    uu = np.vstack([traj.controls, traj.controls[-1:]]) if model.controls else np.zeros((n + 1, 0))
+    return Log(traj.t, y, uu, model.observations, model.controls, f"synthetic {model.name} (seed {seed})")
+
+
+def _stream(model, log: Log, lag: float, **kwargs) -> tuple[np.ndarray, StreamEstimator]:
+    est = StreamEstimator(model, lag=lag, h=H, ppr=PPR, **kwargs)
+    times = np.zeros(len(log.t))
+    has_u = bool(log.u.shape[1])
+    for i in range(len(log.t)):
+        start = time.perf_counter()
+        est.push(log.t[i], log.y[i], log.u[i] if has_u else None)
+        times[i] = time.perf_counter() - start
+    return times, est
+
+
+def timing(quick: bool, profile_lines: int) -> None:
+    duration = 1.0 if quick else 5.0
+    print(f"\n== 1. time per sample at 1 kHz ({duration:g} s streams, encoders {PPR} counts/rev) ==")
+    print(f"{'model':<16} {'lag [s]':>7} {'window':>6} {'mean [ms]':>10} {'p99 [ms]':>9} {'real-time x':>12}")
+    for model in (pendulum(), furuta(dry=False)):
+        log = _log(model, duration)
+        warm = Log(log.t[:50], log.y[:50], log.u[:50], log.observations, log.controls, "warm-up")
+        _stream(model, warm, 0.01)  # compiles the factor types: not timed
+        for lag in (0.05, 0.1, 0.5):
+            times, est = _stream(model, log, lag)
+            steady = times[est.m:]  # once the window is full
+            mean = steady.mean()
+            print(f"{model.name:<16} {lag:>7g} {est.m + 1:>6} {1e3 * mean:>10.3f} "
+                  f"{1e3 * np.percentile(steady, 99):>9.3f} {H / mean:>12.2f}", flush=True)
+            if model.name == "furuta-viscous" and lag == 0.1 and H / mean < 2.0 and profile_lines:
+                prof = cProfile.Profile()
+                prof.enable()
+                _stream(model, Log(log.t[:500], log.y[:500], log.u[:500], log.observations, log.controls), lag)
+                prof.disable()
+                out = io.StringIO()
+                pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(profile_lines)
+                print("   below 2x real time: cProfile of 0.5 s of this stream (sorted by own time; the JAX "
+                      "calls run inside mbfg/adapter.py's callback):")
+                print("\n".join("   " + line for line in out.getvalue().splitlines() if line.strip()))
+
+
+def memory(minutes: float) -> None:
+    print(f"\n== 2. memory of a {minutes:g}-minute stream at 1 kHz (pendulum, lag 0.1 s, replayed as fast as possible) ==")
+    model = pendulum()
+    chunk = _log(model, 60.0 if minutes >= 1 else minutes * 60)  # one minute of samples, replayed with shifted times
+    n_chunk = len(chunk.t) - 1
+    est = StreamEstimator(model, lag=0.1, h=H, ppr=PPR)
+    marks = {1, 5, 10} | set(range(1, int(minutes) + 1))
+    print(f"RSS before the stream: {_rss_mb():.0f} MB", flush=True)
+    start = time.perf_counter()
+    total = int(round(minutes * 60 / H))
+    y_last = chunk.y[-1]
+    offset = np.zeros_like(y_last)
+    for i in range(total):
+        j = i % n_chunk
+        if j == 0 and i:
+            # Continue the swing from where the last chunk ended (a jump would be flagged otherwise).
+            offset = offset + y_last - chunk.y[0]
+        est.push(i * H, chunk.y[j] + offset)
+        minute = (i + 1) * H / 60
+        if abs(minute - round(minute)) < H / 120 and round(minute) in marks:
+            print(f"  {round(minute):>3} min of stream: RSS {_rss_mb():.0f} MB, {time.perf_counter() - start:.0f} s wall, "
+                  f"{est.status.states} states", flush=True)
+    print(f"status: {est.status.summary()}")
+
+
+def qube(quick: bool, params: str | None) -> None:
+    from mbfg import keys
+    from mbfg.datasets.rigs import load_qube
+    from mbfg.graphs.joint import build_joint_problem, solve
+    from mbfg.graphs.stream import VELOCITY_PRIOR_SIGMA, StreamEstimator
+    import gtsam
+
+    files = sorted(QUBE_DIR.glob("qube_*.csv"))
+    if not files:
+        print(f"\n== 3. QUBE-Servo: no data in {QUBE_DIR}; skipped ==")
+        return
+    seconds = 4.0 if quick else 10.0
+    full = load_qube(files[-1])
+    n = int(round(seconds / 0.002)) + 1
+    log = Log(full.t[:n], full.y[:n], full.u[:n], full.observations, full.controls, full.source)
+    model = furuta(dry=False)
+    if params:
+        est = StreamEstimator.from_calibration(model, params, lag=0.1, period=0.002, ppr=PPR)
+        where = f"parameters of {params}"
+    else:
+        est = StreamEstimator(model, lag=0.1, h=0.002, ppr=PPR)
+        where = "the furuta-viscous model's default parameters (not calibrated)"
+    print(f"\n== 3. QUBE-Servo {Path(log.source).name}, first {seconds:g} s at 500 Hz, {where}, lag 0.1 s ==")
+    start = time.perf_counter()
+    rep = est.replay(log)
+    wall = time.perf_counter() - start
+    print(f"stream: {wall:.1f} s wall (compilation included); {est.status.summary()}")
+    problem = build_joint_problem(est.model, log, free=(), sigmas=(float(est.sigma_observation[0]), est.sigma_impulse))
+    v0 = np.asarray(problem.initial.atVector(keys.V(0)))
+    problem.graph.push_back(gtsam.PriorFactorVector(keys.V(0), v0, gtsam.noiseModel.Isotropic.Sigma(len(v0),
+                                                                                                      VELOCITY_PRIOR_SIGMA)))
+    result = solve(problem, quiet=True, max_iterations=30)
+    print(f"batch: {result.iterations} LM iterations, converged {result.converged}")
+    from mbfg import quaternion as quat
+    from mbfg.graphs.stream import _Readout
+
+    readout = _Readout(est.model)
+    states = problem.states(result.values)
+    qd_b = np.zeros((problem.n, 2))
+    for k in range(problem.n):
+        R = np.stack([np.asarray(quat.to_matrix(states.e[k, i])) for i in range(est.model.nb)])
+        vel = np.concatenate([states.v[k], states.w[k]], axis=1).reshape(-1)
+        qd_b[k] = readout(R, states.r[k], vel)[1]
+    fd = np.gradient(log.y, log.t, axis=0)  # central finite differences of the encoder angles
+    skip = 25  # the first 50 ms: the stream's start from rest
+    print(f"{'rate':<8} {'estimate':<22} {'rms vs batch [rad/s]':>20} {'rms 2nd diff [rad/s]':>21}")
+    for c, name in enumerate(est.model.observations):
+        for label, x in (("smoothed stream", rep.smoothed_qdot[:, c]), ("filtered stream", rep.filtered_qdot[:, c]),
+                         ("finite differences", fd[:, c]), ("batch", qd_b[:, c])):
+            d = x[skip:] - qd_b[skip:, c]
+            rough = np.sqrt(np.mean(np.diff(x[skip:], 2) ** 2))
+            print(f"d{name:<7} {label:<22} {np.sqrt(np.mean(d**2)):>20.4g} {rough:>21.4g}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="short logs, a 1-minute memory run, 4 s of QUBE data")
+    parser.add_argument("--minutes", type=float, default=None, help="length of the memory run [min] (default 10, "
+                        "--quick 1)")
+    parser.add_argument("--only", choices=("timing", "memory", "qube"), action="append",
+                        help="run only these sections (repeatable)")
+    parser.add_argument("--qube-params", default=None, metavar="CALIB.json",
+                        help="parameters for the QUBE section (the JSON of 'mbfg calibrate')")
+    parser.add_argument("--profile-lines", type=int, default=15, help="cProfile lines to print (0: no profile)")
+    args = parser.parse_args(argv)
+    sections = args.only or ["timing", "memory", "qube"]
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    if "timing" in sections:
+        timing(args.quick, args.profile_lines)
+    if "memory" in sections:
+        memory(args.minutes if args.minutes is not None else (1.0 if args.quick else 10.0))
+    if "qube" in sections:
+        qube(args.quick, args.qube_params)
+    print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
