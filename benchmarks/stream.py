@@ -88,7 +88,7 @@ def _stream(model, log: Log, lag: float, **kwargs) -> tuple[np.ndarray, StreamEs
     return times, est
 
 
-def timing(quick: bool, profile_lines: int) -> None:
+def timing(quick: bool, profile_lines: int, settings: dict) -> None:
     duration = 1.0 if quick else 5.0
     print(f"\n== 1. time per sample at 1 kHz ({duration:g} s streams, encoders {PPR} counts/rev) ==")
     print(f"{'model':<16} {'lag [s]':>7} {'window':>6} {'mean [ms]':>10} {'p99 [ms]':>9} {'real-time x':>12}")
@@ -97,7 +97,7 @@ def timing(quick: bool, profile_lines: int) -> None:
         warm = Log(log.t[:50], log.y[:50], log.u[:50], log.observations, log.controls, "warm-up")
         _stream(model, warm, 0.01)  # compiles the factor types: not timed
         for lag in (0.05, 0.1, 0.5):
-            times, est = _stream(model, log, lag)
+            times, est = _stream(model, log, lag, **settings)
             steady = times[est.m:]  # once the window is full
             mean = steady.mean()
             print(f"{model.name:<16} {lag:>7g} {est.m + 1:>6} {1e3 * mean:>10.3f} "
@@ -105,7 +105,8 @@ def timing(quick: bool, profile_lines: int) -> None:
             if model.name == "furuta-viscous" and lag == 0.1 and H / mean < 2.0 and profile_lines:
                 prof = cProfile.Profile()
                 prof.enable()
-                _stream(model, Log(log.t[:500], log.y[:500], log.u[:500], log.observations, log.controls), lag)
+                _stream(model, Log(log.t[:500], log.y[:500], log.u[:500], log.observations, log.controls), lag,
+                        **settings)
                 prof.disable()
                 out = io.StringIO()
                 pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(profile_lines)
@@ -202,12 +203,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only these sections (repeatable)")
     parser.add_argument("--qube-params", default=None, metavar="CALIB.json",
                         help="parameters for the QUBE section (the JSON of 'mbfg calibrate')")
+    parser.add_argument("--relinearize-threshold", type=float, default=None, metavar="T",
+                        help="iSAM2 relinearization threshold of the timed streams (default: the estimator's)")
     parser.add_argument("--profile-lines", type=int, default=15, help="cProfile lines to print (0: no profile)")
     args = parser.parse_args(argv)
     sections = args.only or ["timing", "memory", "qube"]
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     if "timing" in sections:
-        timing(args.quick, args.profile_lines)
+        settings = {} if args.relinearize_threshold is None else {"relinearize_threshold": args.relinearize_threshold}
+        timing(args.quick, args.profile_lines, settings)
     if "memory" in sections:
         memory(args.minutes if args.minutes is not None else (1.0 if args.quick else 10.0))
     if "qube" in sections:
