@@ -288,14 +288,25 @@ def parameter_covariance(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values
 
     The states are eliminated by sparse QR (the impulse chain is too stiff for a
     Cholesky factorization), leaving the marginal Bayes net on the parameters
-    ``R x = d``; the covariance is (R^T R)^-1.
+    ``R x = d``; the covariance is (R^T R)^-1. Directions the data leave
+    undetermined (singular values of R below round-off) get infinite variance:
+    the parameters they involve have an infinite standard deviation (not
+    excited) and NaN covariances with the others.
     """
     linear = graph.linearize(values)
     bayes_net = linear.marginalMultifrontalBayesNet(gtsam.Ordering(key_list), gtsam.EliminateQR)
     R, _ = bayes_net.matrix()
     # bayes_net orders its columns as key_list (the ordering we passed).
-    R_inv = np.linalg.solve(R, np.eye(R.shape[0]))
-    return R_inv @ R_inv.T
+    _, s, Vt = np.linalg.svd(R)
+    determined = s > s.max(initial=0.0) * max(R.shape) * np.finfo(float).eps
+    V_scaled = Vt[determined].T / s[determined]
+    cov = V_scaled @ V_scaled.T
+    free = np.abs(Vt[~determined]).max(axis=0, initial=0.0) > 1e-8
+    if free.any():
+        cov[free, :] = np.nan
+        cov[:, free] = np.nan
+        cov[free, free] = np.inf
+    return cov
 
 
 def _state_list(problem, values: gtsam.Values) -> list:

@@ -116,6 +116,9 @@ def bounded_levenberg_marquardt(
         while lam <= lambda_max:
             delta = _bounded_step(linear, diag, lam, values, bounds, ordering)
             new_values = values.retract(delta)
+            for key, (lo, hi) in bounds.items():
+                # x + (bound - x) can miss the bound by one ulp; land on it exactly.
+                new_values.update(key, np.clip(new_values.atVector(key), lo, hi))
             new_cost = graph.error(new_values)
             if np.isfinite(new_cost) and new_cost < cost:
                 accepted = True
