@@ -10,7 +10,6 @@ from mbfg.parameters import Parameter, ParameterSet
 from mbfg.planar import Body, PlanarMechanism, Point, RelativeAngle
 from mbfg.rigid import RigidModel, State
 from mbfg.spook import Trajectory, simulate
-from mbfg.graphs.stream import StreamEstimator  # noqa: E402  (after the core it builds on)
 
 __version__ = "0.1.0"
 
@@ -45,3 +44,14 @@ __all__ = [
     "pendulum",
     "simulate",
 ]
+
+
+def __getattr__(name: str):
+    # mbfg.graphs is installed inside the package from the top-level graphs/ folder; importing it
+    # lazily keeps `import mbfg` light and working from a source checkout's root, where ./mbfg
+    # (without graphs/) comes first on sys.path, as in `python -m mbfg` there.
+    if name == "StreamEstimator":
+        from mbfg.graphs.stream import StreamEstimator
+
+        return StreamEstimator
+    raise AttributeError(f"module 'mbfg' has no attribute {name!r}")

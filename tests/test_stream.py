@@ -279,8 +279,10 @@ def test_smooth_cli_in_a_pipe_answers_each_line_as_it_arrives(truth, calibration
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "mbfg", "smooth", "pendulum", "--params", str(calibration_file), "--lag", "0.01",
            "--ppr", str(PPR), "--quiet"]
+    # Not from the repository root, where ./mbfg (without graphs/, which installs as mbfg.graphs)
+    # would shadow the installed package.
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, bufsize=1)
+                            env=env, bufsize=1, cwd=calibration_file.parent)
     try:
         proc.stdin.write("t,theta\n")
         proc.stdin.write(f"{float(log.t[0])!r},{float(log.y[0, 0])!r}\n")
