@@ -82,7 +82,15 @@ def report(result, start_model, validation: Log, wall: float) -> None:
           + ", ".join(f"{k} {v:.3g} rad" for k, v in rmse.items()))
 
 
-def dfki(seconds: float, h: float, max_iterations: int) -> None:
+def save(result, save_dir: str | None, rig: str) -> None:
+    """Write the calibration JSON (what 'mbfg calibrate --out' writes) for 'mbfg smooth' and benchmarks/stream.py."""
+    if save_dir:
+        path = Path(save_dir) / f"{rig}_calibration.json"
+        path.write_text(result.to_json(indent=1))
+        print(f"calibration written to {path}")
+
+
+def dfki(seconds: float, h: float, max_iterations: int, save_dir: str | None = None) -> None:
     print(f"\n# DFKI double pendulum: {seconds:g} s of trajectory_00.csv, h = {h:g} s; "
           f"cross-validation on trajectory_01.csv")
     lab = dfki_reference_parameters(DFKI / "model_parameters.yml")
@@ -97,6 +105,7 @@ def dfki(seconds: float, h: float, max_iterations: int) -> None:
                        max_iterations=max_iterations)
     wall = time.perf_counter() - t0
     report(result, model, val, wall)
+    save(result, save_dir, "dfki")
     v = result.values
     ours = {
         "r1": v["r1"], "r2": v["r2"], "b1": v["b1"], "b2": v["b2"],
@@ -111,17 +120,19 @@ def dfki(seconds: float, h: float, max_iterations: int) -> None:
         print(f"{k:8} {ours[k]:>12.5g} {theirs[k]:>12.5g}")
 
 
-def qube(seconds: float, h: float, max_iterations: int, start: float) -> None:
+def qube(seconds: float, h: float, max_iterations: int, start: float, viscous: bool = False,
+         save_dir: str | None = None) -> None:
     print(f"\n# QUBE-Servo: {seconds:g} s of {QUBE_FILES[0]} from t = {start:g} s, h = {h:g} s; "
           f"cross-validation on the same window of {QUBE_FILES[1]}")
-    model = furuta().with_parameters({"K": 0.042 / 8.4, "b_1": 0.042 * 0.042 / 8.4})
+    model = furuta(dry=not viscous).with_parameters({"K": 0.042 / 8.4, "b_1": 0.042 * 0.042 / 8.4})
+    free = ("K", "J_Bx", "b_1", "b_2") + (() if viscous else ("mu_r1", "mu_r2"))
     train = window(load_qube(QUBE / QUBE_FILES[0]), start, seconds)
     val = window(load_qube(QUBE / QUBE_FILES[1]), start, seconds)
     assert abs(np.diff(train.t).mean() - QUBE_PERIOD) < 1e-9
     t0 = time.perf_counter()
-    result = calibrate(model, train, free=("K", "J_Bx", "b_1", "b_2", "mu_r1", "mu_r2"), h=h,
-                       max_iterations=max_iterations)
+    result = calibrate(model, train, free=free, h=h, max_iterations=max_iterations)
     report(result, model, val, time.perf_counter() - t0)
+    save(result, save_dir, "qube")
 
 
 def main() -> None:
@@ -131,12 +142,15 @@ def main() -> None:
     parser.add_argument("--dt", type=float, default=4e-3, help="time-step h [s], a multiple of 2 ms (default 4e-3)")
     parser.add_argument("--qube-start", type=float, default=5.0,
                         help="QUBE window start [s] (default 5: the episodes open with the voltage saturated)")
+    parser.add_argument("--qube-viscous", action="store_true",
+                        help="the QUBE as furuta(dry=False): viscous hinges only (the model benchmarks/stream.py uses)")
+    parser.add_argument("--save", metavar="DIR", default=None, help="write <rig>_calibration.json files to DIR")
     parser.add_argument("--max-iterations", type=int, default=30, help="LM iterations at most (default 30)")
     args = parser.parse_args()
     if args.rig in ("dfki", "both"):
-        dfki(args.seconds, args.dt, args.max_iterations)
+        dfki(args.seconds, args.dt, args.max_iterations, args.save)
     if args.rig in ("qube", "both"):
-        qube(args.seconds, args.dt, args.max_iterations, args.qube_start)
+        qube(args.seconds, args.dt, args.max_iterations, args.qube_start, args.qube_viscous, args.save)
 
 
 if __name__ == "__main__":
