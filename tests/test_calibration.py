@@ -7,13 +7,14 @@ deviations (seed 001 section 3.7).
 
 from __future__ import annotations
 
+import gtsam
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from mbfg import residuals
-from mbfg.calibration import calibrate
+from mbfg.calibration import calibrate, parameter_covariance
 from mbfg.errors import DataError, ModelError
 from mbfg.graphs.joint import build_joint_problem, filtered_observations
 from mbfg.logs import Log
@@ -136,6 +137,40 @@ def test_cross_validation_score_section_4_5_is_the_noise_level_on_another_log(pe
     print(f"\ncross-validation: true parameters {score_true:.3e}, J doubled {score_wrong:.3e}")
     assert score_true < 3e-6  # ~ sigma^2 = 1e-6 rad^2 per step
     assert score_wrong > 3 * score_true
+
+
+def test_parameter_covariance_section_3_7_is_the_inverse_of_r_t_r() -> None:
+    """(R^T R)^-1 of the marginal on the parameters; a direction the data leave undetermined gets an
+    infinite variance for the parameters it involves instead of an error."""
+    values = gtsam.Values()
+    values.insert(1, np.zeros(3))
+    J = np.array([[2.0, 1.0, 0.0], [0.0, 3.0, 0.0], [0.0, 0.0, 0.5]])
+    graph = gtsam.NonlinearFactorGraph()
+    graph.push_back(gtsam.LinearContainerFactor(
+        gtsam.JacobianFactor(1, J, np.zeros(3), gtsam.noiseModel.Unit.Create(3)), values))
+    np.testing.assert_allclose(parameter_covariance(graph, values, [1]), np.linalg.inv(J.T @ J), rtol=1e-12)
+
+    J[1, 1] = 1e-17  # the first two parameters are only seen through their sum
+    graph = gtsam.NonlinearFactorGraph()
+    graph.push_back(gtsam.LinearContainerFactor(
+        gtsam.JacobianFactor(1, J, np.zeros(3), gtsam.noiseModel.Unit.Create(3)), values))
+    cov = parameter_covariance(graph, values, [1])
+    assert np.isinf(cov[0, 0]) and np.isinf(cov[1, 1])
+    assert cov[2, 2] == pytest.approx(4.0)
+
+
+def test_trajectory_to_log_adds_noise_and_quantizes_like_an_encoder() -> None:
+    model = pendulum()
+    traj = simulate(model, 0.2, 1e-3, initial=model.initial_state({"theta": 1.0}))
+    exact = traj.to_log()
+    np.testing.assert_array_equal(exact.y, unwrap_angles(model, traj.observations))
+    noisy = traj.to_log(noise=1e-3, seed=3)
+    assert np.std(noisy.y - exact.y) == pytest.approx(1e-3, rel=0.2)
+    step = 2 * np.pi / 1024
+    counts = traj.to_log(ppr=1024).y / step
+    np.testing.assert_allclose(counts, np.round(counts), atol=1e-9)
+    assert np.abs(traj.to_log(ppr=1024).y - exact.y).max() <= step / 2 + 1e-12
+    assert exact.u.shape == (len(traj.t), 0) and exact.observations == model.observations
 
 
 # Seed 001 Table 3 (viscous, dry and Stribeck friction compared by cost and cross-validation on a log
