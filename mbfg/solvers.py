@@ -14,8 +14,7 @@ A step is accepted when it lowers the cost; then lam shrinks tenfold, otherwise
 it grows tenfold. The gain ratio rho = (actual decrease) / (decrease the
 linearization predicts) is reported per iteration: with complementarity
 (friction, contact) a full step often crosses a kink where a multiplier switches,
-and rho far from 1 shows it. (Marquardt's rho-driven damping was tried and took
-as many or more iterations on the seed 002 particle, so lam follows acceptance.)
+and rho far from 1 shows it.
 """
 
 from __future__ import annotations
