@@ -179,7 +179,12 @@ def filtered_observations(t: np.ndarray, y: np.ndarray, cutoff_hz: float) -> np.
     if cutoff_hz >= 0.5 * fs or len(t) < 16:
         return y
     b, a = signal.butter(2, cutoff_hz / (0.5 * fs))
-    return signal.filtfilt(b, a, y, axis=0)
+    # filtfilt's default odd extension (6 samples) is far shorter than the filter's transient,
+    # which left the first and last states off by up to tens of mrad on a swinging pendulum and
+    # the LM then spent its iterations bending the ends of the trajectory (a strongly nonlinear
+    # correction). Three cut-off periods of extension let the transient die out before the data.
+    padlen = min(len(t) - 1, int(np.ceil(3.0 * fs / cutoff_hz)))
+    return signal.filtfilt(b, a, y, axis=0, padlen=padlen)
 
 
 def initial_states(model: RigidModel, y: np.ndarray, h: float, parameters: Mapping[str, Any]) -> list[State]:
