@@ -58,6 +58,8 @@ def main() -> None:
         print(f"\nh = {h:g} s: {result.iterations} LM iterations, "
               f"{'converged' if result.converged else 'NOT converged'}, {time.perf_counter() - t0:.0f} s; "
               f"cost per step: observation {result.cost_observation:.3e}, impulse {result.cost_impulse:.3e}")
+        print("cost per step by iteration: " + " ".join(f"{2 * row['cost'] / result.problem.n:.3e}"
+                                                        for row in result.history))
         print(f"{'parameter':<8} {'estimate':>12} {'truth':>12} {'std':>10} {'error/std':>10} {'error/truth':>12}")
         for p in result.parameters:
             print(f"{p.name:<8} {p.value:>12.5e} {truth[p.name]:>12.5e} {p.std:>10.2e} "
