@@ -144,17 +144,18 @@ def test_parameter_covariance_section_3_7_is_the_inverse_of_r_t_r() -> None:
     infinite variance for the parameters it involves instead of an error."""
     values = gtsam.Values()
     values.insert(1, np.zeros(3))
+
+    def covariance_of(J: np.ndarray) -> np.ndarray:
+        graph = gtsam.NonlinearFactorGraph()
+        graph.push_back(gtsam.LinearContainerFactor(
+            gtsam.JacobianFactor(1, J, np.zeros(3), gtsam.noiseModel.Unit.Create(3)), values))
+        return parameter_covariance(graph, values, [1])
+
     J = np.array([[2.0, 1.0, 0.0], [0.0, 3.0, 0.0], [0.0, 0.0, 0.5]])
-    graph = gtsam.NonlinearFactorGraph()
-    graph.push_back(gtsam.LinearContainerFactor(
-        gtsam.JacobianFactor(1, J, np.zeros(3), gtsam.noiseModel.Unit.Create(3)), values))
-    np.testing.assert_allclose(parameter_covariance(graph, values, [1]), np.linalg.inv(J.T @ J), rtol=1e-12)
+    np.testing.assert_allclose(covariance_of(J), np.linalg.inv(J.T @ J), rtol=1e-12)
 
     J[1, 1] = 1e-17  # the first two parameters are only seen through their sum
-    graph = gtsam.NonlinearFactorGraph()
-    graph.push_back(gtsam.LinearContainerFactor(
-        gtsam.JacobianFactor(1, J, np.zeros(3), gtsam.noiseModel.Unit.Create(3)), values))
-    cov = parameter_covariance(graph, values, [1])
+    cov = covariance_of(J)
     assert np.isinf(cov[0, 0]) and np.isinf(cov[1, 1])
     assert cov[2, 2] == pytest.approx(4.0)
 
@@ -167,9 +168,9 @@ def test_trajectory_to_log_adds_noise_and_quantizes_like_an_encoder() -> None:
     noisy = traj.to_log(noise=1e-3, seed=3)
     assert np.std(noisy.y - exact.y) == pytest.approx(1e-3, rel=0.2)
     step = 2 * np.pi / 1024
-    counts = traj.to_log(ppr=1024).y / step
-    np.testing.assert_allclose(counts, np.round(counts), atol=1e-9)
-    assert np.abs(traj.to_log(ppr=1024).y - exact.y).max() <= step / 2 + 1e-12
+    quantized = traj.to_log(ppr=1024).y
+    np.testing.assert_allclose(quantized / step, np.round(quantized / step), atol=1e-9)
+    assert np.abs(quantized - exact.y).max() <= step / 2 + 1e-12
     assert exact.u.shape == (len(traj.t), 0) and exact.observations == model.observations
 
 
@@ -266,7 +267,8 @@ def test_section_4_7_release_recovery_shadow_parameter_bias_shrinks_with_h() -> 
     start = model.with_parameters({k: 1.2 * truth[k] for k in free})
     rel = {}
     for h in (2e-3, 1e-3):
-        result = calibrate(start, log, free=free, h=h, max_iterations=15, quiet=True)
+        # The standard deviations are not checked here: skip their extra factorization.
+        result = calibrate(start, log, free=free, h=h, max_iterations=15, quiet=True, covariance=False)
         assert result.converged, (h, result.iterations, result.message)
         rel[h] = {p.name: (p.value - truth[p.name]) / truth[p.name] for p in result.parameters}
     assert all(abs(e) < 0.01 for e in rel[1e-3].values()), rel
