@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mbfg.graphs.stream import StreamEstimator
+from mbfg.graphs.stream import StreamEstimator, joint_coordinates
 from mbfg.logs import Log, quantize
 from mbfg.models import furuta, pendulum
 from mbfg.spook import simulate, unwrap_angles
@@ -62,8 +62,9 @@ def _rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _log(model, duration: float, seed: int = 0) -> Log:
-    """A synthetic log: released from an angle (and driven by a square-wave voltage if the model has a motor)."""
+def _log(model, duration: float, seed: int = 0) -> tuple[Log, np.ndarray]:
+    """A synthetic log, released from an angle (and driven by a square-wave voltage if the model has a motor),
+    and the true rates of its observed coordinates (n, n_obs) [rad/s]."""
     n = int(round(duration / H))
     if model.controls:
         u = 0.5 * np.sign(np.sin(2 * np.pi * 0.7 * np.arange(n) * H))[:, None]
@@ -74,35 +75,53 @@ def _log(model, duration: float, seed: int = 0) -> Log:
     traj = simulate(model, n * H, H, initial=x0, controls=u)
     y = quantize(unwrap_angles(model, traj.observations), PPR)
     uu = np.vstack([traj.controls, traj.controls[-1:]]) if model.controls else np.zeros((n + 1, 0))
-    return Log(traj.t, y, uu, model.observations, model.controls, f"synthetic {model.name} (seed {seed})")
+    log = Log(traj.t, y, uu, model.observations, model.controls, f"synthetic {model.name} (seed {seed})")
+    return log, joint_coordinates(model, traj.states)[1]
 
 
-def _stream(model, log: Log, lag: float, **kwargs) -> tuple[np.ndarray, StreamEstimator]:
-    est = StreamEstimator(model, lag=lag, h=H, ppr=PPR, **kwargs)
+def _stream(model, log: Log, lag: float, **kwargs) -> tuple[np.ndarray, StreamEstimator, dict]:
+    """Wall time of each push [s], the estimator, and the estimates {"filtered"/"smoothed": {k: Estimate}}."""
+    kwargs.setdefault("h", H)
+    est = StreamEstimator(model, lag=lag, period=H, ppr=PPR, **kwargs)
     times = np.zeros(len(log.t))
+    estimates: dict = {"filtered": {}, "smoothed": {}}
     has_u = bool(log.u.shape[1])
     for i in range(len(log.t)):
         start = time.perf_counter()
-        est.push(log.t[i], log.y[i], log.u[i] if has_u else None)
+        step = est.push(log.t[i], log.y[i], log.u[i] if has_u else None)
         times[i] = time.perf_counter() - start
-    return times, est
+        for kind in estimates:
+            e = getattr(step, kind)
+            if step.updated and e is not None:
+                estimates[kind][e.k] = e
+    return times, est, estimates
 
 
 def timing(quick: bool, profile_lines: int, settings: dict) -> None:
     duration = 1.0 if quick else 5.0
     print(f"\n== 1. time per sample at 1 kHz ({duration:g} s streams, encoders {PPR} counts/rev) ==")
-    print(f"{'model':<16} {'lag [s]':>7} {'window':>6} {'mean [ms]':>10} {'p99 [ms]':>9} {'real-time x':>12}")
+    print("   rate error: RMS of the filtered / smoothed rate estimates against the true rates, per observed")
+    print("   coordinate [rad/s], after the first 0.15 s")
+    print(f"{'model':<16} {'h [ms]':>6} {'lag [s]':>7} {'window':>6} {'mean [ms]':>10} {'p99 [ms]':>9} "
+          f"{'real-time x':>12}  rate error filtered / smoothed")
     for model in (pendulum(), furuta(dry=False)):
-        log = _log(model, duration)
+        log, qd_true = _log(model, duration)
         warm = Log(log.t[:50], log.y[:50], log.u[:50], log.observations, log.controls, "warm-up")
         _stream(model, warm, 0.01)  # compiles the factor types: not timed
-        for lag in (0.05, 0.1, 0.5):
-            times, est = _stream(model, log, lag, **settings)
-            steady = times[est.m:]  # once the window is full
+        # h = 2 ms (stride 2) on the Furuta: the same 1 kHz stream, half the updates.
+        for h, lag in [(H, 0.05), (H, 0.1), (H, 0.5)] + ([(2 * H, 0.1)] if model.controls else []):
+            times, est, estimates = _stream(model, log, lag, h=h, **settings)
+            steady = times[est.m * est.stride:]  # once the window is full
             mean = steady.mean()
-            print(f"{model.name:<16} {lag:>7g} {est.m + 1:>6} {1e3 * mean:>10.3f} "
-                  f"{1e3 * np.percentile(steady, 99):>9.3f} {H / mean:>12.2f}", flush=True)
-            if model.name == "furuta-viscous" and lag == 0.1 and H / mean < 2.0 and profile_lines:
+            errors = []
+            for kind in ("filtered", "smoothed"):
+                d = [e.rates - qd_true[int(round((e.t - log.t[0]) / H))]
+                     for e in estimates[kind].values() if e.t - log.t[0] >= 0.15]
+                errors.append(np.sqrt(np.mean(np.square(d), axis=0)))
+            err = "  ".join(f"{f:.2g} / {s:.2g}" for f, s in zip(*errors))
+            print(f"{model.name:<16} {1e3 * h:>6g} {lag:>7g} {est.m + 1:>6} {1e3 * mean:>10.3f} "
+                  f"{1e3 * np.percentile(steady, 99):>9.3f} {H / mean:>12.2f}  {err}", flush=True)
+            if model.name == "furuta-viscous" and lag == 0.1 and h == H and H / mean < 2.0 and profile_lines:
                 prof = cProfile.Profile()
                 prof.enable()
                 _stream(model, Log(log.t[:500], log.y[:500], log.u[:500], log.observations, log.controls), lag,
@@ -121,7 +140,7 @@ def memory(minutes: float) -> None:
     # One simulation of the whole stream: a minute replayed with shifted angles would show a
     # pendulum swinging about a point that is not its bottom, which the dynamics cannot explain.
     t0 = time.perf_counter()
-    log = _log(model, minutes * 60)
+    log, _ = _log(model, minutes * 60)
     print(f"simulated {minutes:g} min at 1 kHz in {time.perf_counter() - t0:.0f} s "
           f"(final amplitude {np.abs(log.y[-1000:]).max():.3f} rad)", flush=True)
     est = StreamEstimator(model, lag=0.1, h=H, ppr=PPR)
@@ -173,16 +192,7 @@ def qube(quick: bool, params: str | None) -> None:
                                                                                                       VELOCITY_PRIOR_SIGMA)))
     result = solve(problem, quiet=True, max_iterations=30)
     print(f"batch: {result.iterations} LM iterations, converged {result.converged}")
-    from mbfg import quaternion as quat
-    from mbfg.graphs.stream import _Readout
-
-    readout = _Readout(est.model)
-    states = problem.states(result.values)
-    qd_b = np.zeros((problem.n, 2))
-    for k in range(problem.n):
-        R = np.stack([np.asarray(quat.to_matrix(states.e[k, i])) for i in range(est.model.nb)])
-        vel = np.concatenate([states.v[k], states.w[k]], axis=1).reshape(-1)
-        qd_b[k] = readout(R, states.r[k], vel)[1]
+    _, qd_b = joint_coordinates(est.model, problem.states(result.values))
     fd = np.gradient(log.y, log.t, axis=0)  # central finite differences of the encoder angles
     skip = 25  # the first 50 ms: the stream's start from rest
     print(f"{'rate':<8} {'estimate':<22} {'rms vs batch [rad/s]':>20} {'rms 2nd diff [rad/s]':>21}")

@@ -289,6 +289,22 @@ class _Readout:
         return q, qd
 
 
+def joint_coordinates(model: RigidModel, states: State) -> tuple[np.ndarray, np.ndarray]:
+    """Observed coordinates and their rates (n, n_obs) [rad, m; rad/s, m/s] of states with a leading axis n.
+
+    The estimator's own read-out (hinge angles wrapped to (-pi, pi]), for
+    comparing a batch solution or a simulation with the stream's estimates.
+    """
+    readout = _Readout(model)
+    n = len(states.r)
+    q, qd = np.zeros((n, len(model.observations))), np.zeros((n, len(model.observations)))
+    for k in range(n):
+        R = np.stack([np.asarray(quat.to_matrix(np.asarray(states.e[k, i]))) for i in range(model.nb)])
+        vel = np.concatenate([np.asarray(states.v[k]), np.asarray(states.w[k])], axis=1).reshape(-1)
+        q[k], qd[k] = readout(R, np.asarray(states.r[k]), vel)
+    return q, qd
+
+
 class _ISAM2Window:
     """iSAM2 over a sliding window: GTSAM's IncrementalFixedLagSmoother, with the newest state eliminated last.
 
@@ -353,6 +369,10 @@ class _ISAM2Window:
 
     def getISAM2(self) -> gtsam.ISAM2:  # noqa: N802
         return self.isam
+
+
+#: iSAM2 relinearization thresholds per kind of variable (see :class:`StreamEstimator`).
+DEFAULT_RELINEARIZE_THRESHOLD: dict[str, float] = {"pose": 0.05, "velocity": 10.0, "parameters": 0.05}
 
 
 def read_calibration(path: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
@@ -434,7 +454,16 @@ class StreamEstimator:
         relinearize_threshold, relinearize_skip: iSAM2's relinearization
             (variables whose update exceeds the threshold are relinearized, checked
             every ``relinearize_skip`` updates); a smaller threshold is closer to
-            the batch solution and costs more JAX linearizations.
+            the batch solution and costs more JAX linearizations. A float holds
+            for every variable; a mapping gives one per kind of variable:
+            ``"pose"`` (Pose3 tangent [rad, m]), ``"velocity"`` [rad/s, m/s] and
+            ``"parameters"`` (refined ones, their units); kinds left out keep the
+            default. The default relinearizes on pose changes (0.05) but hardly
+            on velocities (10): the velocity along a hinge's constrained axes of
+            a body with small inertia (the Furuta pendulum's spin about its long
+            axis) swings by rad/s from update to update without changing the
+            estimate, and a velocity threshold of 0.2 made the Furuta stream
+            relinearize ~20 factors per sample (``benchmarks/stream.py``).
         wildfire_threshold: iSAM2's back-substitution stops where the solution
             changes by less than this [tangent units]; 0 (default) updates the
             whole window, so the smoothed state is the solution's, not a stale one.
@@ -467,7 +496,7 @@ class StreamEstimator:
         covariance: bool = False,
         jump: float | None = None,
         resync: int = 5,
-        relinearize_threshold: float = 0.2,
+        relinearize_threshold: float | Mapping[str, float] | None = None,
         relinearize_skip: int = 5,
         wildfire_threshold: float = 0.0,
         max_iterations: int = 5,
@@ -555,7 +584,7 @@ class StreamEstimator:
         self._readout = _Readout(model)
         if smoother in ("incremental", "gtsam-incremental"):
             params = gtsam.ISAM2Params()
-            params.setRelinearizeThreshold(float(relinearize_threshold))
+            params.setRelinearizeThreshold(self._threshold_map(relinearize_threshold, len(refine)))
             params.relinearizeSkip = int(relinearize_skip)
             # QR: the impulse rows (sigma_p ~ 1e-3 sigma_y) make the normal equations too stiff for Cholesky.
             params.setFactorization("QR")
@@ -590,6 +619,25 @@ class StreamEstimator:
         self._refined: dict[str, float] | None = None
 
     # ------------------------------------------------------------------ construction helpers
+    def _threshold_map(self, threshold: float | Mapping[str, float] | None, n_refined: int) -> gtsam.ISAM2ThresholdMap:
+        """iSAM2's per-symbol relinearization thresholds (one entry per key letter the window uses)."""
+        per_kind = dict(DEFAULT_RELINEARIZE_THRESHOLD)
+        if isinstance(threshold, Mapping):
+            unknown = set(threshold) - set(per_kind)
+            if unknown:
+                raise ModelError(f"stream: relinearize_threshold has unknown kind(s) {sorted(unknown)}; "
+                                 f"expected some of {sorted(per_kind)}")
+            per_kind.update(threshold)
+        elif threshold is not None:
+            per_kind = dict.fromkeys(per_kind, threshold)
+        for kind, value in per_kind.items():
+            _positive(f"stream relinearize_threshold[{kind!r}]", value)
+        dims = {"x": ("pose", 6), "v": ("velocity", 6 * self.model.nb), "p": ("parameters", max(n_refined, 1))}
+        out = gtsam.ISAM2ThresholdMap()
+        for letter, (kind, dim) in dims.items():
+            out.insert((letter, np.full(dim, float(per_kind[kind]))))
+        return out
+
     @classmethod
     def from_calibration(cls, model: RigidModel, calibration: str | os.PathLike[str] | Mapping[str, Any],
                          **kwargs: Any) -> StreamEstimator:

@@ -25,7 +25,7 @@ import pytest
 from mbfg import keys
 from mbfg.cli import main
 from mbfg.graphs.joint import build_joint_problem, solve
-from mbfg.graphs.stream import VELOCITY_PRIOR_SIGMA, StreamEstimator, StreamWarning, _Readout
+from mbfg.graphs.stream import VELOCITY_PRIOR_SIGMA, StreamEstimator, StreamWarning, joint_coordinates
 from mbfg.logs import Log, quantize
 from mbfg.models import pendulum
 from mbfg.spook import simulate, unwrap_angles
@@ -47,22 +47,8 @@ def truth(model):
     traj = simulate(model, DURATION, H, initial=model.initial_state({"theta": 2.0}, {"theta": 1.0}))
     y = quantize(unwrap_angles(model, traj.observations), PPR)
     log = Log(traj.t, y, np.zeros((len(traj.t), 0)), model.observations, model.controls, "synthetic pendulum")
-    q, qd = _coordinates(model, traj.states)
+    q, qd = joint_coordinates(model, traj.states)
     return traj, log, q, qd
-
-
-def _coordinates(model, states) -> tuple[np.ndarray, np.ndarray]:
-    """Hinge angle and rate of every state (leading axis n) through the estimator's own read-out."""
-    from mbfg import quaternion as quat
-
-    readout = _Readout(model)
-    n = len(states.r)
-    q, qd = np.zeros((n, len(model.observations))), np.zeros((n, len(model.observations)))
-    for k in range(n):
-        R = np.stack([np.asarray(quat.to_matrix(np.asarray(states.e[k, i]))) for i in range(model.nb)])
-        vel = np.concatenate([np.asarray(states.v[k]), np.asarray(states.w[k])], axis=1).reshape(-1)
-        q[k], qd[k] = readout(R, np.asarray(states.r[k]), vel)
-    return q, qd
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +68,7 @@ def batch(model, truth, replay):
     problem.graph.push_back(gtsam.PriorFactorVector(
         keys.V(0), v0, gtsam.noiseModel.Isotropic.Sigma(len(v0), VELOCITY_PRIOR_SIGMA)))
     result = solve(problem, quiet=True, max_iterations=30)
-    q, qd = _coordinates(model, problem.states(result.values))
+    q, qd = joint_coordinates(model, problem.states(result.values))
     q = q_true + np.arctan2(np.sin(q - q_true), np.cos(q - q_true))  # the same turn as the truth
     return q, qd
 
@@ -254,7 +240,9 @@ def test_bad_settings_name_the_setting(model) -> None:
 
     for kwargs, word in (({"lag": -1, "h": H}, "lag"), ({"h": 1.5e-3, "period": H}, "multiple"),
                          ({"h": H, "counts": True}, "ppr"), ({"h": H, "ppr": PPR, "counter_modulus": 100}, "counts"),
-                         ({"h": H, "smoother": "magic"}, "smoother"), ({"h": H, "refine": ["nope"]}, "nope")):
+                         ({"h": H, "smoother": "magic"}, "smoother"), ({"h": H, "refine": ["nope"]}, "nope"),
+                         ({"h": H, "relinearize_threshold": {"poses": 0.1}}, "poses"),
+                         ({"h": H, "relinearize_threshold": {"velocity": -1}}, "velocity")):
         with pytest.raises(ModelError, match=word):
             StreamEstimator(model, **kwargs)
 
