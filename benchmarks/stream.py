@@ -12,7 +12,13 @@ Sections (each can be picked with --only):
 2. ``memory``: a long stream (10 min of 1 kHz samples; ``--minutes``) replayed
    as fast as possible, the pendulum at lag 0.1 s, resident memory (RSS) at
    1, 5 and 10 min of stream time (and at every minute in between).
-3. ``qube``: the real QUBE-Servo episode (../shared/data/qube_servo, 500 Hz,
+3. ``factors``: the cost of one factor evaluation, the Furuta impulse and
+   observation factors of the stream: wall time of the residual and of the
+   residual with its Jacobian (mean of 500 calls, inputs already on the
+   device), of 10 at once vmapped, the number of primitive operations of the
+   residual's jaxpr (the most frequent kinds) and of fused kernels XLA:CPU
+   compiles the residual into.
+4. ``qube``: the real QUBE-Servo episode (../shared/data/qube_servo, 500 Hz,
    furuta-viscous model), states estimated by the stream and by the batch
    graph (mbfg.graphs.joint) with the same fixed parameters; the arm and
    pendulum rates of the smoothed stream and of finite differences of the
@@ -159,6 +165,57 @@ def memory(minutes: float) -> None:
     print(f"status: {est.status.summary()}")
 
 
+def factor_cost() -> None:
+    import collections
+
+    import jax
+
+    from mbfg.factors._rigid import example_step, fixed_values, state_values, variables_for
+    from mbfg.factors.impulse import impulse_type
+    from mbfg.factors.observation import observation_type
+
+    print("\n== 3. one factor evaluation (furuta-viscous, the stream's factor types) ==")
+    model = furuta(dry=False)
+    variables = variables_for(model, ())
+    x0, x1, u = example_step(np.random.default_rng(0), model)
+    fixed = fixed_values(model)
+    y = np.asarray(model.observe(x1, model.parameters.numpy_values()))
+    cases = (("impulse", impulse_type(variables), (*state_values(model, x0), *state_values(model, x1)),
+              (fixed, u, H)),
+             ("observation", observation_type(variables), tuple(state_values(model, x1)),
+              (fixed, y, np.ones_like(y))))
+    print(f"{'factor':<12} {'residual [ms]':>13} {'+ Jacobian [ms]':>15} {'vmapped x10, each [ms]':>22} "
+          f"{'jaxpr ops':>9} {'fused kernels':>13}  most frequent ops")
+    for name, ft, xs, cs in cases:
+        xs = tuple(jax.device_put(np.asarray(x)) for x in xs)
+        cs = jax.device_put(cs)
+        times = []
+        for fn, args in ((ft._error_fn, (xs, cs)), (ft._linearize_fn, (xs, cs)),
+                         (ft._vmapped((None,) * len(cs))[1],
+                          (tuple(jax.numpy.stack([x] * 10) for x in xs), cs))):
+            jax.block_until_ready(fn(*args))
+            start = time.perf_counter()
+            for _ in range(500):
+                jax.block_until_ready(fn(*args))
+            times.append((time.perf_counter() - start) / 500)
+        times[2] /= 10
+        counts: collections.Counter = collections.Counter()
+
+        def count(jaxpr) -> None:
+            for eqn in jaxpr.eqns:
+                counts[eqn.primitive.name] += 1
+                for value in eqn.params.values():  # nested jaxprs (pjit, custom_jvp, ...)
+                    inner = getattr(value, "jaxpr", None)
+                    if inner is not None:
+                        count(getattr(inner, "jaxpr", inner))
+
+        count(jax.make_jaxpr(lambda xs, cs: ft.residual(*xs, *cs))(xs, cs).jaxpr)
+        kernels = ft._error_fn.lower(xs, cs).compile().as_text().count(" fusion(")
+        top = ", ".join(f"{k} {v}" for k, v in counts.most_common(4))
+        print(f"{name:<12} {1e3 * times[0]:>13.3f} {1e3 * times[1]:>15.3f} {1e3 * times[2]:>22.3f} "
+              f"{sum(counts.values()):>9} {kernels:>13}  {top}")
+
+
 def qube(quick: bool, params: str | None) -> None:
     from mbfg import keys
     from mbfg.datasets.rigs import load_qube
@@ -168,7 +225,7 @@ def qube(quick: bool, params: str | None) -> None:
 
     files = sorted(QUBE_DIR.glob("qube_*.csv"))
     if not files:
-        print(f"\n== 3. QUBE-Servo: no data in {QUBE_DIR}; skipped ==")
+        print(f"\n== 4. QUBE-Servo: no data in {QUBE_DIR}; skipped ==")
         return
     seconds = 4.0 if quick else 10.0
     full = load_qube(files[-1])
@@ -181,7 +238,7 @@ def qube(quick: bool, params: str | None) -> None:
     else:
         est = StreamEstimator(model, lag=0.1, h=0.002, ppr=PPR)
         where = "the furuta-viscous model's default parameters (not calibrated)"
-    print(f"\n== 3. QUBE-Servo {Path(log.source).name}, first {seconds:g} s at 500 Hz, {where}, lag 0.1 s ==")
+    print(f"\n== 4. QUBE-Servo {Path(log.source).name}, first {seconds:g} s at 500 Hz, {where}, lag 0.1 s ==")
     start = time.perf_counter()
     rep = est.replay(log)
     wall = time.perf_counter() - start
@@ -209,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="short logs, a 1-minute memory run, 4 s of QUBE data")
     parser.add_argument("--minutes", type=float, default=None, help="length of the memory run [min] (default 10, "
                         "--quick 1)")
-    parser.add_argument("--only", choices=("timing", "memory", "qube"), action="append",
+    parser.add_argument("--only", choices=("timing", "memory", "factors", "qube"), action="append",
                         help="run only these sections (repeatable)")
     parser.add_argument("--qube-params", default=None, metavar="CALIB.json",
                         help="parameters for the QUBE section (the JSON of 'mbfg calibrate')")
@@ -217,13 +274,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="iSAM2 relinearization threshold of the timed streams (default: the estimator's)")
     parser.add_argument("--profile-lines", type=int, default=15, help="cProfile lines to print (0: no profile)")
     args = parser.parse_args(argv)
-    sections = args.only or ["timing", "memory", "qube"]
+    sections = args.only or ["timing", "memory", "factors", "qube"]
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     if "timing" in sections:
         settings = {} if args.relinearize_threshold is None else {"relinearize_threshold": args.relinearize_threshold}
         timing(args.quick, args.profile_lines, settings)
     if "memory" in sections:
         memory(args.minutes if args.minutes is not None else (1.0 if args.quick else 10.0))
+    if "factors" in sections:
+        factor_cost()
     if "qube" in sections:
         qube(args.quick, args.qube_params)
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
