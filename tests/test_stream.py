@@ -214,7 +214,7 @@ def test_furuta_smoothed_error_against_the_true_states_is_smaller_than_the_filte
                           _rms_per_channel(qd_b[skip:] - qd_true[skip:]))
     print("\nFuruta, rms error against the true states (theta, alpha [rad]; their rates [rad/s]):")
     for (weight, name), (eq, eqd) in rows.items():
-        print(f"  w = {weight:g} {name:<9} {np.array2string(eq, precision=3)}  {np.array2string(eqd, precision=3)}")
+        print(f"  w = {weight:g} {name:<9} " + "  ".join(f"{v:.3g}" for v in (*eq, *eqd)))
     for part in (0, 1):  # angle, rate
         assert rows[1e6, "smoothed"][part][0] < rows[1e6, "filtered"][part][0]  # theta at w = 1e6
         assert rows[1e10, "smoothed"][part][1] < rows[1e10, "filtered"][part][1]  # alpha at w = 1e10
