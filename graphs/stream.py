@@ -463,7 +463,8 @@ class StreamEstimator:
             a body with small inertia (the Furuta pendulum's spin about its long
             axis) swings by rad/s from update to update without changing the
             estimate, and a velocity threshold of 0.2 made the Furuta stream
-            relinearize ~20 factors per sample (``benchmarks/stream.py``). With a
+            relinearize ~20 factors per sample (the profile of
+            ``benchmarks/stream.py --only timing --relinearize-threshold 0.2``). With a
             high ``weight`` (dynamics trusted) that mode is held, linearization
             errors dominate, and a small threshold pays: the Furuta test in
             ``tests/test_stream.py`` uses 0.01 for every kind with

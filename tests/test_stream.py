@@ -63,14 +63,23 @@ def batch(model, truth, replay):
     """The batch solution of the same graph: mbfg.graphs.joint with the stream's sigmas and velocity prior."""
     _, log, q_true, _ = truth
     est, _ = replay
-    problem = build_joint_problem(model, log, free=(), sigmas=(float(est.sigma_observation[0]), est.sigma_impulse))
+    q, qd = _batch_coordinates(est, log)
+    return _unwrapped_like(q, q_true), qd  # the same turn as the truth
+
+
+def _batch_coordinates(est: StreamEstimator, log: Log) -> tuple[np.ndarray, np.ndarray]:
+    """Coordinates and rates of the batch solution of the stream's graph (its sigmas and velocity prior)."""
+    problem = build_joint_problem(est.model, log, free=(),
+                                  sigmas=(float(est.sigma_observation[0]), est.sigma_impulse))
     v0 = np.asarray(problem.initial.atVector(keys.V(0)))
     problem.graph.push_back(gtsam.PriorFactorVector(
         keys.V(0), v0, gtsam.noiseModel.Isotropic.Sigma(len(v0), VELOCITY_PRIOR_SIGMA)))
     result = solve(problem, quiet=True, max_iterations=30)
-    q, qd = joint_coordinates(model, problem.states(result.values))
-    q = q_true + np.arctan2(np.sin(q - q_true), np.cos(q - q_true))  # the same turn as the truth
-    return q, qd
+    return joint_coordinates(est.model, problem.states(result.values))
+
+
+def _unwrapped_like(q: np.ndarray, q_ref: np.ndarray) -> np.ndarray:
+    return q_ref + np.arctan2(np.sin(q - q_ref), np.cos(q - q_ref))
 
 
 def _rms(x: np.ndarray) -> float:
@@ -154,21 +163,12 @@ def furuta_runs(furuta_truth):
         runs[weight] = ((rep.filtered_q, rep.filtered_qdot), (rep.smoothed_q, rep.smoothed_qdot))
         if weight == 1e6:
             runs["m"], runs["sigma"] = est.m, float(est.sigma_observation[0])
-            problem = build_joint_problem(model, log, free=(), sigmas=(runs["sigma"], est.sigma_impulse))
-            v0 = np.asarray(problem.initial.atVector(keys.V(0)))
-            problem.graph.push_back(gtsam.PriorFactorVector(
-                keys.V(0), v0, gtsam.noiseModel.Isotropic.Sigma(len(v0), VELOCITY_PRIOR_SIGMA)))
-            result = solve(problem, quiet=True, max_iterations=30)
-            runs["batch"] = joint_coordinates(model, problem.states(result.values))
+            runs["batch"] = _batch_coordinates(est, log)
     return runs
 
 
 def _rms_per_channel(x: np.ndarray) -> np.ndarray:
     return np.sqrt(np.mean(np.square(x), axis=0))
-
-
-def _unwrapped_like(q: np.ndarray, q_ref: np.ndarray) -> np.ndarray:
-    return q_ref + np.arctan2(np.sin(q - q_ref), np.cos(q - q_ref))
 
 
 def test_furuta_smoothed_estimate_matches_the_batch_solution_of_the_same_graph(furuta_truth, furuta_runs) -> None:
