@@ -8,7 +8,9 @@ in mbfg touches GTSAM's callback signature.
 
 Jacobians follow GTSAM's tangent convention: the block of variable i is
 ``d r(retract(x_i, xi)) / d xi`` at ``xi = 0``; for ``Rot3`` that is the right
-perturbation ``R * Exp(xi)``, for ``Pose3`` the tangent is ``[omega, v]``.
+perturbation ``R * Exp(xi)``, for ``Pose3`` the tangent is ``[omega, v]``. JAX
+differentiates along :meth:`VarKind.tangent_line`, a curve with the retraction's
+velocity at ``xi = 0`` (hence the same Jacobian) that avoids Rodrigues' formula.
 """
 
 from __future__ import annotations
@@ -52,6 +54,14 @@ class VarKind(enum.Enum):
         if self is VarKind.ROT3:
             return lie.rot3_retract(x, xi)
         return lie.pose3_retract(x, xi)
+
+    def tangent_line(self, x: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
+        """A curve through x with the velocity of :meth:`retract` at ``xi = 0``: the same Jacobian, fewer operations."""
+        if self is VarKind.VECTOR:
+            return x + xi
+        if self is VarKind.ROT3:
+            return lie.rot3_tangent_line(x, xi)
+        return lie.pose3_tangent_line(x, xi)
 
 
 VECTOR, ROT3, POSE3 = VarKind.VECTOR, VarKind.ROT3, VarKind.POSE3
@@ -121,7 +131,7 @@ class FactorType:
 
         def linearize(xs: tuple, cs: tuple) -> jnp.ndarray:
             def lifted(*xis: jnp.ndarray) -> jnp.ndarray:
-                return residual(*(k.retract(x, xi) for k, x, xi in zip(kinds, xs, xis)), *cs)
+                return residual(*(k.tangent_line(x, xi) for k, x, xi in zip(kinds, xs, xis)), *cs)
 
             zeros = tuple(jnp.zeros(k.tangent_dim(x)) for k, x in zip(kinds, xs))
             r = residual(*xs, *cs)

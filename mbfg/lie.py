@@ -56,6 +56,23 @@ def rot3_retract(R: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
     return R @ so3_exp(xi)
 
 
+def rot3_tangent_line(R: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
+    """``R (I + [xi]x)``: the line through R with the velocity of ``R * Exp(xi)`` at ``xi = 0``.
+
+    Not a rotation for ``xi != 0``; only for Jacobians at ``xi = 0``, where any curve
+    through R with that velocity gives the same derivative, and this one costs a
+    matrix product instead of Rodrigues' formula and its small-angle branches.
+    """
+    return R + R @ hat(xi)
+
+
+def pose3_tangent_line(T: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
+    """``(R (I + [omega]x), t + R v)``: the tangent line of :func:`pose3_retract` at ``xi = 0`` (Jacobians only)."""
+    R = T[:3, :3]
+    top = jnp.concatenate([rot3_tangent_line(R, xi[:3]), (T[:3, 3] + R @ xi[3:])[:, None]], axis=1)
+    return jnp.concatenate([top, T[3:]], axis=0)
+
+
 def pose3_retract(T: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
     """First-order GTSAM ``Pose3.retract`` with tangent ``xi = [omega, v]``.
 
