@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Union
 
 import numpy as np
@@ -356,6 +356,22 @@ class RigidModel:
         """A copy with some parameters changed (see :meth:`ParameterSet.updated`)."""
         return RigidModel(
             self.name, self.bodies, self.joints, self.contacts, parameters=self.parameters.updated(changes),
+            applied=self.applied, tilt=self.tilt, observations=self.observations, description=self.description,
+        )
+
+    @property
+    def has_dry_friction(self) -> bool:
+        """Some hinge has dry friction (its rows are complementarity rows: the residuals are piecewise smooth)."""
+        return any(j.dry is not None for j in self.hinges)
+
+    def without_dry_friction(self) -> RigidModel:
+        """A copy whose hinges have no dry (or Stribeck) friction: every hinge row an equality row.
+
+        Same bodies, parameters and observations; named ``NAME-smooth``. Contacts are kept.
+        """
+        joints = [replace(j, dry=None, stribeck=None) if isinstance(j, Hinge) else j for j in self.joints]
+        return RigidModel(
+            f"{self.name}-smooth", self.bodies, joints, self.contacts, parameters=self.parameters,
             applied=self.applied, tilt=self.tilt, observations=self.observations, description=self.description,
         )
 
