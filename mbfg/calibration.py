@@ -50,6 +50,12 @@ class ParameterEstimate:
         """False when the data cannot tell the value from zero: std > |value| (seed 001 section 4.6)."""
         return bool(np.isfinite(self.std) and self.std <= abs(self.value))
 
+    @property
+    def at_bound(self) -> bool:
+        """The value sits on its lower or upper bound: a constrained optimum, where the linearized
+        std (which assumes the minimum is interior) does not describe the uncertainty."""
+        return bool(self.value <= self.lower or self.value >= self.upper)
+
 
 @dataclass
 class CalibrationResult:
@@ -98,12 +104,17 @@ class CalibrationResult:
         """Names of the parameters whose standard deviation exceeds their value."""
         return [p.name for p in self.parameters if not p.excited]
 
+    @property
+    def at_bound(self) -> list[str]:
+        """Names of the parameters that ended on a bound of their box (their std is not meaningful)."""
+        return [p.name for p in self.parameters if p.at_bound]
+
     def to_dataframe(self):
-        """pandas DataFrame indexed by parameter: value, std, unit, lower, upper, excited."""
+        """pandas DataFrame indexed by parameter: value, std, unit, lower, upper, excited, at_bound."""
         import pandas as pd
 
         rows = [dict(name=p.name, value=p.value, std=p.std, unit=p.unit, lower=p.lower, upper=p.upper,
-                     excited=p.excited) for p in self.parameters]
+                     excited=p.excited, at_bound=p.at_bound) for p in self.parameters]
         return pd.DataFrame(rows).set_index("name")
 
     def to_dict(self) -> dict[str, Any]:
@@ -117,7 +128,7 @@ class CalibrationResult:
                 entry["std"].append(p.std)
             else:
                 params[p.name] = {"value": p.value, "std": p.std, "unit": p.unit, "lower": _finite(p.lower),
-                                  "upper": _finite(p.upper), "excited": p.excited}
+                                  "upper": _finite(p.upper), "excited": p.excited, "at_bound": p.at_bound}
         return {
             "model": self.model.name,
             "parameters": params,
@@ -134,6 +145,7 @@ class CalibrationResult:
             "sigma_impulse": self.sigma_impulse,
             "singular_values": [float(s) for s in self.singular_values],
             "not_excited": self.not_excited,
+            "at_bound": self.at_bound,
         }
 
     def to_json(self, **kwargs: Any) -> str:
@@ -145,6 +157,7 @@ class CalibrationResult:
         for p in self.parameters:
             bounds = f"[{p.lower:.3g}, {p.upper:.3g}]"
             flag = "" if p.excited else "  not excited (std > |value|)"
+            flag += "  at its bound (std not meaningful)" if p.at_bound else ""
             lines.append(f"{p.name:<12} {p.value:>13.6g} {p.std:>11.3g} {p.unit:<12} {bounds:<24}{flag}")
         lines.append(
             f"cost {self.cost:.4g} per step (observation {self.cost_observation:.4g}, impulse {self.cost_impulse:.4g}); "

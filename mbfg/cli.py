@@ -192,11 +192,13 @@ dynamics more than the readings.
 
 Output on stdout: a table of the estimates (value, linearized standard
 deviation, unit, bounds; 'not excited' where std > |value|, the data cannot
-tell the value from zero) and the cost per time-step; with --json instead one
-JSON object: {"model", "parameters": {NAME: {"value", "std", "unit", "lower",
-"upper", "excited"}}, "cost", "cost_observation", "cost_impulse",
-"iterations", "converged", "wall_s", "h", "weight", "sigma_observation",
-"sigma_impulse", "singular_values", "not_excited", "log", "params"} (a free
+tell the value from zero; 'at its bound' where the value ended on a bound,
+where the linearized std means nothing) and the cost per time-step; with --json
+instead one JSON object: {"model", "parameters": {NAME: {"value", "std", "unit",
+"lower", "upper", "excited", "at_bound"}}, "cost", "cost_observation",
+"cost_impulse", "iterations", "start_iterations", "converged", "wall_s", "h",
+"weight", "sigma_observation", "sigma_impulse", "singular_values",
+"not_excited", "at_bound", "log", "params"} (a free
 tilt is one entry whose value and std are rotation vectors [rad]; a std that
 cannot be computed is null). --out FILE also writes that JSON object to FILE: feed it
 back with --params FILE, or to 'mbfg crossval'.

@@ -80,7 +80,8 @@ def bounded_levenberg_marquardt(
         graph, values: the problem and the initial guess (inside the bounds).
         bounds: key -> (lower (n,), upper (n,)) for Vector variables; +-inf where unbounded.
         max_iterations: linearizations at most.
-        relative_tol: stop when an accepted step lowers the cost by less than this fraction.
+        relative_tol: stop when an accepted step taken with ``lam <= lambda_initial`` lowers the
+            cost by less than this fraction.
         absolute_tol: stop when the cost is below this.
         lambda_initial, lambda_max: LM damping start and give-up value.
         quiet: no progress lines (iteration, cost, lambda, time) on stderr.
@@ -134,6 +135,8 @@ def bounded_levenberg_marquardt(
         decrease = cost - new_cost
         predicted = linear_cost - linear.error(delta)
         rho = decrease / predicted if predicted > 0 else 0.0
+        # A small decrease of a heavily damped step (just after lambda grew) says nothing about convergence.
+        undamped = lam <= lambda_initial
         values, cost = new_values, new_cost
         lam = max(lam / 10.0, 1e-12)
         row = dict(iteration=iteration, cost=cost, lam=lam, rho=rho, wall_s=time.perf_counter() - start,
@@ -142,7 +145,7 @@ def bounded_levenberg_marquardt(
         progress.update(iteration, cost=cost, lam=lam, rho=rho)
         if on_iteration is not None:
             on_iteration(row, values)
-        if decrease <= relative_tol * (cost + decrease) or cost <= absolute_tol:
+        if (undamped and decrease <= relative_tol * (cost + decrease)) or cost <= absolute_tol:
             message, converged = "relative decrease below tolerance", True
             break
     return LMResult(values, len(history) - 1, converged, history, message)
