@@ -17,7 +17,7 @@ Sections (each can be picked with --only):
    residual with its Jacobian (mean of 500 calls, inputs already on the
    device), of 10 at once vmapped, the number of primitive operations of the
    residual's jaxpr (the most frequent kinds) and of fused kernels XLA:CPU
-   compiles the residual into.
+   compiles the residual / the residual with its Jacobian into.
 4. ``qube``: the real QUBE-Servo episode (../shared/data/qube_servo, 500 Hz,
    furuta-viscous model), states estimated by the stream and by the batch
    graph (mbfg.graphs.joint) with the same fixed parameters; the arm and
@@ -185,7 +185,7 @@ def factor_cost() -> None:
              ("observation", observation_type(variables), tuple(state_values(model, x1)),
               (fixed, y, np.ones_like(y))))
     print(f"{'factor':<12} {'residual [ms]':>13} {'+ Jacobian [ms]':>15} {'vmapped x10, each [ms]':>22} "
-          f"{'jaxpr ops':>9} {'fused kernels':>13}  most frequent ops")
+          f"{'jaxpr ops':>9} {'fused kernels':>15}  most frequent ops")
     for name, ft, xs, cs in cases:
         xs = tuple(jax.device_put(np.asarray(x)) for x in xs)
         cs = jax.device_put(cs)
@@ -210,10 +210,10 @@ def factor_cost() -> None:
                         count(getattr(inner, "jaxpr", inner))
 
         count(jax.make_jaxpr(lambda xs, cs: ft.residual(*xs, *cs))(xs, cs).jaxpr)
-        kernels = ft._error_fn.lower(xs, cs).compile().as_text().count(" fusion(")
+        kernels = [fn.lower(xs, cs).compile().as_text().count(" fusion(") for fn in (ft._error_fn, ft._linearize_fn)]
         top = ", ".join(f"{k} {v}" for k, v in counts.most_common(4))
         print(f"{name:<12} {1e3 * times[0]:>13.3f} {1e3 * times[1]:>15.3f} {1e3 * times[2]:>22.3f} "
-              f"{sum(counts.values()):>9} {kernels:>13}  {top}")
+              f"{sum(counts.values()):>9} {kernels[0]:>6} / {kernels[1]:<6}  {top}")
 
 
 def qube(quick: bool, params: str | None) -> None:
