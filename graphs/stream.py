@@ -63,6 +63,7 @@ import numpy as np
 
 from mbfg import keys
 from mbfg import quaternion as quat
+from mbfg._jax import jax
 from mbfg.adapter import noise_model
 from mbfg.errors import DataError, ModelError
 from mbfg.factors._rigid import fixed_values, state_values, variables_for
@@ -298,10 +299,11 @@ def joint_coordinates(model: RigidModel, states: State) -> tuple[np.ndarray, np.
     readout = _Readout(model)
     n = len(states.r)
     q, qd = np.zeros((n, len(model.observations))), np.zeros((n, len(model.observations)))
+    # One vmapped call: a JAX call per state and body costs more than the read-out itself.
+    R_world_body = np.asarray(jax.vmap(quat.to_matrix)(np.asarray(states.e).reshape(-1, 4))).reshape(n, -1, 3, 3)
+    vel = np.concatenate([np.asarray(states.v), np.asarray(states.w)], axis=2).reshape(n, -1)
     for k in range(n):
-        R = np.stack([np.asarray(quat.to_matrix(np.asarray(states.e[k, i]))) for i in range(model.nb)])
-        vel = np.concatenate([np.asarray(states.v[k]), np.asarray(states.w[k])], axis=1).reshape(-1)
-        q[k], qd[k] = readout(R, np.asarray(states.r[k]), vel)
+        q[k], qd[k] = readout(R_world_body[k], np.asarray(states.r[k]), vel[k])
     return q, qd
 
 

@@ -47,16 +47,9 @@ class VarKind(enum.Enum):
             return int(np.shape(x)[0])
         return 3 if self is VarKind.ROT3 else 6
 
-    def retract(self, x: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
-        """JAX retraction in GTSAM's convention (see module docstring)."""
-        if self is VarKind.VECTOR:
-            return x + xi
-        if self is VarKind.ROT3:
-            return lie.rot3_retract(x, xi)
-        return lie.pose3_retract(x, xi)
-
     def tangent_line(self, x: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
-        """A curve through x with the velocity of :meth:`retract` at ``xi = 0``: the same Jacobian, fewer operations."""
+        """A curve through x with the velocity of GTSAM's retraction at ``xi = 0`` (``lie.rot3_retract``,
+        ``lie.pose3_retract``): the same Jacobian, fewer operations."""
         if self is VarKind.VECTOR:
             return x + xi
         if self is VarKind.ROT3:

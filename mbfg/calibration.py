@@ -92,7 +92,11 @@ class CalibrationResult:
     history: list[dict[str, float]] = field(default_factory=list)
     problem: Any = field(default=None, repr=False)
     solution: Any = field(default=None, repr=False)
-    start_iterations: int = 0
+
+    @property
+    def start_iterations(self) -> int:
+        start = getattr(self.problem, "smooth_start", None)
+        return start.iterations if start is not None else 0
 
     @property
     def values(self) -> dict[str, float]:
@@ -271,7 +275,6 @@ def calibrate(
         identified, estimates, cov, sv, float((obs_sq + imp_sq + costs["prior"].sum()) / n), float(obs_sq / n),
         float(imp_sq / n), costs["observation"] + costs["impulse"], sigma_y, sigma_p, lm.iterations, lm.converged,
         wall, problem.h, weight, lm.history, problem, values,
-        problem.smooth_start.iterations if problem.smooth_start is not None else 0,
     )
 
 
