@@ -4,8 +4,10 @@ Sections (each can be picked with --only):
 
 1. ``timing``: the viscous pendulum and the viscous Furuta pendulum, synthetic
    logs at 1 kHz (encoders of 2048 counts per revolution; the Furuta driven by
-   a square-wave voltage), lags 0.05, 0.1, 0.5 s: mean and 99th-percentile wall
-   time per sample and the real-time factor (stream seconds per wall second),
+   a square-wave voltage), lags 0.05, 0.1, 0.5 s, and the Furuta pendulum at
+   lag 0.1 s with 5, 10, 20 samples per smoother update and with h = 2 ms: mean
+   and 99th-percentile wall time per sample and the real-time factor (stream
+   seconds per wall second),
    after a warm-up stream that compiles every factor type (no figure includes
    JAX compilation). Where the Furuta pendulum at 0.1 s lag is below 2x real
    time, a cProfile of its run says where the time goes.
@@ -96,10 +98,8 @@ def _stream(model, log: Log, lag: float, **kwargs) -> tuple[np.ndarray, StreamEs
         start = time.perf_counter()
         step = est.push(log.t[i], log.y[i], log.u[i] if has_u else None)
         times[i] = time.perf_counter() - start
-        for kind in estimates:
-            e = getattr(step, kind)
-            if step.updated and e is not None:
-                estimates[kind][e.k] = e
+        estimates["filtered"].update((e.k, e) for e in step.added)
+        estimates["smoothed"].update((e.k, e) for e in step.smoothed_added)
     return times, est, estimates
 
 
@@ -108,15 +108,22 @@ def timing(quick: bool, profile_lines: int, settings: dict) -> None:
     print(f"\n== 1. time per sample at 1 kHz ({duration:g} s streams, encoders {PPR} counts/rev) ==")
     print("   rate error: RMS of the filtered / smoothed rate estimates against the true rates, per observed")
     print("   coordinate [rad/s], after the first 0.15 s")
-    print(f"{'model':<16} {'h [ms]':>6} {'lag [s]':>7} {'window':>6} {'mean [ms]':>10} {'p99 [ms]':>9} "
-          f"{'real-time x':>12}  rate error filtered / smoothed")
+    print("   update every N: one smoother update per N state-time samples (StreamEstimator(update_every=N));")
+    print("   p99 is then the time of an update, the latency the batching adds")
+    print(f"{'model':<16} {'h [ms]':>6} {'lag [s]':>7} {'update every':>12} {'window':>6} {'mean [ms]':>10} "
+          f"{'p99 [ms]':>9} {'real-time x':>12}  rate error filtered / smoothed")
     for model in (pendulum(), furuta(dry=False)):
         log, qd_true = _log(model, duration)
-        warm = Log(log.t[:50], log.y[:50], log.u[:50], log.observations, log.controls, "warm-up")
-        _stream(model, warm, 0.01)  # compiles the factor types: not timed
-        # h = 2 ms (stride 2) on the Furuta: the same 1 kHz stream, half the updates.
-        for h, lag in [(H, 0.05), (H, 0.1), (H, 0.5)] + ([(2 * H, 0.1)] if model.controls else []):
-            times, est, estimates = _stream(model, log, lag, h=h, **settings)
+        warm = Log(log.t[:80], log.y[:80], log.u[:80], log.observations, log.controls, "warm-up")
+        cases = [(H, 0.05, 1), (H, 0.1, 1), (H, 0.5, 1)]
+        if model.controls:
+            # The Furuta pendulum at lag 0.1 s: several samples per update, and h = 2 ms (stride 2), the
+            # same 1 kHz stream with half the states.
+            cases += [(H, 0.1, 5), (H, 0.1, 10), (H, 0.1, 20), (2 * H, 0.1, 1)]
+        for n in sorted({n for _, _, n in cases}):
+            _stream(model, warm, 0.01, update_every=n)  # compiles the factor types (vmapped over n): not timed
+        for h, lag, n in cases:
+            times, est, estimates = _stream(model, log, lag, h=h, update_every=n, **settings)
             steady = times[est.m * est.stride:]  # once the window is full
             mean = steady.mean()
             errors = []
@@ -125,9 +132,10 @@ def timing(quick: bool, profile_lines: int, settings: dict) -> None:
                      for e in estimates[kind].values() if e.t - log.t[0] >= 0.15]
                 errors.append(np.sqrt(np.mean(np.square(d), axis=0)))
             err = "  ".join(f"{f:.2g} / {s:.2g}" for f, s in zip(*errors))
-            print(f"{model.name:<16} {1e3 * h:>6g} {lag:>7g} {est.m + 1:>6} {1e3 * mean:>10.3f} "
+            print(f"{model.name:<16} {1e3 * h:>6g} {lag:>7g} {n:>12} {est.m + 1:>6} {1e3 * mean:>10.3f} "
                   f"{1e3 * np.percentile(steady, 99):>9.3f} {H / mean:>12.2f}  {err}", flush=True)
-            if model.name == "furuta-viscous" and lag == 0.1 and h == H and H / mean < 2.0 and profile_lines:
+            if model.name == "furuta-viscous" and lag == 0.1 and h == H and n == 1 and H / mean < 2.0 \
+                    and profile_lines:
                 prof = cProfile.Profile()
                 prof.enable()
                 _stream(model, Log(log.t[:500], log.y[:500], log.u[:500], log.observations, log.controls), lag,
@@ -273,9 +281,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--relinearize-threshold", type=float, default=None, metavar="T",
                         help="iSAM2 relinearization threshold of the timed streams (default: the estimator's)")
     parser.add_argument("--profile-lines", type=int, default=15, help="cProfile lines to print (0: no profile)")
+    parser.add_argument("--cpus", type=int, default=None, metavar="N",
+                        help="run on N CPUs only (os.sched_setaffinity; default: all); on the 2-core test "
+                             "machine one CPU halved the time per sample of the streams, whose JAX calls are "
+                             "too small for XLA's thread pool")
     args = parser.parse_args(argv)
     sections = args.only or ["timing", "memory", "factors", "qube"]
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    if args.cpus is not None:
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: args.cpus])
+    cpus = len(os.sched_getaffinity(0))
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs ({cpus} used), load average {os.getloadavg()[0]:.2f}")
     if "timing" in sections:
         settings = {} if args.relinearize_threshold is None else {"relinearize_threshold": args.relinearize_threshold}
         timing(args.quick, args.profile_lines, settings)

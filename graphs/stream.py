@@ -64,12 +64,12 @@ import numpy as np
 from mbfg import keys
 from mbfg import quaternion as quat
 from mbfg._jax import jax
-from mbfg.adapter import noise_model
+from mbfg.adapter import PerFactor, noise_model
 from mbfg.errors import DataError, ModelError
 from mbfg.factors._rigid import fixed_values, state_values, variables_for
-from mbfg.factors.impulse import impulse_factor
+from mbfg.factors.impulse import impulse_keys, impulse_type
 from mbfg.factors.initial_state import initial_state_type
-from mbfg.factors.observation import observation_factor
+from mbfg.factors.observation import observation_factor, observation_keys, observation_type
 from mbfg.graphs.joint import initial_states
 from mbfg.logs import Log
 from mbfg.progress import Progress
@@ -184,7 +184,12 @@ class StreamStep:
     ``"solver_failure"``, ``"waiting"``, ``"between"``); filtered: the newest
     state's estimate; smoothed: the state one lag back (None until the window
     is full); parameters: the refined parameters (online refinement only).
-    A dropped sample returns the latest estimates again.
+    A dropped sample returns the latest estimates again, as does a sample
+    that waits for the next update (``update_every`` > 1; flag ``"pending"``).
+    updated: this sample updated the smoother; added: then the filtered
+    estimates of the states of every sample it took in, oldest first (one, or
+    the ``update_every`` waiting ones), and smoothed_added: the smoothed
+    estimates of the states one lag before those (as far as the window reaches).
     """
 
     t: float
@@ -193,6 +198,8 @@ class StreamStep:
     smoothed: Estimate | None
     parameters: dict[str, float] | None = None
     updated: bool = False
+    added: tuple[Estimate, ...] = ()
+    smoothed_added: tuple[Estimate, ...] = ()
 
 
 @dataclass
@@ -475,6 +482,15 @@ class StreamEstimator:
             changes by less than this [tangent units]; 0 (default) updates the
             whole window, so the smoothed state is the solution's, not a stale one.
         max_iterations: Levenberg-Marquardt iterations per update (batch smoother).
+        update_every: update the smoother once every this many state-time
+            samples, with all of them at once (their impulse and observation
+            factors linearized in one vmapped JAX call per type): more samples
+            per wall second (``benchmarks/stream.py``), the estimates
+            ``update_every - 1`` samples later. The samples in between return
+            the last estimates, flagged ``"pending"``; :meth:`flush` takes the
+            waiting ones in at the end of a stream. The filtered estimate of a
+            state is then the one of the update that took it in (readings up to
+            ``update_every - 1`` states after it).
         calibration_sigma: the calibration's estimated observation noise (used
             by :meth:`from_calibration`).
         on_warning: called with a message on the first fault of each kind
@@ -507,6 +523,7 @@ class StreamEstimator:
         relinearize_skip: int = 5,
         wildfire_threshold: float = 0.0,
         max_iterations: int = 5,
+        update_every: int = 1,
         calibration_sigma: float | None = None,
         on_warning: Callable[[str], None] | None = None,
     ) -> None:
@@ -520,6 +537,9 @@ class StreamEstimator:
             raise ModelError(f"stream: time-step h = {h:g} s must be a whole multiple of the sample period {period:g} s")
         self.period, self.stride, self.h = period, stride, stride * period
         self.lag = _positive("stream lag", lag)
+        if isinstance(update_every, bool) or not isinstance(update_every, (int, np.integer)) or update_every < 1:
+            raise ModelError(f"stream: update_every must be a whole number >= 1, got {update_every!r}")
+        self.update_every = int(update_every)
         self.m = max(int(round(self.lag / self.h)), 1)
         if smoother not in ("incremental", "gtsam-incremental", "batch"):
             raise ModelError(f"stream: smoother must be 'incremental', 'gtsam-incremental' or 'batch', got {smoother!r}")
@@ -615,7 +635,9 @@ class StreamEstimator:
         self._last_j = -1  # last accepted grid slot
         self._k = -1  # newest state index in the graph
         self._k_start = 0  # state index of the current smoother's first state
-        self._u = np.zeros(len(model.controls))
+        self._u = np.zeros(len(model.controls))  # the last control received
+        self._u_graph = self._u  # the control at the newest state in the smoother
+        self._pending: list[tuple[int, np.ndarray, np.ndarray]] = []  # (k, readings, controls) awaiting an update
         self._raw_prev: np.ndarray | None = None  # last finite raw reading per channel (counts or rad)
         self._unwrapped = np.full(n_obs, np.nan)  # last unwrapped reading [rad, m]
         self._refs: dict[int, np.ndarray] = {}  # per state: the readings' turn reference for unwrapping
@@ -689,8 +711,9 @@ class StreamEstimator:
         return cls(fitted, **settings)
 
     def _window_lag(self) -> float:
-        # Keys stamped before t_new - lag are marginalized: m + 1 states stay (the half step absorbs rounding).
-        return (self.m + 0.5) * self.h
+        # Keys stamped before t_new - lag are marginalized: m + update_every states stay, so that the smoothed
+        # state of every sample of an update is still there (the half step absorbs rounding).
+        return (self.m + self.update_every - 0.5) * self.h
 
     def _warn(self, kind: str, message: str) -> None:
         if kind in self._warned:
@@ -777,18 +800,25 @@ class StreamEstimator:
                 if np.isnan(y).any():
                     st.waiting += 1
                     return StreamStep(t, tuple(flags + ["waiting"]), self._filtered, self._smoothed, self._refined)
-                self._start(k, y)
+                self._start(k, y, held_u)
+                added, smoothed_added = self._read([k])
             else:
                 y = self._gate(y, k, flags)
                 if "resync" in flags and not np.isnan(y).any():
                     # The readings moved for good: start afresh from them, the velocity carried over.
+                    self._update()
                     self._restart_velocity = self._filtered.velocity.copy()
                     self._k = k
-                    self._start(k, y)
+                    self._start(k, y, held_u)
+                    added, smoothed_added = self._read([k])
                 else:
-                    self._extend(k, y)
+                    self._pending.append((k, y, np.asarray(held_u, dtype=float).copy()))
+                    if len(self._pending) < self.update_every:
+                        self._u = np.asarray(held_u, dtype=float).copy()
+                        return StreamStep(t, tuple(flags + ["pending"]), self._filtered, self._smoothed,
+                                          self._refined)
+                    added, smoothed_added = self._update()
             self._u = np.asarray(held_u, dtype=float).copy()
-            self._read(k)
         except Exception as exc:  # noqa: BLE001 - a stream must go on; the failure is counted and reported
             st.solver_failures += 1
             flags.append("solver_failure")
@@ -797,8 +827,28 @@ class StreamEstimator:
             if self._filtered is not None:
                 self._restart_velocity = self._filtered.velocity.copy()
             self._smoother = None
+            self._pending = []
             return StreamStep(t, tuple(flags), self._filtered, self._smoothed, self._refined)
-        return StreamStep(t, tuple(flags), self._filtered, self._smoothed, self._refined, updated=True)
+        return StreamStep(t, tuple(flags), self._filtered, self._smoothed, self._refined, updated=True,
+                          added=added, smoothed_added=smoothed_added)
+
+    def flush(self) -> StreamStep | None:
+        """Update the smoother with the state-time samples waiting for the next update (``update_every`` > 1;
+        at the end of a stream). Returns their step (None when none wait). Never raises, as :meth:`push`."""
+        if not self._pending or self._smoother is None:
+            return None
+        t = self._t0 + self._pending[-1][0] * self.h
+        try:
+            added, smoothed_added = self._update()
+        except Exception as exc:  # noqa: BLE001 - as in push
+            self.status.solver_failures += 1
+            self._warn("solver", f"stream: the smoother failed at t = {t:g} s ({type(exc).__name__}: {exc}); "
+                       "restarting at the next complete sample")
+            self._smoother = None
+            self._pending = []
+            return StreamStep(t, ("solver_failure",), self._filtered, self._smoothed, self._refined)
+        return StreamStep(t, (), self._filtered, self._smoothed, self._refined, updated=True, added=added,
+                          smoothed_added=smoothed_added)
 
     def report_malformed(self, t: float, what: str = "a malformed sample") -> StreamStep:
         """Count a sample that could not be read (e.g. a CSV line with the wrong number of cells) as a fault."""
@@ -881,7 +931,7 @@ class StreamEstimator:
             values.insert(keys.X(k, i), pose)
         values.insert(keys.V(k), np.asarray(vel, dtype=float))
 
-    def _start(self, k: int, y: np.ndarray) -> None:
+    def _start(self, k: int, y: np.ndarray, u: np.ndarray) -> None:
         """A new smoother whose first state is x_k at the readings y (initial-state factor, observation, prior)."""
         (x0,) = initial_states(self.model, y[None], self.h, self.parameters)
         vals = state_values(self.model, x0)
@@ -904,48 +954,100 @@ class StreamEstimator:
             stamps[keys.P()] = k * self.h
         self._smoother = self._make_smoother()
         self._k_start, self._k = k, k
+        self._u_graph = np.asarray(u, dtype=float).copy()
+        self._pending = []
         self._refs = {k: y.copy()}
         self._restart_velocity = None
         self._smoother.update(graph, values, stamps)
         self.status.states += 1
         self.status.updates += 1
 
-    def _predict(self, k_from: int, steps: int) -> tuple[list[gtsam.Pose3], np.ndarray]:
-        """Constant-velocity extrapolation of x_{k_from} by ``steps`` time-steps (the Spook position update 2.16)."""
+    def _predict(self, k_from: int, steps: int) -> list[tuple[list[gtsam.Pose3], np.ndarray]]:
+        """Extrapolations of x_{k_from} by 1 .. ``steps`` time-steps: (poses, velocity) per step.
+
+        Positions by the Spook update q_{k+n} = q_{k+n-1} + h v_{k+n} (2.16). One step: at constant
+        velocity. Several (``update_every`` > 1, gaps): the velocity at the acceleration of the last
+        step, v_{k+n} = v_k + n (v_k - v_{k-1}). The new states' factors are linearized at these values
+        and relinearized only past the pose threshold, and a constant velocity would leave about
+        a (n h)^2 / 2 in them (tests/test_stream.py compares update_every 5 with 1); for one step the
+        difference of two filtered velocities is noisier than the correction it brings.
+        """
         est = self._smoother
         vel = np.asarray(est.calculateEstimateVector(keys.V(k_from)))
-        dt = steps * self.h
-        poses = []
-        for i in range(self.model.nb):
-            pose = est.calculateEstimatePose3(keys.X(k_from, i))
-            v, w = vel[6 * i : 6 * i + 3], vel[6 * i + 3 : 6 * i + 6]
-            R = pose.rotation().compose(gtsam.Rot3.Expmap(w * dt))  # omega is in the body frame
-            poses.append(gtsam.Pose3(R, pose.translation() + v * dt))
-        return poses, vel
+        dvel = np.zeros_like(vel)
+        if steps > 1 and k_from - 1 >= max(self._k_start, self._k - self.m - self.update_every + 1):
+            dvel = vel - np.asarray(est.calculateEstimateVector(keys.V(k_from - 1)))
+        poses = [est.calculateEstimatePose3(keys.X(k_from, i)) for i in range(self.model.nb)]
+        out = []
+        for n in range(1, steps + 1):
+            vel_n = vel + n * dvel
+            moved = []
+            for i, pose in enumerate(poses):
+                v, w = vel_n[6 * i : 6 * i + 3], vel_n[6 * i + 3 : 6 * i + 6]
+                R = pose.rotation().compose(gtsam.Rot3.Expmap(w * self.h))  # omega is in the body frame
+                moved.append(gtsam.Pose3(R, pose.translation() + v * self.h))
+            poses = moved
+            out.append((poses, vel_n))
+        return out
 
-    def _extend(self, k: int, y: np.ndarray) -> None:
-        """Add x_{k_last+1} .. x_k (bridged states without observations), their impulse factors, and y at x_k."""
+    def _update(self) -> tuple[tuple[Estimate, ...], tuple[Estimate, ...]]:
+        """Take the waiting samples into the smoother; their filtered and smoothed estimates."""
+        if not self._pending:
+            return (), ()
+        pending, self._pending = self._pending, []
+        self._extend(pending)
+        return self._read([k for k, _, _ in pending])
+
+    def _extend(self, pending: Sequence[tuple[int, np.ndarray, np.ndarray]]) -> None:
+        """Add the states x_{k_last+1} .. x_k of the samples (k, readings, controls) in ``pending`` (bridged
+        states without a sample included), their impulse factors, and their readings' observation factors.
+
+        With ``update_every`` new states (no gap) the impulse and observation factors are linearized
+        together, one vmapped JAX call per type (:meth:`FactorType.make_many`); otherwise one by one.
+        """
         graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
         stamps: dict[int, float] = {}
-        k_last = self._k
-        for kk in range(k_last + 1, k + 1):
-            poses, vel = self._predict(k_last, kk - k_last)
+        k_last, k_end = self._k, pending[-1][0]
+        samples = {k: (y, u) for k, y, u in pending}
+        impulse_keys_, controls = [], []
+        u = self._u_graph
+        ref = self._refs[k_last]
+        for kk, (poses, vel) in zip(range(k_last + 1, k_end + 1), self._predict(k_last, k_end - k_last)):
             self._insert_state(values, kk, poses, vel)
-            graph.push_back(impulse_factor(self.variables, kk - 1, self._u, self.h, self._imp_noise, self.fixed))
+            impulse_keys_.append(impulse_keys(self.variables, kk - 1))
+            controls.append(u)
             for key in self._state_keys(kk):
                 stamps[key] = kk * self.h
-        if np.isfinite(y).any():
-            graph.push_back(observation_factor(self.variables, k, y, self._obs_noise, self.fixed))
-        if self._refine_prior is not None:
-            stamps[keys.P()] = k * self.h  # the parameters stay in the window
-        ref = np.where(np.isfinite(y), y, self._refs[k_last])
-        for kk in range(k_last + 1, k + 1):
+            if kk in samples:
+                y, u = samples[kk]
+                ref = np.where(np.isfinite(y), y, ref)
             self._refs[kk] = ref
-        for kk in [kk for kk in self._refs if kk < k - self.m - 1]:
+        observed = [(k, y) for k, y, _ in pending if np.isfinite(y).any()]
+        if len(impulse_keys_) == self.update_every > 1 and not os.environ.get("NOGROUP"):
+            itype = impulse_type(self.variables)
+            for f in itype.make_many(impulse_keys_, self._imp_noise, self.fixed, PerFactor(np.stack(controls)),
+                                     float(self.h), regroup=False):
+                graph.push_back(f)
+        else:
+            for row, u_k in zip(impulse_keys_, controls):
+                graph.push_back(impulse_type(self.variables).make(row, self._imp_noise, self.fixed, u_k,
+                                                                  float(self.h)))
+        if len(observed) == self.update_every > 1 and not os.environ.get("NOGROUP"):
+            ys = np.stack([y for _, y in observed])
+            for f in observation_type(self.variables).make_many(
+                    [observation_keys(self.variables, k) for k, _ in observed], self._obs_noise, self.fixed,
+                    PerFactor(np.nan_to_num(ys)), PerFactor(np.isfinite(ys).astype(float)), regroup=False):
+                graph.push_back(f)
+        else:
+            for k, y in observed:
+                graph.push_back(observation_factor(self.variables, k, y, self._obs_noise, self.fixed))
+        if self._refine_prior is not None:
+            stamps[keys.P()] = k_end * self.h  # the parameters stay in the window
+        for kk in [kk for kk in self._refs if kk < k_end - self.m - self.update_every]:
             del self._refs[kk]
         self._smoother.update(graph, values, stamps)
-        self._k = k
-        self.status.states += k - k_last
+        self._k, self._u_graph = k_end, u
+        self.status.states += k_end - k_last
         self.status.updates += 1
 
     # ------------------------------------------------------------------ read-out
@@ -978,18 +1080,25 @@ class StreamEstimator:
             joint = marginals.jointMarginalCovariance(key_list)
         return np.block([[joint.at(a, b) for b in key_list] for a in key_list])
 
-    def _read(self, k: int) -> None:
-        self._filtered = self._estimate(k, self.covariance)
-        k_s = k - self.m
-        if k_s >= self._k_start:
-            self._smoothed = self._estimate(k_s, self.covariance)
+    def _read(self, ks: Sequence[int]) -> tuple[tuple[Estimate, ...], tuple[Estimate, ...]]:
+        """Filtered estimates of the states ks and smoothed ones of the states a lag before them (those in
+        this smoother); the newest of each become :attr:`_filtered` and :attr:`_smoothed`."""
+        added = tuple(self._estimate(k, self.covariance) for k in ks)
+        # The window keeps m + update_every states: a gap among the samples may have pushed some out.
+        oldest = max(self._k_start, self._k - self.m - self.update_every + 1)
+        smoothed_added = tuple(self._estimate(k - self.m, self.covariance) for k in ks if k - self.m >= oldest)
+        self._filtered = added[-1]
+        if smoothed_added:
+            self._smoothed = smoothed_added[-1]
         if self._refine_prior is not None:
             chi = np.asarray(self._smoother.calculateEstimateVector(keys.P()))
             self._refined = {n: float(v) for n, v in zip(self.variables.free, chi)}
+        return added, smoothed_added
 
     # ------------------------------------------------------------------ whole logs, end of stream
     def window(self, covariance: bool | None = None) -> list[Estimate]:
-        """Estimates of every state in the window now, oldest first (at the end of a stream: its final smoothing)."""
+        """Estimates of the last m + 1 states in the window, oldest first (at the end of a stream: its final
+        smoothing; samples still waiting for an update are not in it, see :meth:`flush`)."""
         if self._smoother is None:
             return []
         cov = self.covariance if covariance is None else covariance
@@ -1020,11 +1129,14 @@ class StreamEstimator:
             row = [None if math.isnan(v) else float(v) for v in y[i]]  # an empty cell: a missing reading
             out = self.push(log.t[i], row, log.u[i] if log.u.shape[1] else None)
             step_s[i] = time.perf_counter() - start
-            if out.updated and out.filtered is not None:
-                filtered[out.filtered.k] = out.filtered
-                if out.smoothed is not None:
-                    smoothed[out.smoothed.k] = out.smoothed
+            for est in out.added:
+                filtered[est.k] = est
+            for est in out.smoothed_added:
+                smoothed[est.k] = est
             progress.update(i + 1, stream_s=log.t[i] - log.t[0])
+        last = self.flush()
+        if last is not None:
+            filtered.update((est.k, est) for est in last.added)
         for est in self.window(covariance=False):
             smoothed[est.k] = est
         ks = sorted(filtered)

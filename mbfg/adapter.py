@@ -181,24 +181,31 @@ class FactorType:
         return gtsam.CustomFactor(noise, keys, callback)
 
     def make_many(
-        self, keys: Sequence[Sequence[int]], noise: gtsam.noiseModel.Base, *constants: Any
+        self, keys: Sequence[Sequence[int]], noise: gtsam.noiseModel.Base, *constants: Any,
+        regroup: bool = True,
     ) -> list[gtsam.CustomFactor]:
         """Many factors of this type that GTSAM linearizes with ONE vmapped JAX call.
 
-        For batch problems: the first factor of the group that GTSAM evaluates at
-        new values evaluates the whole group there (reading every factor's
-        variables from the same ``gtsam.Values``); the others find their result
-        in the group's cache, after checking that their own inputs are the ones
-        the cache was computed at. Use :meth:`make` in fixed-lag smoothers,
-        where only a few factors are relinearized at a time.
+        The first factor of the group that GTSAM evaluates at new values
+        evaluates the whole group there (reading every factor's variables from
+        the same ``gtsam.Values``); the others find their result in the group's
+        cache, after checking that their own inputs are the ones the cache was
+        computed at.
 
         Args:
             keys: (N, number of variables) keys, one row per factor.
             noise: the noise model shared by all N factors.
             constants: as in :meth:`make`; wrap a constant in :class:`PerFactor`
                 to give each factor its own value (leading axis N).
+            regroup: a factor evaluated at values the cache was not computed at
+                evaluates the whole group again (batch problems, where every
+                factor is relinearized at once). False: only the group's first
+                evaluation is shared, a later one evaluates that factor alone
+                (fixed-lag smoothers: the new factors of an update enter together,
+                a few are relinearized later, when the others' variables may
+                already be marginalized).
         """
-        group = _FactorGroup(self, [[int(k) for k in row] for row in keys], constants)
+        group = _FactorGroup(self, [[int(k) for k in row] for row in keys], constants, regroup)
         return [gtsam.CustomFactor(noise, row, group.callback(i)) for i, row in enumerate(group.keys)]
 
     # -- helpers -------------------------------------------------------------------
@@ -244,11 +251,13 @@ def noise_model(sigma: float | Sequence[float] | gtsam.noiseModel.Base, dim: int
 class _FactorGroup:
     """Shared state of the factors built by :meth:`FactorType.make_many`."""
 
-    def __init__(self, ft: FactorType, keys: list[list[int]], constants: tuple[Any, ...]) -> None:
-        self.ft, self.keys = ft, keys
+    def __init__(self, ft: FactorType, keys: list[list[int]], constants: tuple[Any, ...], regroup: bool = True) -> None:
+        self.ft, self.keys, self.regroup = ft, keys, regroup
         n = len(keys)
         axes, cs = [], []
+        self._per_factor: list[bool] = []
         for c in constants:
+            self._per_factor.append(isinstance(c, PerFactor))
             if isinstance(c, PerFactor):
                 value = jax.tree_util.tree_map(jnp.asarray, c.values)
                 lengths = {leaf.shape[0] for leaf in jax.tree_util.tree_leaves(value)}
@@ -284,7 +293,10 @@ class _FactorGroup:
         row = self.keys[i]
 
         def evaluate(_: gtsam.CustomFactor, values: gtsam.Values, H: Any) -> np.ndarray:
-            signature = b"".join(x.tobytes() for x in self._read(values, row))
+            xs = self._read(values, row)
+            signature = b"".join(x.tobytes() for x in xs)
+            if self._signatures is not None and signature != self._signatures[i] and not self.regroup:
+                return self._alone(i, xs, H)
             if self._signatures is None or signature != self._signatures[i]:
                 self._refresh(values)
             if H is None:
@@ -300,6 +312,17 @@ class _FactorGroup:
             return out[:, 0]
 
         return evaluate
+
+    def _alone(self, i: int, xs: tuple[np.ndarray, ...], H: Any) -> np.ndarray:
+        """Factor i evaluated by itself (``regroup=False``), with its own slice of the per-factor constants."""
+        cs = tuple(jax.tree_util.tree_map(lambda a: a[i], c) if per else c
+                   for c, per in zip(self.constants, self._per_factor))
+        if H is None:
+            return np.asarray(self.ft._error_fn(xs, cs))
+        out = np.asarray(self.ft._linearize_fn(xs, cs))
+        for j, columns in enumerate(self._columns):
+            H[j] = np.ascontiguousarray(out[:, columns])
+        return out[:, 0]
 
     def _stacked(self) -> tuple[np.ndarray, ...]:
         return tuple(np.stack(v) for v in zip(*self._inputs))

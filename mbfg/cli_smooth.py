@@ -52,7 +52,8 @@ input data line, flushed at once:
   their rates [rad/s, m/s], with --std std_<name> and std_d<name>; then
   t_smoothed and the same columns with the suffix _smoothed for the state one
   lag back; then flags ('|'-separated: gap, nonfinite, duplicate, out_of_order,
-  off_grid, jump, resync, malformed, solver_failure, waiting, between).
+  off_grid, jump, resync, malformed, solver_failure, waiting, between,
+  pending).
 Cells are empty while there is no estimate yet (before the first complete
 sample, and for the smoothed columns until one lag has passed).
 """
@@ -68,7 +69,7 @@ examples:
 
 def add_parser(sub: Any) -> None:
     """Register ``smooth`` on the ``mbfg`` subcommand parsers ``sub``."""
-    from mbfg.cli import _counts, _positive_float
+    from mbfg.cli import _counts, _positive_float, _whole_number
 
     p = sub.add_parser(
         "smooth",
@@ -94,6 +95,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--period", type=_positive_float, default=None, metavar="P",
                    help="sample period of the input [s] (default: the time-step)")
     p.add_argument("--std", action="store_true", help="add marginal standard deviations (slower)")
+    p.add_argument("--update-every", type=_whole_number(1, "a whole number of samples", "at least 1 sample"), default=1, metavar="N",
+                   help="update the smoother once every N state-time samples, all N at once: faster, the "
+                        "estimates N - 1 samples later (the lines in between repeat the last ones, flag "
+                        "'pending'; default: %(default)s)")
     p.add_argument("--smoother", choices=("incremental", "batch"), default="incremental",
                    help="iSAM2 (default) or Levenberg-Marquardt over the whole window at every sample (slow)")
     p.add_argument("--input", default="-", metavar="FILE", help="input log ('-', the default: standard input)")
@@ -187,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         raise ModelError("--wrap needs --counts (only a raw counter wraps around)")
     estimator = StreamEstimator.from_calibration(
         model, args.params, lag=args.lag, ppr=args.ppr, counts=args.counts, counter_modulus=args.wrap, h=args.dt,
-        period=args.period, covariance=args.std, smoother=args.smoother,
+        period=args.period, covariance=args.std, smoother=args.smoother, update_every=args.update_every,
         on_warning=lambda message: _eprint(f"mbfg smooth: warning: {message}"),
     )
     source = "standard input" if args.input == "-" else args.input
@@ -242,6 +247,7 @@ def run(args: argparse.Namespace) -> int:
                 _eprint(f"[smooth {model.name}] {lines} samples, {now - start:.1f} s wall")
         if header is None:
             raise DataError(f"{source}: the log is empty; expected a header line 't,<observations...>,<controls...>'")
+        estimator.flush()  # the samples still waiting for an update (--update-every), for the summary
     finally:
         if out is not sys.stdout:
             out.close()

@@ -427,6 +427,34 @@ def test_make_many_linearizes_like_make_and_follows_changed_values():
         values.update(rows[3][0], values.atVector(rows[3][0]) + 1.0)
 
 
+def test_make_many_without_regroup_relinearizes_one_factor_alone():
+    """regroup=False (fixed-lag smoothers): the group is evaluated together once; a later evaluation of
+    one factor, at values that no longer hold the others' variables (marginalized), is that factor's alone."""
+    import mbfg.factors  # noqa: F401
+    from mbfg.adapter import REGISTRY, PerFactor
+
+    rng = np.random.default_rng(8)
+    ft = REGISTRY["partial_prior"]
+    idx = np.array([0, 3])
+    targets = rng.standard_normal((4, 2))
+    rows = [[gtsam.symbol("x", i)] for i in range(4)]
+    noise = gtsam.noiseModel.Isotropic.Sigma(2, 0.5)
+    group = ft.make_many(rows, noise, PerFactor(targets), idx, regroup=False)
+    values = gtsam.Values()
+    for (key,) in rows:
+        values.insert(key, rng.standard_normal(5))
+    for f in group:
+        f.linearize(values)
+    later = gtsam.Values()
+    later.insert(rows[2][0], rng.standard_normal(5))  # x0, x1, x3 are gone
+    alone = ft.make(rows[2], noise, targets[2], idx)
+    A_g, b_g = group[2].linearize(later).jacobian()
+    A_s, b_s = alone.linearize(later).jacobian()
+    np.testing.assert_allclose(A_g, A_s, atol=1e-14)
+    np.testing.assert_allclose(b_g, b_s, atol=1e-14)
+    assert group[2].error(later) == pytest.approx(alone.error(later), rel=1e-14)
+
+
 def test_make_many_rejects_per_factor_constants_of_the_wrong_length():
     import mbfg.factors  # noqa: F401
     from mbfg.adapter import REGISTRY, PerFactor

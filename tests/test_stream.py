@@ -131,6 +131,25 @@ def test_smoothed_error_against_the_true_states_is_smaller_than_the_filtered(rep
     assert err["filtered"][0] < 2 * 2 * math.pi / PPR  # within two counts
 
 
+def test_updates_of_several_samples_keep_the_accuracy_of_one_sample_updates(model, truth, replay) -> None:
+    """update_every = 5: one smoother update, one vmapped linearization per factor type, per 5 samples; the
+    same graph, so the errors against the true states stay those of one update per sample."""
+    _, log, q_true, _ = truth
+    _, rep1 = replay
+    est = StreamEstimator(model, lag=LAG, h=H, ppr=PPR, update_every=5)
+    rep5 = est.replay(log)
+    assert est.status.faults == 0 and est.status.states == len(log.t)
+    assert est.status.updates == 1 + (len(log.t) - 1) // 5  # the first sample starts the smoother alone
+    assert np.isfinite(rep5.filtered_q).all() and np.isfinite(rep5.smoothed_q).all()
+    skip = 10
+    err = {n: {kind: _rms(getattr(rep, f"{kind}_q")[skip:] - q_true[skip:]) for kind in ("filtered", "smoothed")}
+           for n, rep in ((1, rep1), (5, rep5))}
+    print(f"\nrms angle error [rad], update_every 1: {err[1]}; 5: {err[5]}")
+    assert err[5]["smoothed"] < 1.2 * err[1]["smoothed"]
+    # A state's filtered estimate comes from the update that took it in, with up to 4 later readings.
+    assert err[5]["filtered"] < 1.1 * err[1]["filtered"]
+
+
 # ----------------------------------------------------------------- the Furuta pendulum
 
 FURUTA_DURATION = 0.4
