@@ -1023,7 +1023,7 @@ class StreamEstimator:
                 ref = np.where(np.isfinite(y), y, ref)
             self._refs[kk] = ref
         observed = [(k, y) for k, y, _ in pending if np.isfinite(y).any()]
-        if len(impulse_keys_) == self.update_every > 1 and not os.environ.get("NOGROUP"):
+        if len(impulse_keys_) == self.update_every > 1:
             itype = impulse_type(self.variables)
             for f in itype.make_many(impulse_keys_, self._imp_noise, self.fixed, PerFactor(np.stack(controls)),
                                      float(self.h), regroup=False):
@@ -1032,7 +1032,7 @@ class StreamEstimator:
             for row, u_k in zip(impulse_keys_, controls):
                 graph.push_back(impulse_type(self.variables).make(row, self._imp_noise, self.fixed, u_k,
                                                                   float(self.h)))
-        if len(observed) == self.update_every > 1 and not os.environ.get("NOGROUP"):
+        if len(observed) == self.update_every > 1:
             ys = np.stack([y for _, y in observed])
             for f in observation_type(self.variables).make_many(
                     [observation_keys(self.variables, k) for k, _ in observed], self._obs_noise, self.fixed,
