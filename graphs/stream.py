@@ -342,6 +342,7 @@ class _ISAM2Window:
             if key in kept or not values.exists(key):  # kept, or an existing key re-stamped
                 continue
             by_time.setdefault(stamp, []).append(key)
+        n_new = len(by_time)
         for stamp in sorted(by_time):
             self._states.append((stamp, by_time[stamp]))
         now = max(stamps.values()) if stamps else (self._states[-1][0] if self._states else 0.0)
@@ -349,12 +350,13 @@ class _ISAM2Window:
         while n_old < len(self._states) and self._states[n_old][0] < now - self.lag:
             n_old += 1
         # Groups for CCOLAMD on the re-eliminated part only (labelling every key of the window would make
-        # each update cost in proportion to the window): marginalizable keys first (0), the rest (1), the
-        # newest state last (2). Keys left out default to group 0; only recent ones are ever re-eliminated.
+        # each update cost in proportion to the window): marginalizable keys first (0), the rest (1: the
+        # states of this update and the one before them), the newest state last (2). Keys left out default
+        # to group 0; only recent ones are ever re-eliminated.
         labels = [(key, 0) for _, key_list in self._states[:n_old] for key in key_list]
         labels += [(key, 1) for key in self._kept if self.isam.valueExists(key) or values.exists(key)]
-        if len(self._states) > n_old + 1:
-            labels += [(key, 1) for key in self._states[-2][1]]
+        for _, key_list in self._states[max(n_old, len(self._states) - n_new - 1) : -1]:
+            labels += [(key, 1) for key in key_list]
         labels += [(key, 2) for key in self._states[-1][1]] if self._states else []
         # CCOLAMD wants the group labels numbered 0, 1, ... without holes.
         used = sorted({g for _, g in labels})
@@ -638,6 +640,8 @@ class StreamEstimator:
         self._u = np.zeros(len(model.controls))  # the last control received
         self._u_graph = self._u  # the control at the newest state in the smoother
         self._pending: list[tuple[int, np.ndarray, np.ndarray]] = []  # (k, readings, controls) awaiting an update
+        self._rollout: Callable[..., Any] | None = None  # compiled Spook steps (update_every > 1)
+        self._p_arrays = {name: np.asarray(v, dtype=float) for name, v in self.parameters.items()}
         self._raw_prev: np.ndarray | None = None  # last finite raw reading per channel (counts or rad)
         self._unwrapped = np.full(n_obs, np.nan)  # last unwrapped reading [rad, m]
         self._refs: dict[int, np.ndarray] = {}  # per state: the readings' turn reference for unwrapping
@@ -962,33 +966,52 @@ class StreamEstimator:
         self.status.states += 1
         self.status.updates += 1
 
-    def _predict(self, k_from: int, steps: int) -> list[tuple[list[gtsam.Pose3], np.ndarray]]:
-        """Extrapolations of x_{k_from} by 1 .. ``steps`` time-steps: (poses, velocity) per step.
+    def _predict(self, k_from: int, controls: Sequence[np.ndarray]) -> list[tuple[list[gtsam.Pose3], np.ndarray]]:
+        """Predictions of x_{k_from+1} .. x_{k_from+n} from the estimate of x_{k_from}, ``controls`` (n, n_u)
+        the u of each step: (poses, velocity) per step.
 
-        Positions by the Spook update q_{k+n} = q_{k+n-1} + h v_{k+n} (2.16). One step: at constant
-        velocity. Several (``update_every`` > 1, gaps): the velocity at the acceleration of the last
-        step, v_{k+n} = v_k + n (v_k - v_{k-1}). The new states' factors are linearized at these values
-        and relinearized only past the pose threshold, and a constant velocity would leave about
-        a (n h)^2 / 2 in them (tests/test_stream.py compares update_every 5 with 1); for one step the
-        difference of two filtered velocities is noisier than the correction it brings.
+        One state per update: constant velocity, positions by the Spook update q_{k+1} = q_k + h v (2.16).
+        Several (``update_every`` > 1): Spook steps of the model (:func:`mbfg.spook.step`, one compiled
+        scan of ``update_every`` steps per call). The new states' factors are linearized at these values
+        and relinearized only past the pose threshold; extrapolated over several steps at constant
+        velocity (error about a (n h)^2 / 2) or at the last step's acceleration (the Furuta pendulum's
+        velocity along its constrained axes swings by rad/s between updates) they lose accuracy
+        (tests/test_stream.py compares update_every 5 with 1).
         """
         est = self._smoother
+        nb = self.model.nb
         vel = np.asarray(est.calculateEstimateVector(keys.V(k_from)))
-        dvel = np.zeros_like(vel)
-        if steps > 1 and k_from - 1 >= max(self._k_start, self._k - self.m - self.update_every + 1):
-            dvel = vel - np.asarray(est.calculateEstimateVector(keys.V(k_from - 1)))
-        poses = [est.calculateEstimatePose3(keys.X(k_from, i)) for i in range(self.model.nb)]
+        poses = [est.calculateEstimatePose3(keys.X(k_from, i)) for i in range(nb)]
+        if self.update_every == 1:
+            out = []
+            for n in range(1, len(controls) + 1):
+                moved = []
+                for i, pose in enumerate(poses):
+                    v, w = vel[6 * i : 6 * i + 3], vel[6 * i + 3 : 6 * i + 6]
+                    R = pose.rotation().compose(gtsam.Rot3.Expmap(w * n * self.h))  # omega is in the body frame
+                    moved.append(gtsam.Pose3(R, pose.translation() + v * n * self.h))
+                out.append((moved, vel))
+            return out
+        from mbfg.spook import _compiled_scan
+
+        V = vel.reshape(nb, 6)
+        x = State(np.stack([p.translation() for p in poses]),
+                  np.stack([quat.from_matrix(p.rotation().matrix()) for p in poses]), V[:, :3], V[:, 3:])
+        N = self.update_every
+        u = np.asarray(controls, dtype=float).reshape(len(controls), -1)
+        chunks = -(-len(u) // N)
+        padded = np.concatenate([u, np.repeat(u[-1:], chunks * N - len(u), axis=0)])
+        h = np.asarray(self.h, dtype=float)
+        if self._rollout is None:
+            self._rollout = _compiled_scan(self.model, x, padded[:N], self._p_arrays, h)[0]
         out = []
-        for n in range(1, steps + 1):
-            vel_n = vel + n * dvel
-            moved = []
-            for i, pose in enumerate(poses):
-                v, w = vel_n[6 * i : 6 * i + 3], vel_n[6 * i + 3 : 6 * i + 6]
-                R = pose.rotation().compose(gtsam.Rot3.Expmap(w * self.h))  # omega is in the body frame
-                moved.append(gtsam.Pose3(R, pose.translation() + v * self.h))
-            poses = moved
-            out.append((poses, vel_n))
-        return out
+        for c in range(chunks):
+            x, (xs, _, _) = self._rollout(x, padded[c * N : (c + 1) * N], self._p_arrays, h)
+            r, e, v, w = (np.asarray(a) for a in xs)
+            for n in range(N):
+                moved = [gtsam.Pose3(gtsam.Rot3.Quaternion(*e[n, i]), r[n, i]) for i in range(nb)]
+                out.append((moved, np.concatenate([v[n], w[n]], axis=1).reshape(-1)))
+        return out[: len(u)]
 
     def _update(self) -> tuple[tuple[Estimate, ...], tuple[Estimate, ...]]:
         """Take the waiting samples into the smoother; their filtered and smoothed estimates."""
@@ -1012,16 +1035,17 @@ class StreamEstimator:
         impulse_keys_, controls = [], []
         u = self._u_graph
         ref = self._refs[k_last]
-        for kk, (poses, vel) in zip(range(k_last + 1, k_end + 1), self._predict(k_last, k_end - k_last)):
-            self._insert_state(values, kk, poses, vel)
+        for kk in range(k_last + 1, k_end + 1):
             impulse_keys_.append(impulse_keys(self.variables, kk - 1))
-            controls.append(u)
+            controls.append(u)  # u_{kk-1}
             for key in self._state_keys(kk):
                 stamps[key] = kk * self.h
             if kk in samples:
                 y, u = samples[kk]
                 ref = np.where(np.isfinite(y), y, ref)
             self._refs[kk] = ref
+        for kk, (poses, vel) in zip(range(k_last + 1, k_end + 1), self._predict(k_last, controls)):
+            self._insert_state(values, kk, poses, vel)
         observed = [(k, y) for k, y, _ in pending if np.isfinite(y).any()]
         if len(impulse_keys_) == self.update_every > 1:
             itype = impulse_type(self.variables)
