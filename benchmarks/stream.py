@@ -132,7 +132,7 @@ def timing(quick: bool, profile_lines: int, settings: dict) -> None:
                      for e in estimates[kind].values() if e.t - log.t[0] >= 0.15]
                 errors.append(np.sqrt(np.mean(np.square(d), axis=0)))
             err = "  ".join(f"{f:.2g} / {s:.2g}" for f, s in zip(*errors))
-            print(f"{model.name:<16} {1e3 * h:>6g} {lag:>7g} {n:>12} {est.m + 1:>6} {1e3 * mean:>10.3f} "
+            print(f"{model.name:<16} {1e3 * h:>6g} {lag:>7g} {n:>12} {est.m + est.update_every:>6} {1e3 * mean:>10.3f} "
                   f"{1e3 * np.percentile(steady, 99):>9.3f} {H / mean:>12.2f}  {err}", flush=True)
             if model.name == "furuta-viscous" and lag == 0.1 and h == H and n == 1 and H / mean < 2.0 \
                     and profile_lines:

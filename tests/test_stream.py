@@ -445,3 +445,23 @@ def test_smooth_cli_bad_input_names_it(capsys, tmp_path, calibration_file) -> No
     err = fails("pendulum", "--params", calibration_file, "--input", log)
     assert "'theta'" in err and "log.csv" in err
     assert "--counts" in fails("pendulum", "--params", calibration_file, "--wrap", "100")
+    assert main(["smooth", "pendulum", "--params", str(calibration_file), "--update-every", "0"]) == 2
+    assert "--update-every: expected at least 1 sample, got 0" in capsys.readouterr().err
+
+
+def test_smooth_cli_update_every_answers_each_line_and_takes_the_rest_in_at_the_end(
+        capsys, tmp_path, truth, calibration_file) -> None:
+    _, log, q_true, _ = truth
+    src, dst = tmp_path / "log.csv", tmp_path / "out.csv"
+    src.write_text("t,theta\n" + "".join(f"{float(log.t[i])!r},{float(log.y[i, 0])!r}\n" for i in range(38)))
+    code = main(["smooth", "pendulum", "--params", str(calibration_file), "--lag", "0.01", "--ppr", str(PPR),
+                 "--update-every", "5", "--input", str(src), "--output", str(dst), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    header, *rows = [r.split(",") for r in dst.read_text().strip().splitlines()]
+    assert len(rows) == 38  # one per input line
+    # The first sample starts the smoother; then every fifth updates it, the others wait.
+    assert [r[-1] for r in rows[1:11]] == ["pending"] * 4 + [""] + ["pending"] * 4 + [""]
+    assert rows[4][1] == rows[1][1] and rows[5][1] != rows[4][1]  # pending lines repeat the last estimate
+    assert abs(float(rows[35][1]) - q_true[35, 0]) < 3e-3
+    assert "38 samples, 38 states, 9 updates" in err.strip().splitlines()[-1], err  # 2 taken in at the end
