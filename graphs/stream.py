@@ -67,7 +67,7 @@ from mbfg._jax import jax
 from mbfg.adapter import PerFactor, noise_model
 from mbfg.errors import DataError, ModelError
 from mbfg.factors._rigid import fixed_values, state_values, variables_for
-from mbfg.factors.impulse import impulse_keys, impulse_type
+from mbfg.factors.impulse import impulse_factor, impulse_keys, impulse_type
 from mbfg.factors.initial_state import initial_state_type
 from mbfg.factors.observation import observation_factor, observation_keys, observation_type
 from mbfg.graphs.joint import initial_states
@@ -1053,9 +1053,8 @@ class StreamEstimator:
                                      float(self.h), regroup=False):
                 graph.push_back(f)
         else:
-            for row, u_k in zip(impulse_keys_, controls):
-                graph.push_back(impulse_type(self.variables).make(row, self._imp_noise, self.fixed, u_k,
-                                                                  float(self.h)))
+            for kk, u_k in zip(range(k_last + 1, k_end + 1), controls):
+                graph.push_back(impulse_factor(self.variables, kk - 1, u_k, self.h, self._imp_noise, self.fixed))
         if len(observed) == self.update_every > 1:
             ys = np.stack([y for _, y in observed])
             for f in observation_type(self.variables).make_many(
