@@ -282,9 +282,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="iSAM2 relinearization threshold of the timed streams (default: the estimator's)")
     parser.add_argument("--profile-lines", type=int, default=15, help="cProfile lines to print (0: no profile)")
     parser.add_argument("--cpus", type=int, default=None, metavar="N",
-                        help="run on N CPUs only (os.sched_setaffinity; default: all); on the 2-core test "
-                             "machine one CPU halved the time per sample of the streams, whose JAX calls are "
-                             "too small for XLA's thread pool")
+                        help="run on N CPUs only (os.sched_setaffinity; default: all): the streams' JAX calls "
+                             "are small, and XLA's thread pool competes with the calling thread (one CPU was "
+                             "faster in most rows on 2 cores, see benchmarks/README.md)")
     args = parser.parse_args(argv)
     sections = args.only or ["timing", "memory", "factors", "qube"]
     if args.cpus is not None:
