@@ -15,7 +15,10 @@ at a time in GTSAM's ``IncrementalFixedLagSmoother`` (iSAM2; the
   control u_k and, when any reading is valid, its observation factor;
 - states stamped more than ``lag`` before the newest are marginalized: the
   window holds ``m + 1`` states, ``m = round(lag / h)``, and the *smoothed*
-  estimate is that of the oldest one, x_{k-m}.
+  estimate is that of the oldest one, x_{k-m};
+- with ``update_every = N > 1`` the states of N samples enter in one update
+  (predicted by the model's Spook steps, their factors linearized in one
+  vmapped call per type) and the window holds ``m + N`` states.
 
 Weights, as in the calibration (seed 001 section 4.4): the objective is
 ``sum |Delta y_k|^2 / sigma_y^2 + sum |Delta p_k|^2 / sigma_p^2`` with

@@ -95,7 +95,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--period", type=_positive_float, default=None, metavar="P",
                    help="sample period of the input [s] (default: the time-step)")
     p.add_argument("--std", action="store_true", help="add marginal standard deviations (slower)")
-    p.add_argument("--update-every", type=_whole_number(1, "a whole number of samples", "at least 1 sample"), default=1, metavar="N",
+    samples = _whole_number(1, "a whole number of samples", "at least 1 sample")
+    p.add_argument("--update-every", type=samples, default=1, metavar="N",
                    help="update the smoother once every N state-time samples, all N at once: faster, the "
                         "estimates N - 1 samples later (the lines in between repeat the last ones, flag "
                         "'pending'; default: %(default)s)")

@@ -363,7 +363,8 @@ def test_bad_settings_name_the_setting(model) -> None:
                          ({"h": H, "counts": True}, "ppr"), ({"h": H, "ppr": PPR, "counter_modulus": 100}, "counts"),
                          ({"h": H, "smoother": "magic"}, "smoother"), ({"h": H, "refine": ["nope"]}, "nope"),
                          ({"h": H, "relinearize_threshold": {"poses": 0.1}}, "poses"),
-                         ({"h": H, "relinearize_threshold": {"velocity": -1}}, "velocity")):
+                         ({"h": H, "relinearize_threshold": {"velocity": -1}}, "velocity"),
+                         ({"h": H, "update_every": 0}, "update_every"), ({"h": H, "update_every": 2.5}, "update_every")):
         with pytest.raises(ModelError, match=word):
             StreamEstimator(model, **kwargs)
 
