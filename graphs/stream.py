@@ -644,7 +644,6 @@ class StreamEstimator:
         self._u_graph = self._u  # the control at the newest state in the smoother
         self._pending: list[tuple[int, np.ndarray, np.ndarray]] = []  # (k, readings, controls) awaiting an update
         self._rollout: Callable[..., Any] | None = None  # compiled Spook steps (update_every > 1)
-        self._p_arrays = {name: np.asarray(v, dtype=float) for name, v in self.parameters.items()}
         self._raw_prev: np.ndarray | None = None  # last finite raw reading per channel (counts or rad)
         self._unwrapped = np.full(n_obs, np.nan)  # last unwrapped reading [rad, m]
         self._refs: dict[int, np.ndarray] = {}  # per state: the readings' turn reference for unwrapping
@@ -827,17 +826,21 @@ class StreamEstimator:
                     added, smoothed_added = self._update()
             self._u = np.asarray(held_u, dtype=float).copy()
         except Exception as exc:  # noqa: BLE001 - a stream must go on; the failure is counted and reported
-            st.solver_failures += 1
-            flags.append("solver_failure")
-            self._warn("solver", f"stream: the smoother failed at t = {t:g} s ({type(exc).__name__}: {exc}); "
-                       "restarting at the next complete sample")
-            if self._filtered is not None:
-                self._restart_velocity = self._filtered.velocity.copy()
-            self._smoother = None
-            self._pending = []
-            return StreamStep(t, tuple(flags), self._filtered, self._smoothed, self._refined)
+            return self._solver_failed(t, exc, flags)
         return StreamStep(t, tuple(flags), self._filtered, self._smoothed, self._refined, updated=True,
                           added=added, smoothed_added=smoothed_added)
+
+    def _solver_failed(self, t: float, exc: Exception, flags: list[str]) -> StreamStep:
+        """Count and report a failed update; the smoother restarts at the next complete sample, its velocity
+        prior centred on the last estimate."""
+        self.status.solver_failures += 1
+        self._warn("solver", f"stream: the smoother failed at t = {t:g} s ({type(exc).__name__}: {exc}); "
+                   "restarting at the next complete sample")
+        if self._filtered is not None:
+            self._restart_velocity = self._filtered.velocity.copy()
+        self._smoother = None
+        self._pending = []
+        return StreamStep(t, tuple(flags + ["solver_failure"]), self._filtered, self._smoothed, self._refined)
 
     def flush(self) -> StreamStep | None:
         """Update the smoother with the state-time samples waiting for the next update (``update_every`` > 1;
@@ -848,12 +851,7 @@ class StreamEstimator:
         try:
             added, smoothed_added = self._update()
         except Exception as exc:  # noqa: BLE001 - as in push
-            self.status.solver_failures += 1
-            self._warn("solver", f"stream: the smoother failed at t = {t:g} s ({type(exc).__name__}: {exc}); "
-                       "restarting at the next complete sample")
-            self._smoother = None
-            self._pending = []
-            return StreamStep(t, ("solver_failure",), self._filtered, self._smoothed, self._refined)
+            return self._solver_failed(t, exc, [])
         return StreamStep(t, (), self._filtered, self._smoothed, self._refined, updated=True, added=added,
                           smoothed_added=smoothed_added)
 
@@ -1006,10 +1004,10 @@ class StreamEstimator:
         padded = np.concatenate([u, np.repeat(u[-1:], chunks * N - len(u), axis=0)])
         h = np.asarray(self.h, dtype=float)
         if self._rollout is None:
-            self._rollout = _compiled_scan(self.model, x, padded[:N], self._p_arrays, h)[0]
+            self._rollout = _compiled_scan(self.model, x, padded[:N], self.fixed, h)[0]
         out = []
         for c in range(chunks):
-            x, (xs, _, _) = self._rollout(x, padded[c * N : (c + 1) * N], self._p_arrays, h)
+            x, (xs, _, _) = self._rollout(x, padded[c * N : (c + 1) * N], self.fixed, h)
             r, e, v, w = (np.asarray(a) for a in xs)
             for n in range(N):
                 moved = [gtsam.Pose3(gtsam.Rot3.Quaternion(*e[n, i]), r[n, i]) for i in range(nb)]
@@ -1069,10 +1067,10 @@ class StreamEstimator:
                 graph.push_back(observation_factor(self.variables, k, y, self._obs_noise, self.fixed))
         if self._refine_prior is not None:
             stamps[keys.P()] = k_end * self.h  # the parameters stay in the window
-        for kk in [kk for kk in self._refs if kk < k_end - self.m - self.update_every]:
-            del self._refs[kk]
         self._smoother.update(graph, values, stamps)
         self._k, self._u_graph = k_end, u
+        for kk in [kk for kk in self._refs if kk < self._oldest_in_window() - 1]:
+            del self._refs[kk]
         self.status.states += k_end - k_last
         self.status.updates += 1
 
@@ -1106,12 +1104,16 @@ class StreamEstimator:
             joint = marginals.jointMarginalCovariance(key_list)
         return np.block([[joint.at(a, b) for b in key_list] for a in key_list])
 
+    def _oldest_in_window(self) -> int:
+        """Index of the oldest state the smoother still holds: it keeps m + update_every states."""
+        return max(self._k_start, self._k - self.m - self.update_every + 1)
+
     def _read(self, ks: Sequence[int]) -> tuple[tuple[Estimate, ...], tuple[Estimate, ...]]:
         """Filtered estimates of the states ks and smoothed ones of the states a lag before them (those in
         this smoother); the newest of each become :attr:`_filtered` and :attr:`_smoothed`."""
         added = tuple(self._estimate(k, self.covariance) for k in ks)
-        # The window keeps m + update_every states: a gap among the samples may have pushed some out.
-        oldest = max(self._k_start, self._k - self.m - self.update_every + 1)
+        # A gap among the samples may have pushed some of their smoothed states out of the window.
+        oldest = self._oldest_in_window()
         smoothed_added = tuple(self._estimate(k - self.m, self.covariance) for k in ks if k - self.m >= oldest)
         self._filtered = added[-1]
         if smoothed_added:

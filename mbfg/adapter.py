@@ -295,9 +295,9 @@ class _FactorGroup:
         def evaluate(_: gtsam.CustomFactor, values: gtsam.Values, H: Any) -> np.ndarray:
             xs = self._read(values, row)
             signature = b"".join(x.tobytes() for x in xs)
-            if self._signatures is not None and signature != self._signatures[i] and not self.regroup:
-                return self._alone(i, xs, H)
             if self._signatures is None or signature != self._signatures[i]:
+                if self._signatures is not None and not self.regroup:
+                    return self._alone(i, xs, H)
                 self._refresh(values)
             if H is None:
                 if self._errors is None:

@@ -352,12 +352,17 @@ class RigidModel:
     def hinges(self) -> tuple[Hinge, ...]:
         return tuple(j for j in self.joints if isinstance(j, Hinge))
 
+    def _copy(self, **changes: Any) -> RigidModel:
+        """A model like this one with some constructor arguments changed (name, joints, parameters)."""
+        args = dict(name=self.name, bodies=self.bodies, joints=self.joints, contacts=self.contacts,
+                    parameters=self.parameters, applied=self.applied, tilt=self.tilt,
+                    observations=self.observations, description=self.description)
+        args.update(changes)
+        return RigidModel(**args)
+
     def with_parameters(self, changes: Mapping[str, Any]) -> RigidModel:
         """A copy with some parameters changed (see :meth:`ParameterSet.updated`)."""
-        return RigidModel(
-            self.name, self.bodies, self.joints, self.contacts, parameters=self.parameters.updated(changes),
-            applied=self.applied, tilt=self.tilt, observations=self.observations, description=self.description,
-        )
+        return self._copy(parameters=self.parameters.updated(changes))
 
     @property
     def has_dry_friction(self) -> bool:
@@ -370,10 +375,7 @@ class RigidModel:
         Same bodies, parameters and observations; named ``NAME-smooth``. Contacts are kept.
         """
         joints = [replace(j, dry=None, stribeck=None) if isinstance(j, Hinge) else j for j in self.joints]
-        return RigidModel(
-            f"{self.name}-smooth", self.bodies, joints, self.contacts, parameters=self.parameters,
-            applied=self.applied, tilt=self.tilt, observations=self.observations, description=self.description,
-        )
+        return self._copy(name=f"{self.name}-smooth", joints=joints)
 
     def _validate(self) -> None:
         names: dict[str, str] = {}
