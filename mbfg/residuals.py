@@ -38,14 +38,18 @@ def multipliers(model: RigidModel, x0: State, v1: jnp.ndarray, u: jnp.ndarray, p
     ``B v_{k+1} + Sigma_B lam_B + b = w_B >= 0``, ``lam_B >= 0``, ``lam_B . w_B = 0``,
     an LCP with matrix Sigma_B (friction bounds couple it) solved exactly.
 
-    Returns (rows, lam_A, lam_B).
+    Returns (lam_A, lam_B, J^T) with the rows of :meth:`RigidModel.position_rows`
+    (A = rows_f.A J_pos, B = rows_f.B J_pos), J^T the product with J_pos^T, and
+    ``A^T lam_A + B^T lam_B`` = ``J^T(rows_f.A^T lam_A + rows_f.B^T lam_B)``.
     """
-    rows = model.rows(x0, u, p, h)
-    lam_A = -rows.Sigma_A_inv * (rows.a + rows.A @ v1)
-    lam_B = jnp.zeros(rows.B.shape[0])
-    if rows.B.shape[0]:
-        lam_B = solve_lcp(rows.Sigma_B, rows.b + rows.B @ v1).z
-    return rows, lam_A, lam_B
+    rows_f, J, J_T = model.position_rows(x0, u, p, h)
+    Jv1 = J(v1)
+    lam_A = -rows_f.Sigma_A_inv * (rows_f.a + rows_f.A @ Jv1)
+    lam_B = jnp.zeros(rows_f.B.shape[0])
+    if rows_f.B.shape[0]:
+        lam_B = solve_lcp(rows_f.Sigma_B, rows_f.b + rows_f.B @ Jv1).z
+    constraint_impulse = J_T(rows_f.A.T @ lam_A + rows_f.B.T @ lam_B)
+    return lam_A, lam_B, constraint_impulse
 
 
 def impulse(model: RigidModel, x0: State, x1: State, u: jnp.ndarray, p: Mapping[str, Any], h: float) -> jnp.ndarray:
@@ -56,12 +60,13 @@ def impulse(model: RigidModel, x0: State, x1: State, u: jnp.ndarray, p: Mapping[
     with f + f_g (gravity, gyroscopic, applied) and the rows at x_k, and the
     multipliers from v_{k+1} (:func:`multipliers`). Zero exactly when x_{k+1}
     is the Spook step from x_k (for Delta p_q: up to the small-angle rotation
-    difference of 3.20).
+    difference of 3.20). The rows enter through J_pos products only
+    (:meth:`RigidModel.position_rows`), which keeps the Jacobian of this residual cheap.
     """
     M = model.mass_diagonal(p)
     v0, v1 = x0.velocity(), x1.velocity()
-    rows, lam_A, lam_B = multipliers(model, x0, v1, u, p, h)
-    rest = rows.A.T @ lam_A + rows.B.T @ lam_B + h * model.forces(x0, p)
+    _, _, constraint_impulse = multipliers(model, x0, v1, u, p, h)
+    rest = constraint_impulse + h * model.forces(x0, p)
     dp_u = M * (v1 - v0) - rest
     dp_q = M * (configuration_difference(x1, x0) / h - v0) - rest
     return jnp.concatenate([dp_u, dp_q])

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Union
 
@@ -539,8 +539,8 @@ class RigidModel:
             out.append(jnp.stack([n @ (point - jnp.asarray(c.origin)), t1 @ point, t2 @ point]))
         return jnp.concatenate(out) if out else jnp.zeros(0)
 
-    def position_jacobian(self, state: State, p: Mapping[str, Any]) -> tuple[jnp.ndarray, jnp.ndarray]:
-        """Position functions (n_pos,) and their Jacobian (n_pos, 6 nb): d f(q boxplus delta) / d delta."""
+    def _lifted_positions(self, state: State, p: Mapping[str, Any]) -> Callable[[jnp.ndarray], jnp.ndarray]:
+        """delta (6 nb,) -> the position functions at ``q boxplus delta`` (n_pos,)."""
 
         def lifted(delta: jnp.ndarray) -> jnp.ndarray:
             delta = delta.reshape(-1, 6)
@@ -548,6 +548,11 @@ class RigidModel:
             R = jax.vmap(lambda e, psi: quat.to_matrix(quat.boxplus(e, psi)))(state.e, delta[:, 3:])
             return self.position_functions(r, R, p)
 
+        return lifted
+
+    def position_jacobian(self, state: State, p: Mapping[str, Any]) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """Position functions (n_pos,) and their Jacobian (n_pos, 6 nb): d f(q boxplus delta) / d delta."""
+        lifted = self._lifted_positions(state, p)
         values = lifted(jnp.zeros(6 * self.nb))
         return values, jax.jacfwd(lifted)(jnp.zeros(6 * self.nb))
 
@@ -563,10 +568,38 @@ class RigidModel:
         ``A v_{k+1} + Sigma_A lam_A + a = 0``; ``B v_{k+1} + Sigma_B lam_B + b = w_B >= 0``,
         ``lam_B >= 0``, ``lam_B . w_B = 0``. Multipliers are impulses [N s, N m s].
         """
-        L = self.layout
-        nv = 6 * self.nb
-        vel = state.velocity()
         f_pos, J_pos = self.position_jacobian(state, p)
+        return self._assemble_rows(f_pos, J_pos, J_pos @ state.velocity(), u, p, h)
+
+    def position_rows(
+        self, state: State, u: jnp.ndarray, p: Mapping[str, Any], h: float
+    ) -> tuple[Rows, Callable[[jnp.ndarray], jnp.ndarray], Callable[[jnp.ndarray], jnp.ndarray]]:
+        """:meth:`rows` without the Jacobian J_pos of the position functions: (rows_f, J, J^T).
+
+        Every row of A and B is a signed row of J_pos (n_pos, 6 nb), so ``A = rows_f.A @ J_pos``
+        and ``B = rows_f.B @ J_pos`` with constant selection matrices rows_f.A (nA, n_pos) and
+        rows_f.B (nB, n_pos); a, b, Sigma_A and Sigma_B are those of :meth:`rows`. ``J(v)`` is
+        J_pos v (a JVP) and ``J^T(y)`` is J_pos^T y (a VJP). A residual written with these
+        differentiates at the cost of first derivatives of the position functions; through
+        the explicit J_pos of :meth:`rows` it needs all their second derivatives (about ten
+        times the work for the Furuta pendulum's impulse Jacobian).
+        """
+        lifted = self._lifted_positions(state, p)
+        zeros = jnp.zeros(6 * self.nb)
+        f_pos, pullback = jax.vjp(lifted, zeros)
+
+        def J(v: jnp.ndarray) -> jnp.ndarray:
+            return jax.jvp(lifted, (zeros,), (v,))[1]
+
+        rows_f = self._assemble_rows(f_pos, jnp.eye(f_pos.shape[0]), J(state.velocity()), u, p, h)
+        return rows_f, J, lambda y: pullback(y)[0]
+
+    def _assemble_rows(self, f_pos: jnp.ndarray, J_pos: jnp.ndarray, Jv: jnp.ndarray, u: jnp.ndarray,
+                       p: Mapping[str, Any], h: float) -> Rows:
+        """The rows from the position functions f_pos (n_pos,), their Jacobian J_pos (n_pos, n) and
+        J_pos v_k (n_pos,); A and B are built only by copying signed rows of J_pos."""
+        L = self.layout
+        nv = J_pos.shape[1]
         A = jnp.zeros((L.n_A, nv))
         Sigma_A, Sigma_A_inv, a = jnp.zeros(L.n_A), jnp.zeros(L.n_A), jnp.zeros(L.n_A)
         B = jnp.zeros((L.n_B, nv))
@@ -584,7 +617,7 @@ class RigidModel:
                 A = A.at[rows].set(G)
                 Sigma_A = Sigma_A.at[rows].set(4.0 / h**2 * eps * gamma)  # (2.10)
                 Sigma_A_inv = Sigma_A_inv.at[rows].set(h**2 / (4.0 * eps * gamma))
-                a = a.at[rows].set(4.0 / h * gamma * g - gamma * (G @ vel))  # (2.8), (2.11)
+                a = a.at[rows].set(4.0 / h * gamma * g - gamma * Jv[pos])  # (2.8), (2.11)
             elif kind == "viscous":
                 # F.2: Sigma lam + G_bar v_{k+1} = 0 gives the drag impulse lam = -h c omega_{k+1}
                 # when Sigma = 1/(h c); c = 0 means no drag (floored to keep Sigma finite).
@@ -603,7 +636,7 @@ class RigidModel:
                 A = A.at[i].set(G_bar)
                 Sigma_A = Sigma_A.at[i].set(1.0 / Js)
                 Sigma_A_inv = Sigma_A_inv.at[i].set(Js)
-                a = a.at[i].set(-(G_bar @ vel + h * gain * controls[j.motor.control] / Js))
+                a = a.at[i].set(-(Jv[angle] + h * gain * controls[j.motor.control] / Js))
             elif kind == "dry_hinge":
                 _, j, pos, angle, i0 = block
                 g, G = f_pos[pos], J_pos[pos]
@@ -614,13 +647,13 @@ class RigidModel:
                 B = B.at[normals].set(jnp.concatenate([G, -G]))
                 idx = jnp.arange(i0, i0 + 2 * n_g)
                 Sigma_B = Sigma_B.at[idx, idx].set(jnp.tile(4.0 / h**2 * eps * gamma, 2))
-                b_g = 4.0 / h * gamma * g - gamma * (G @ vel)  # (2.24), row 2
+                b_g = 4.0 / h * gamma * g - gamma * Jv[pos]  # (2.24), row 2
                 b = b.at[normals].set(jnp.concatenate([b_g, -b_g]))
                 G_bar = J_pos[angle]
                 mu_r = jnp.asarray(resolve(j.dry, p), dtype=float)
                 if j.stribeck is not None:
                     dmu, omega_s = (jnp.asarray(resolve(x, p), dtype=float) for x in j.stribeck)
-                    mu_r = mu_r + dmu * jnp.exp(-((G_bar @ vel) / omega_s) ** 2)  # (4.1), omega at step k
+                    mu_r = mu_r + dmu * jnp.exp(-(Jv[angle] / omega_s) ** 2)  # (4.1), omega at step k
                 U = jnp.concatenate([jnp.full(3, mu_r), jnp.full(2, mu_r / ROTATIONAL_FRICTION_DISTANCE)])
                 B, Sigma_B = _friction_rows(B, Sigma_B, i0 + 2 * n_g, jnp.stack([G_bar, -G_bar]),
                                             normals, jnp.tile(U, 2), resolve(j.friction_compliance, p))
@@ -632,7 +665,7 @@ class RigidModel:
                 gamma = 1.0 / (1.0 + 4.0 * tau / h)
                 B = B.at[i0].set(C)
                 Sigma_B = Sigma_B.at[i0, i0].set(4.0 / h**2 * eps * gamma)
-                b = b.at[i0].set(4.0 / h * gamma * gap - gamma * (C @ vel))  # (2.21)
+                b = b.at[i0].set(4.0 / h * gamma * gap - gamma * Jv[pos.start])  # (2.21)
                 T = J_pos[pos.start + 1 : pos.stop]
                 mu = jnp.asarray(resolve(c.mu, p), dtype=float)
                 B, Sigma_B = _friction_rows(B, Sigma_B, i0 + 1, jnp.concatenate([T, -T]),
