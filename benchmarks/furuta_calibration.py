@@ -327,12 +327,13 @@ def lm_summary(result) -> dict[str, float]:
     )
 
 
-def run_calibration(start, log, h: float, weight: float, max_iterations: int, priors: dict[str, float] | None):
+def run_calibration(start, log, h: float, weight: float, max_iterations: int, priors: dict[str, float] | None,
+                    damping_update: str = "tenfold"):
     """calibrate() of the 13 parameters; (result, wall s, ru_maxrss before, after [MB])."""
     before = max_rss_mb()
     t0 = time.perf_counter()
     result = calibrate(start, log, free=FREE, h=h, weight=weight, max_iterations=max_iterations, priors=priors,
-                       quiet=False)  # LM progress lines on stderr
+                       damping_update=damping_update, quiet=False)  # LM progress lines on stderr
     return result, time.perf_counter() - t0, before, max_rss_mb()
 
 
@@ -344,6 +345,8 @@ def main() -> None:
     parser.add_argument("--skip-scipy", action="store_true", help="no scipy.optimize.least_squares peer")
     parser.add_argument("--weight", type=float, default=1e6, help="state error weight W (default 1e6)")
     parser.add_argument("--max-iterations", type=int, default=20, help="LM iterations at most (default 20)")
+    parser.add_argument("--damping-update", choices=("tenfold", "nielsen"), default="tenfold",
+                        help="mbfg's LM damping rule (default tenfold; see mbfg.solvers)")
     parser.add_argument("--max-nfev", type=int, default=50, help="least_squares max_nfev (default 50)")
     parser.add_argument("--lsmr-maxiter", type=int, default=500,
                         help="LSMR iterations per trf step (default 500; 0: scipy's default min(rows, columns))")
@@ -355,7 +358,7 @@ def main() -> None:
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, {load()}; "
           f"jax {jax.__version__}; XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
     print(f"# furuta (dry friction), {duration:g} s logs at dt = {dt:g} s, W = {W:g}, 13 free parameters, "
-          f"at most {args.max_iterations} LM iterations")
+          f"at most {args.max_iterations} LM iterations, damping update {args.damping_update}")
 
     truth = truth_model()
     f0 = natural_frequency(truth)
@@ -372,14 +375,16 @@ def main() -> None:
     rss0 = max_rss_mb()
     priors: dict[str, float] | None = None
     try:
-        result, wall, _, rss1 = run_calibration(start, log, dt, W, args.max_iterations, None)
+        result, wall, _, rss1 = run_calibration(start, log, dt, W, args.max_iterations, None,
+                                                   args.damping_update)
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()
         print(f"\n!! calibrate (13 free, no priors) raised RuntimeError: {' '.join(first[:2])}")
         priors = {k: abs(start.parameters[k].default) for k in FALLBACK_PRIORS}
         print("!! retrying with priors at the start value, sigma = 100 %: "
               + ", ".join(f"{k} {v:.3g}" for k, v in priors.items()))
-        result, wall, _, rss1 = run_calibration(start, log, dt, W, args.max_iterations, priors)
+        result, wall, _, rss1 = run_calibration(start, log, dt, W, args.max_iterations, priors,
+                                                   args.damping_update)
     s = lm_summary(result)
     print(f"\n## mbfg calibrate at h = {dt:g} s: {result.problem.n} steps, "
           f"{result.problem.graph.size()} factors")
@@ -447,7 +452,8 @@ def main() -> None:
     print("\n## h and cross-validation on the validation log")
     results = {1: (result, s)}
     for stride in strides:
-        r, _, _, _ = run_calibration(start, log, stride * dt, W, args.max_iterations, priors)
+        r, _, _, _ = run_calibration(start, log, stride * dt, W, args.max_iterations, priors,
+                                       args.damping_update)
         results[stride] = (r, lm_summary(r))
     print(f"{'h ms':>5} {'steps':>6} {'iter':>4} {'conv':>4} {'LM wall s':>9} {'lin s/it':>9} {'solve s/it':>10} "
           f"{'cost':>11} {'max|err|/std':>12} {'CV score':>11} {'CV wall s':>9}")

@@ -371,11 +371,12 @@ def build_joint_problem(
 
 
 def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: float = 1e-6,
-          quiet: bool = False, label: str | None = None) -> LMResult:
+          damping_update: str = "tenfold", quiet: bool = False, label: str | None = None) -> LMResult:
     """Box-constrained Levenberg-Marquardt on the problem (:func:`mbfg.solvers.bounded_levenberg_marquardt`)."""
     return bounded_levenberg_marquardt(
         problem.graph, problem.initial, problem.bounds, max_iterations=max_iterations,
-        relative_tol=relative_tol, quiet=quiet, label=label or f"calibrate {problem.model.name}",
+        relative_tol=relative_tol, damping_update=damping_update, quiet=quiet,
+        label=label or f"calibrate {problem.model.name}",
     )
 
 

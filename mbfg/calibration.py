@@ -217,6 +217,7 @@ def calibrate(
     weight: float = 1e6,
     max_iterations: int = 20,
     relative_tol: float = 1e-3,
+    damping_update: str = "tenfold",
     priors: Mapping[str, float] | None = None,
     cutoff_hz: float | None = None,
     covariance: bool = True,
@@ -236,6 +237,7 @@ def calibrate(
             ``relative_tol`` of it. With dry friction the cost keeps creeping down by about
             0.05 % per iteration once the parameters the data determine have settled (the
             steps cross friction kinks, gain ratio ~0.06); 1e-3 stops there.
+        damping_update: the LM damping rule, "tenfold" or "nielsen" (:mod:`mbfg.solvers`).
         priors: parameter -> prior sigma at its initial value.
         cutoff_hz: initialization filter cut-off [Hz] (default :data:`~mbfg.graphs.joint.DEFAULT_CUTOFF_HZ`).
         covariance: compute the standard deviations (one extra factorization).
@@ -250,7 +252,8 @@ def calibrate(
                                   cutoff_hz=DEFAULT_CUTOFF_HZ if cutoff_hz is None else cutoff_hz,
                                   smooth_start=SMOOTH_START_ITERATIONS if smooth_start is None else smooth_start,
                                   quiet=quiet)
-    lm: LMResult = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol, quiet=quiet)
+    lm: LMResult = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol,
+                         damping_update=damping_update, quiet=quiet)
     values = lm.values
     identified = problem.model.with_parameters(
         {name: problem.parameter_values(values)[name] for name in problem.variables.free}

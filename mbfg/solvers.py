@@ -10,8 +10,12 @@ of delta; the step is then put exactly on the bound) and the damped system is
 solved again, until the step stays inside. This is the solution of the box-constrained linear least-squares
 subproblem of App. C whenever the pinned set is the optimal active set (the
 common case near convergence); the paper solves that subproblem as an MLCP.
-A step is accepted when it lowers the cost; then lam shrinks tenfold, otherwise
-it grows tenfold. The gain ratio rho = (actual decrease) / (decrease the
+A step is accepted when it lowers the cost. The damping then follows one of two rules
+(``damping_update``): "tenfold" divides lam by 10 after an accepted step and multiplies it
+by 10 per rejected trial; "nielsen" (Madsen, Nielsen & Tingleff, *Methods for non-linear
+least squares problems*, 2004, eq. 2.21 with Nielsen's nu) sets lam *= max(1/3, 1 - (2 rho - 1)^3)
+after an accepted step, so a step the linearization predicted badly keeps its damping, and
+doubles the growth factor with each rejected trial in a row. The gain ratio rho = (actual decrease) / (decrease the
 linearization predicts) is reported per iteration: with complementarity
 (friction, contact) a full step often crosses a kink where a multiplier switches,
 and rho far from 1 shows it.
@@ -70,6 +74,7 @@ def bounded_levenberg_marquardt(
     absolute_tol: float = 0.0,
     lambda_initial: float = 1e-5,
     lambda_max: float = 1e10,
+    damping_update: str = "tenfold",
     quiet: bool = False,
     label: str = "LM",
     on_iteration: Callable[[dict[str, float], gtsam.Values], None] | None = None,
@@ -84,9 +89,12 @@ def bounded_levenberg_marquardt(
             cost by less than this fraction.
         absolute_tol: stop when the cost is below this.
         lambda_initial, lambda_max: LM damping start and give-up value.
+        damping_update: "tenfold" or "nielsen", the rule for lam between trials (module docstring).
         quiet: no progress lines (iteration, cost, lambda, time) on stderr.
         on_iteration: called after each iteration with its history row and the current values.
     """
+    if damping_update not in ("tenfold", "nielsen"):
+        raise ValueError(f"damping_update must be 'tenfold' or 'nielsen', got {damping_update!r}")
     bounds = dict(bounds or {})
     for key, (lo, hi) in bounds.items():
         x = values.atVector(key)
@@ -113,6 +121,7 @@ def bounded_levenberg_marquardt(
         diag = _hessian_diagonal(linear, dims)
         linear_cost = linear.error(zeros)
         accepted = False
+        growth = 10.0 if damping_update == "tenfold" else 2.0
         while lam <= lambda_max:
             delta = _bounded_step(linear, diag, lam, values, bounds, ordering)
             new_values = values.retract(delta)
@@ -123,7 +132,9 @@ def bounded_levenberg_marquardt(
             if np.isfinite(new_cost) and new_cost < cost:
                 accepted = True
                 break
-            lam *= 10.0
+            lam *= growth
+            if damping_update == "nielsen":
+                growth *= 2.0
         t_solve = time.perf_counter() - t0
         if not accepted:
             message = "no damped step lowers the cost (converged to the tolerance of the linearization)"
@@ -138,7 +149,10 @@ def bounded_levenberg_marquardt(
         # A small decrease of a heavily damped step (just after lambda grew) says nothing about convergence.
         undamped = lam <= lambda_initial
         values, cost = new_values, new_cost
-        lam = max(lam / 10.0, 1e-12)
+        if damping_update == "tenfold":
+            lam = max(lam / 10.0, 1e-12)
+        else:
+            lam = max(lam * max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), 1e-12)
         row = dict(iteration=iteration, cost=cost, lam=lam, rho=rho, wall_s=time.perf_counter() - start,
                    linearize_s=t_lin, solve_s=t_solve)
         history.append(row)
