@@ -232,6 +232,7 @@ def initial_states(model: RigidModel, y: np.ndarray, h: float, parameters: Mappi
 def smooth_initial_states(
     model: RigidModel, log: Log, *, h: float | None = None, weight: float = 1e6,
     cutoff_hz: float = DEFAULT_CUTOFF_HZ, iterations: int = SMOOTH_START_ITERATIONS, quiet: bool = False,
+    damping_update: str = "tenfold",
 ) -> tuple[list[State], LMResult]:
     """Initial states for a model with dry friction: the states of its smooth twin, parameters fixed.
 
@@ -248,7 +249,8 @@ def smooth_initial_states(
     """
     twin = model.without_dry_friction()
     problem = build_joint_problem(twin, log, h=h, free=(), weight=weight, cutoff_hz=cutoff_hz)
-    result = solve(problem, max_iterations=iterations, quiet=quiet, label=f"initialize states {twin.name}")
+    result = solve(problem, max_iterations=iterations, damping_update=damping_update, quiet=quiet,
+                   label=f"initialize states {twin.name}")
     return problem.state_list(result.values), result
 
 
@@ -265,6 +267,7 @@ def build_joint_problem(
     states: Sequence[State] | None = None,
     sigmas: tuple[float, float] | None = None,
     smooth_start: int = SMOOTH_START_ITERATIONS,
+    damping_update: str = "tenfold",
     quiet: bool = False,
 ) -> JointProblem:
     """The joint state-parameter problem of ``model`` over ``log`` (see the module docstring).
@@ -286,6 +289,7 @@ def build_joint_problem(
             for the covariance with estimated noise variances (3.22-3.24).
         smooth_start: LM iterations of :func:`smooth_initial_states` (0: the section-4.4
             states as they are); only for a model with dry friction and no ``states``.
+        damping_update: the LM damping rule of :func:`smooth_initial_states` (:mod:`mbfg.solvers`).
         quiet: no progress lines from :func:`smooth_initial_states`.
 
     Raises:
@@ -308,7 +312,7 @@ def build_joint_problem(
     start: LMResult | None = None
     if states is None and model.has_dry_friction and smooth_start > 0:
         states, start = smooth_initial_states(model, log, h=h, weight=weight, cutoff_hz=cutoff_hz,
-                                              iterations=smooth_start, quiet=quiet)
+                                              iterations=smooth_start, quiet=quiet, damping_update=damping_update)
     if states is None:
         states = initial_states(model, filtered_observations(log.t, log.y, cutoff_hz)[idx], h, p0)
     fixed = fixed_values(model)

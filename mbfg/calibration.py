@@ -237,7 +237,8 @@ def calibrate(
             ``relative_tol`` of it. With dry friction the cost keeps creeping down by about
             0.05 % per iteration once the parameters the data determine have settled (the
             steps cross friction kinks, gain ratio ~0.06); 1e-3 stops there.
-        damping_update: the LM damping rule, "tenfold" or "nielsen" (:mod:`mbfg.solvers`).
+        damping_update: the LM damping rule, "tenfold" or "nielsen" (:mod:`mbfg.solvers`), of the
+            calibration and of its states-only start.
         priors: parameter -> prior sigma at its initial value.
         cutoff_hz: initialization filter cut-off [Hz] (default :data:`~mbfg.graphs.joint.DEFAULT_CUTOFF_HZ`).
         covariance: compute the standard deviations (one extra factorization).
@@ -251,7 +252,7 @@ def calibrate(
     problem = build_joint_problem(model, log, h=h, free=free, weight=weight, priors=priors,
                                   cutoff_hz=DEFAULT_CUTOFF_HZ if cutoff_hz is None else cutoff_hz,
                                   smooth_start=SMOOTH_START_ITERATIONS if smooth_start is None else smooth_start,
-                                  quiet=quiet)
+                                  damping_update=damping_update, quiet=quiet)
     lm: LMResult = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol,
                          damping_update=damping_update, quiet=quiet)
     values = lm.values
