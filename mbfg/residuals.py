@@ -38,9 +38,9 @@ def multipliers(model: RigidModel, x0: State, v1: jnp.ndarray, u: jnp.ndarray, p
     ``B v_{k+1} + Sigma_B lam_B + b = w_B >= 0``, ``lam_B >= 0``, ``lam_B . w_B = 0``,
     an LCP with matrix Sigma_B (friction bounds couple it) solved exactly.
 
-    Returns (lam_A, lam_B, J^T) with the rows of :meth:`RigidModel.position_rows`
-    (A = rows_f.A J_pos, B = rows_f.B J_pos), J^T the product with J_pos^T, and
-    ``A^T lam_A + B^T lam_B`` = ``J^T(rows_f.A^T lam_A + rows_f.B^T lam_B)``.
+    Returns (lam_A (nA,), lam_B (nB,), the constraint impulse ``A^T lam_A + B^T lam_B``
+    (6 nb,)), computed with the rows of :meth:`RigidModel.position_rows`
+    (A = rows_f.A J_pos, B = rows_f.B J_pos) as ``J_pos^T (rows_f.A^T lam_A + rows_f.B^T lam_B)``.
     """
     rows_f, J, J_T = model.position_rows(x0, u, p, h)
     Jv1 = J(v1)
