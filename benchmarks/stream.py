@@ -17,7 +17,8 @@ Sections (each can be picked with --only):
 3. ``factors``: the cost of one factor evaluation, the Furuta impulse and
    observation factors of the stream: wall time of the residual and of the
    residual with its Jacobian (mean of 500 calls, inputs already on the
-   device), of 10 at once vmapped, the number of primitive operations of the
+   device), of 10 at once vmapped (one forward pass per variable, as the
+   stream's batched updates), the number of primitive operations of the
    residual's jaxpr (the most frequent kinds) and of fused kernels XLA:CPU
    compiles the residual / the residual with its Jacobian into.
 4. ``qube``: the real QUBE-Servo episode (../shared/data/qube_servo, 500 Hz,
@@ -199,7 +200,7 @@ def factor_cost() -> None:
         cs = jax.device_put(cs)
         times = []
         for fn, args in ((ft._error_fn, (xs, cs)), (ft._linearize_fn, (xs, cs)),
-                         (ft._vmapped((None,) * len(cs))[1],
+                         (ft._vmapped((None,) * len(cs), per_variable=True)[1],
                           (tuple(jax.numpy.stack([x] * 10) for x in xs), cs))):
             jax.block_until_ready(fn(*args))
             start = time.perf_counter()
