@@ -427,6 +427,39 @@ def test_make_many_linearizes_like_make_and_follows_changed_values():
         values.update(rows[3][0], values.atVector(rows[3][0]) + 1.0)
 
 
+def test_make_many_per_variable_linearizes_the_impulse_factor_like_make():
+    """One forward pass per variable (the stream's batched updates) gives the Jacobians of the joint pass."""
+    from mbfg import keys
+    from mbfg.adapter import PerFactor
+    from mbfg.factors._rigid import example_model, example_step, fixed_values, state_values, variables_for
+    from mbfg.factors.impulse import impulse_keys, impulse_type
+
+    model = example_model("pendulum")
+    variables = variables_for(model, ())
+    ft = impulse_type(variables)
+    rng = np.random.default_rng(3)
+    values, rows, controls = gtsam.Values(), [], []
+    for k in range(3):
+        x0, x1, u = example_step(rng, model)
+        for j, x in ((2 * k, x0), (2 * k + 1, x1)):
+            pose, vel = state_values(model, x)
+            values.insert(keys.X(j, 0), gtsam.Pose3(pose))
+            values.insert(keys.V(j), vel)
+        rows.append(impulse_keys(variables, 2 * k))  # x_{2k} -> x_{2k+1}
+        controls.append(u)
+    noise = gtsam.noiseModel.Isotropic.Sigma(12, 1e-3)
+    batched, single = gtsam.NonlinearFactorGraph(), gtsam.NonlinearFactorGraph()
+    for f in ft.make_many(rows, noise, fixed_values(model), PerFactor(np.stack(controls)), 1e-3, per_variable=True):
+        batched.add(f)
+    for row, u in zip(rows, controls):
+        single.add(ft.make(row, noise, fixed_values(model), u, 1e-3))
+    A_b, b_b = batched.linearize(values).jacobian()
+    A_s, b_s = single.linearize(values).jacobian()
+    assert np.abs(A_s).max() > 0
+    np.testing.assert_allclose(A_b, A_s, rtol=1e-12, atol=1e-12 * np.abs(A_s).max())
+    np.testing.assert_allclose(b_b, b_s, rtol=1e-12, atol=1e-12 * np.abs(b_s).max())
+
+
 def test_make_many_without_regroup_relinearizes_one_factor_alone():
     """regroup=False (fixed-lag smoothers): the group is evaluated together once; a later evaluation of
     one factor, at values that no longer hold the others' variables (marginalized), is that factor's alone."""
