@@ -17,8 +17,9 @@ Sections (each can be picked with --only):
 3. ``factors``: the cost of one factor evaluation, the Furuta impulse and
    observation factors of the stream: wall time of the residual and of the
    residual with its Jacobian (mean of 500 calls, inputs already on the
-   device), of 10 at once vmapped (one forward pass per variable, as the
-   stream's batched updates), the number of primitive operations of the
+   device), of 10 at once vmapped with one joint forward pass and with one
+   per variable (the stream's batched updates), each with its compile time,
+   the number of primitive operations of the
    residual's jaxpr (the most frequent kinds) and of fused kernels XLA:CPU
    compiles the residual / the residual with its Jacobian into.
 4. ``qube``: the real QUBE-Servo episode (../shared/data/qube_servo, 500 Hz,
@@ -193,21 +194,30 @@ def factor_cost() -> None:
               (fixed, u, H)),
              ("observation", observation_type(variables), tuple(state_values(model, x1)),
               (fixed, y, np.ones_like(y))))
-    print(f"{'factor':<12} {'residual [ms]':>13} {'+ Jacobian [ms]':>15} {'vmapped x10, each [ms]':>22} "
+    print(f"{'factor':<12} {'residual [ms]':>13} {'+ Jacobian [ms]':>15} "
+          f"{'vmapped x10, each [ms] (compile [s]): joint / per variable':>58} "
           f"{'jaxpr ops':>9} {'fused kernels':>15}  most frequent ops")
     for name, ft, xs, cs in cases:
         xs = tuple(jax.device_put(np.asarray(x)) for x in xs)
         cs = jax.device_put(cs)
-        times = []
+        batch = tuple(jax.numpy.stack([x] * 10) for x in xs)
+        times, compile_s = [], []
+        for per_variable in (False, True):
+            # A fresh jit of the same vmapped function, so that its compile is timed.
+            fn = jax.jit(ft._vmapped((None,) * len(cs), per_variable)[1])
+            start = time.perf_counter()
+            fn.lower(batch, cs).compile()
+            compile_s.append(time.perf_counter() - start)
         for fn, args in ((ft._error_fn, (xs, cs)), (ft._linearize_fn, (xs, cs)),
-                         (ft._vmapped((None,) * len(cs), per_variable=True)[1],
-                          (tuple(jax.numpy.stack([x] * 10) for x in xs), cs))):
+                         (ft._vmapped((None,) * len(cs))[1], (batch, cs)),
+                         (ft._vmapped((None,) * len(cs), per_variable=True)[1], (batch, cs))):
             jax.block_until_ready(fn(*args))
             start = time.perf_counter()
             for _ in range(500):
                 jax.block_until_ready(fn(*args))
             times.append((time.perf_counter() - start) / 500)
         times[2] /= 10
+        times[3] /= 10
         counts: collections.Counter = collections.Counter()
 
         def count(jaxpr) -> None:
@@ -221,7 +231,8 @@ def factor_cost() -> None:
         count(jax.make_jaxpr(lambda xs, cs: ft.residual(*xs, *cs))(xs, cs).jaxpr)
         kernels = [fn.lower(xs, cs).compile().as_text().count(" fusion(") for fn in (ft._error_fn, ft._linearize_fn)]
         top = ", ".join(f"{k} {v}" for k, v in counts.most_common(4))
-        print(f"{name:<12} {1e3 * times[0]:>13.3f} {1e3 * times[1]:>15.3f} {1e3 * times[2]:>22.3f} "
+        vmapped = f"{1e3 * times[2]:.3f} ({compile_s[0]:.1f}) / {1e3 * times[3]:.3f} ({compile_s[1]:.1f})"
+        print(f"{name:<12} {1e3 * times[0]:>13.3f} {1e3 * times[1]:>15.3f} {vmapped:>58} "
               f"{sum(counts.values()):>9} {kernels[0]:>6} / {kernels[1]:<6}  {top}")
 
 

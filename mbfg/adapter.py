@@ -216,9 +216,9 @@ class FactorType:
                 a few are relinearized later, when the others' variables may
                 already be marginalized).
             per_variable: differentiate one variable at a time, which skips the work that
-                does not depend on it: the Furuta impulse factor vmapped x10 takes 0.13 instead
-                of 0.21 ms each, but compiles in 17 instead of 9 s (34 instead of 15 s with 13
-                free parameters). For long-running streams, not for a batch solve.
+                does not depend on it: faster to run, slower to compile (for the Furuta
+                impulse factor ``python benchmarks/stream.py --only factors`` prints both).
+                For long-running streams, not for a batch solve.
         """
         group = _FactorGroup(self, [[int(k) for k in row] for row in keys], constants, regroup, per_variable)
         return [gtsam.CustomFactor(noise, row, group.callback(i)) for i, row in enumerate(group.keys)]
@@ -233,7 +233,7 @@ class FactorType:
             linearize = self._linearize_per_variable if per_variable else self._linearize_fn
             self._vmapped_fns[constant_axes, per_variable] = (
                 jax.jit(jax.vmap(self._error_fn, in_axes=in_axes)),
-                jax.jit(jax.vmap(lambda xs, cs: linearize(xs, cs), in_axes=in_axes)),
+                jax.jit(jax.vmap(linearize, in_axes=in_axes)),
             )
         return self._vmapped_fns[constant_axes, per_variable]
 

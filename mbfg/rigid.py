@@ -581,9 +581,7 @@ class RigidModel:
         rows_f.B (nB, n_pos); a, b, Sigma_A and Sigma_B are those of :meth:`rows`. ``J(v)`` is
         J_pos v (a JVP) and ``J^T(y)`` is J_pos^T y (a VJP). A residual written with these
         differentiates at the cost of first derivatives of the position functions; through
-        the explicit J_pos of :meth:`rows` it needs all their second derivatives (the Furuta
-        pendulum's impulse factor, vmapped: 0.49 -> 0.21 ms per linearization,
-        ``python benchmarks/stream.py --only factors``).
+        the explicit J_pos of :meth:`rows` it needs all their second derivatives.
         """
         lifted = self._lifted_positions(state, p)
         zeros = jnp.zeros(6 * self.nb)

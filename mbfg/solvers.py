@@ -13,7 +13,7 @@ common case near convergence); the paper solves that subproblem as an MLCP.
 A step is accepted when it lowers the cost. The damping then follows one of two rules
 (``damping_update``): "tenfold" divides lam by 10 after an accepted step and multiplies it
 by 10 per rejected trial; "nielsen" (Madsen, Nielsen & Tingleff, *Methods for non-linear
-least squares problems*, 2004, eq. 2.21 with Nielsen's nu) sets lam *= max(1/3, 1 - (2 rho - 1)^3)
+least squares problems*, 2004, with Nielsen's growth factor nu) sets lam *= max(1/3, 1 - (2 rho - 1)^3)
 after an accepted step, so a step the linearization predicted badly keeps its damping, and
 doubles the growth factor with each rejected trial in a row. The gain ratio rho = (actual decrease) / (decrease the
 linearization predicts) is reported per iteration: with complementarity
