@@ -233,21 +233,23 @@ def _wrap(x: np.ndarray | float) -> np.ndarray:
     return np.arctan2(np.sin(x), np.cos(x))
 
 
-def _hinge_angle(R_a: np.ndarray, R_b: np.ndarray) -> float:
-    """NumPy twin of :func:`mbfg.rigid.hinge_angle`: rotation of frame b about frame a's z axis [rad]."""
-    R_ab = R_a.T @ R_b
-    return math.atan2(R_ab[1, 0] - R_ab[0, 1], R_ab[0, 0] + R_ab[1, 1])
+def _hinge_angles(R_a: np.ndarray, R_b: np.ndarray) -> np.ndarray:
+    """NumPy twin of :func:`mbfg.rigid.hinge_angle` over a leading axis: rotations (n, 3, 3) of frames a
+    and b; the rotation of b about a's z axis (n,) [rad]."""
+    R_ab = np.einsum("nji,njk->nik", R_a, R_b)
+    return np.arctan2(R_ab[:, 1, 0] - R_ab[:, 0, 1], R_ab[:, 0, 0] + R_ab[:, 1, 1])
 
 
 class _Readout:
-    """Coordinates, rates and their Jacobians from a state, in NumPy (no JAX call per sample).
+    """Coordinates, rates and their Jacobians from states, in NumPy (no JAX call per sample).
 
     For each observation: a hinge angle (from the bodies' rotations, as
     :meth:`RigidModel.observe`) and its rate ``n . (omega_b - omega_a)``
     (world angular velocities, n the hinge axis), or a CoM coordinate and its
     velocity. The Jacobians are with respect to the GTSAM tangent of the
     state's variables [pose_0 (omega, v), ..., pose_{nb-1}, V (6 nb)], for the
-    marginal standard deviations.
+    marginal standard deviations. Vectorized over states: one read-out per
+    smoother update, whatever the number of states it adds.
     """
 
     def __init__(self, model: RigidModel) -> None:
@@ -264,37 +266,39 @@ class _Readout:
                 body, _, axis = name.rpartition(".")
                 self.channels.append(("com", model.body_index[body], "xyz".index(axis)))
 
-    def __call__(self, R: np.ndarray, r: np.ndarray, vel: np.ndarray, jacobians: bool = False):
-        """(coordinates (n,), rates (n,)[, J_q (n, 12 nb), J_v (n, 12 nb)]) from R (nb, 3, 3), r (nb, 3), V (6 nb,)."""
-        nb = self.nb
-        vel = vel.reshape(nb, 6)
-        w_world = np.einsum("bij,bj->bi", R, vel[:, 3:])
-        n_obs = len(self.channels)
-        q, qd = np.zeros(n_obs), np.zeros(n_obs)
-        Jq = Jv = None
+    def __call__(self, R_world_body: np.ndarray, r_world_body: np.ndarray, vel: np.ndarray,
+                 jacobians: bool = False):
+        """From R_world_body (n, nb, 3, 3), r_world_body (n, nb, 3) [m] and V (n, 6 nb) [m/s, rad/s]:
+        coordinates (n, n_obs), rates (n, n_obs) [and J_q, J_v (n, n_obs, 12 nb)]."""
+        n, nb, n_obs = len(R_world_body), self.nb, len(self.channels)
+        vel = vel.reshape(n, nb, 6)
+        w_world = np.einsum("nbij,nbj->nbi", R_world_body, vel[:, :, 3:])
+        q, qd = np.zeros((n, n_obs)), np.zeros((n, n_obs))
         if jacobians:
-            Jq, Jv = np.zeros((n_obs, 12 * nb)), np.zeros((n_obs, 12 * nb))
+            Jq, Jv = np.zeros((n, n_obs, 12 * nb)), np.zeros((n, n_obs, 12 * nb))
         for c, ch in enumerate(self.channels):
             if ch[0] == "hinge":
-                _, ia, Ra_f, ib, Rb_f = ch
-                R_a = np.eye(3) if ia is None else R[ia]
-                Ra = R_a @ Ra_f
-                n = Ra[:, 2]
-                q[c] = _hinge_angle(Ra, R[ib] @ Rb_f)
-                qd[c] = n @ (w_world[ib] - (0.0 if ia is None else w_world[ia]))
+                _, ia, R_a_frame, ib, R_b_frame = ch
+                R_world_a = np.broadcast_to(np.eye(3), (n, 3, 3)) if ia is None else R_world_body[:, ia]
+                R_world_fa = R_world_a @ R_a_frame
+                axis = R_world_fa[:, :, 2]  # the hinge axis in the world
+                q[:, c] = _hinge_angles(R_world_fa, R_world_body[:, ib] @ R_b_frame)
+                w_rel = w_world[:, ib] - (0.0 if ia is None else w_world[:, ia])
+                qd[:, c] = np.einsum("ni,ni->n", axis, w_rel)
                 if jacobians:
                     # R_i Exp(delta) turns body i by R_i delta (world): the angle by n . R_i delta.
-                    Jq[c, 6 * ib : 6 * ib + 3] = n @ R[ib]
-                    Jv[c, 6 * nb + 6 * ib + 3 : 6 * nb + 6 * ib + 6] = n @ R[ib]
-                    if ia is not None:
-                        Jq[c, 6 * ia : 6 * ia + 3] -= n @ R[ia]
-                        Jv[c, 6 * nb + 6 * ia + 3 : 6 * nb + 6 * ia + 6] -= n @ R[ia]
+                    for i, sign in ((ib, 1.0), (ia, -1.0)):
+                        if i is None:
+                            continue
+                        dq_domega = sign * np.einsum("ni,nij->nj", axis, R_world_body[:, i])
+                        Jq[:, c, 6 * i : 6 * i + 3] += dq_domega
+                        Jv[:, c, 6 * nb + 6 * i + 3 : 6 * nb + 6 * i + 6] += dq_domega
             else:
                 _, i, axis = ch
-                q[c], qd[c] = r[i, axis], vel[i, axis]
+                q[:, c], qd[:, c] = r_world_body[:, i, axis], vel[:, i, axis]
                 if jacobians:
-                    Jq[c, 6 * i + 3 : 6 * i + 6] = R[i][axis]  # Pose3 retract moves t by R dv
-                    Jv[c, 6 * nb + 6 * i + axis] = 1.0
+                    Jq[:, c, 6 * i + 3 : 6 * i + 6] = R_world_body[:, i, axis]  # Pose3 retract moves t by R dv
+                    Jv[:, c, 6 * nb + 6 * i + axis] = 1.0
         if jacobians:
             return q, qd, Jq, Jv
         return q, qd
@@ -306,15 +310,11 @@ def joint_coordinates(model: RigidModel, states: State) -> tuple[np.ndarray, np.
     The estimator's own read-out (hinge angles wrapped to (-pi, pi]), for
     comparing a batch solution or a simulation with the stream's estimates.
     """
-    readout = _Readout(model)
     n = len(states.r)
-    q, qd = np.zeros((n, len(model.observations))), np.zeros((n, len(model.observations)))
     # One vmapped call: a JAX call per state and body costs more than the read-out itself.
     R_world_body = np.asarray(jax.vmap(quat.to_matrix)(np.asarray(states.e).reshape(-1, 4))).reshape(n, -1, 3, 3)
     vel = np.concatenate([np.asarray(states.v), np.asarray(states.w)], axis=2).reshape(n, -1)
-    for k in range(n):
-        q[k], qd[k] = readout(R_world_body[k], np.asarray(states.r[k]), vel[k])
-    return q, qd
+    return _Readout(model)(R_world_body, np.asarray(states.r), vel)
 
 
 class _ISAM2Window:
@@ -335,6 +335,11 @@ class _ISAM2Window:
     def __init__(self, lag: float, params: gtsam.ISAM2Params, kept: Sequence[int] = ()) -> None:
         self.lag = lag
         self.isam = gtsam.ISAM2(params)
+        # GTSAM's Python binding hands a CustomFactor callback its Values as a Python object: a copy of
+        # the whole linearization point (every variable of the window, per factor linearized) unless a
+        # Python object already wraps that very Values. getLinearizationPoint() returns such a wrapper
+        # of iSAM2's own, and holding it makes every callback receive it instead of a copy.
+        self.theta = self.isam.getLinearizationPoint()
         self._states: list[tuple[float, list[int]]] = []  # (stamp, keys) per state, oldest first
         self._kept = list(kept)  # keys never marginalized (online parameters)
 
@@ -1076,25 +1081,31 @@ class StreamEstimator:
         self.status.updates += 1
 
     # ------------------------------------------------------------------ read-out
-    def _estimate(self, k: int, covariance: bool) -> Estimate:
+    def _estimates(self, ks: Sequence[int], covariance: bool) -> tuple[Estimate, ...]:
+        """Estimates of the states ``ks``, read out together."""
+        if not ks:
+            return ()
         est = self._smoother
         nb = self.model.nb
-        poses = [est.calculateEstimatePose3(keys.X(k, i)) for i in range(nb)]
-        vel = np.asarray(est.calculateEstimateVector(keys.V(k)))
-        R = np.stack([p.rotation().matrix() for p in poses])
-        r = np.stack([p.translation() for p in poses])
-        out = self._readout(R, r, vel, jacobians=covariance)
+        T_world_body = np.array([[est.calculateEstimatePose3(keys.X(k, i)).matrix() for i in range(nb)] for k in ks])
+        vel = np.array([est.calculateEstimateVector(keys.V(k)) for k in ks])
+        R_world_body, r_world_body = T_world_body[:, :, :3, :3], T_world_body[:, :, :3, 3]
+        out = self._readout(R_world_body, r_world_body, vel, jacobians=covariance)
         q, qd = out[0], out[1]
-        ref = self._refs.get(k)
-        if ref is not None:  # angles next to the encoder's turn count
-            q = np.where(self.hinge, ref + _wrap(q - ref), q)
-        q_std = qd_std = None
-        if covariance:
-            C = self._joint_covariance(self._state_keys(k))
-            Jq, Jv = out[2], out[3]
-            q_std = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", Jq, C, Jq), 0, None))
-            qd_std = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", Jv, C, Jv), 0, None))
-        return Estimate(self._t0 + k * self.h, k, q, qd, q_std, qd_std, R, r, vel)
+        refs = np.array([self._refs.get(k, np.full(q.shape[1], np.nan)) for k in ks])
+        # Angles next to the encoder's turn count (states without a reference keep (-pi, pi]).
+        q = np.where(self.hinge & np.isfinite(refs), refs + _wrap(q - refs), q)
+        estimates = []
+        for j, k in enumerate(ks):
+            q_std = qd_std = None
+            if covariance:
+                C = self._joint_covariance(self._state_keys(k))
+                Jq, Jv = out[2][j], out[3][j]
+                q_std = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", Jq, C, Jq), 0, None))
+                qd_std = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", Jv, C, Jv), 0, None))
+            estimates.append(Estimate(self._t0 + k * self.h, k, q[j], qd[j], q_std, qd_std,
+                                      R_world_body[j], r_world_body[j], vel[j]))
+        return tuple(estimates)
 
     def _joint_covariance(self, key_list: list[int]) -> np.ndarray:
         """Joint marginal covariance of ``key_list`` in GTSAM tangent coordinates, blocks in that order."""
@@ -1112,10 +1123,11 @@ class StreamEstimator:
     def _read(self, ks: Sequence[int]) -> tuple[tuple[Estimate, ...], tuple[Estimate, ...]]:
         """Filtered estimates of the states ks and smoothed ones of the states a lag before them (those in
         this smoother); the newest of each become :attr:`_filtered` and :attr:`_smoothed`."""
-        added = tuple(self._estimate(k, self.covariance) for k in ks)
         # A gap among the samples may have pushed some of their smoothed states out of the window.
         oldest = self._oldest_in_window()
-        smoothed_added = tuple(self._estimate(k - self.m, self.covariance) for k in ks if k - self.m >= oldest)
+        lagged = [k - self.m for k in ks if k - self.m >= oldest]
+        both = self._estimates(list(ks) + lagged, self.covariance)
+        added, smoothed_added = both[: len(ks)], both[len(ks) :]
         self._filtered = added[-1]
         if smoothed_added:
             self._smoothed = smoothed_added[-1]
@@ -1132,7 +1144,7 @@ class StreamEstimator:
             return []
         cov = self.covariance if covariance is None else covariance
         first = max(self._k - self.m, self._k_start)
-        return [self._estimate(k, cov) for k in range(first, self._k + 1)]
+        return list(self._estimates(range(first, self._k + 1), cov))
 
     def replay(self, log: Log, *, quiet: bool = True) -> StreamReplay:
         """Push every row of ``log`` (readings in rad / m; converted to counts for an estimator that reads

@@ -25,7 +25,7 @@ import pytest
 from mbfg import keys
 from mbfg.cli import main
 from mbfg.graphs.joint import build_joint_problem, solve
-from mbfg.graphs.stream import VELOCITY_PRIOR_SIGMA, StreamEstimator, StreamWarning, joint_coordinates
+from mbfg.graphs.stream import VELOCITY_PRIOR_SIGMA, StreamEstimator, StreamWarning, _ISAM2Window, joint_coordinates
 from mbfg.logs import Log, quantize
 from mbfg.models import furuta, pendulum
 from mbfg.spook import simulate, unwrap_angles
@@ -245,6 +245,26 @@ def test_furuta_smoothed_error_against_the_true_states_is_smaller_than_the_filte
 
 def _slice(log: Log, n: int) -> Log:
     return Log(log.t[:n], log.y[:n], log.u[:n], log.observations, log.controls, log.source)
+
+
+def test_isam2_window_hands_factor_callbacks_its_own_values_not_a_copy() -> None:
+    """GTSAM's binding copies the whole linearization point into each callback unless a Python object
+    already wraps it; the window holds one, so its callbacks must receive that very object."""
+    window = _ISAM2Window(1.0, gtsam.ISAM2Params())
+    seen = []
+
+    def callback(_: gtsam.CustomFactor, values: gtsam.Values, H: list | None) -> np.ndarray:
+        seen.append(values)
+        if H is not None:
+            H[0] = np.eye(3)
+        return values.atVector(keys.V(0)) - 1.0
+
+    graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
+    graph.push_back(gtsam.CustomFactor(gtsam.noiseModel.Unit.Create(3), [keys.V(0)], callback))
+    values.insert(keys.V(0), np.zeros(3))
+    window.update(graph, values, {keys.V(0): 0.0})
+    assert seen and all(v is window.theta for v in seen)
+    np.testing.assert_allclose(window.calculateEstimateVector(keys.V(0)), np.ones(3))
 
 
 def test_each_fault_is_handled_counted_and_flagged(model, truth) -> None:
