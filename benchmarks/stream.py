@@ -7,10 +7,13 @@ Sections (each can be picked with --only):
    a square-wave voltage), lags 0.05, 0.1, 0.5 s, and the Furuta pendulum at
    lag 0.1 s with 5, 10, 20 samples per smoother update and with h = 2 ms: mean
    and 99th-percentile wall time per sample and the real-time factor (stream
-   seconds per wall second),
+   seconds per wall second), the slowest sample and Python's full garbage
+   collections during the stream,
    after a warm-up stream that compiles every factor type (no figure includes
    JAX compilation). Where the Furuta pendulum at 0.1 s lag is below 2x real
    time, a cProfile of its run (1 and 10 samples per update) says where the time goes.
+   After the warm-up the process calls ``gc.freeze()``, as ``mbfg smooth`` does
+   (``--no-gc-freeze``: not).
 2. ``memory``: a long stream (10 min of 1 kHz samples; ``--minutes``) replayed
    as fast as possible, the pendulum at lag 0.1 s, resident memory (RSS) at
    1, 5 and 10 min of stream time (and at every minute in between).
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import os
 import pstats
@@ -89,6 +93,27 @@ def _log(model, duration: float, seed: int = 0) -> tuple[Log, np.ndarray]:
     return log, joint_coordinates(model, traj.states)[1]
 
 
+class _FullCollections:
+    """Counts Python's full (generation 2) garbage collections and their time while active."""
+
+    def __enter__(self) -> _FullCollections:
+        self.count, self.seconds, self._start = 0, 0.0, 0.0
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.count += 1
+            self.seconds += time.perf_counter() - self._start
+
+
 def _stream(model, log: Log, lag: float, **kwargs) -> tuple[np.ndarray, StreamEstimator, dict]:
     """Wall time of each push [s], the estimator, and the estimates {"filtered"/"smoothed": {k: Estimate}}."""
     kwargs.setdefault("h", H)
@@ -105,15 +130,18 @@ def _stream(model, log: Log, lag: float, **kwargs) -> tuple[np.ndarray, StreamEs
     return times, est, estimates
 
 
-def timing(quick: bool, profile_lines: int, settings: dict) -> None:
+def timing(quick: bool, profile_lines: int, settings: dict, freeze: bool = True) -> None:
     duration = 1.0 if quick else 5.0
     print(f"\n== 1. time per sample at 1 kHz ({duration:g} s streams, encoders {PPR} counts/rev) ==")
     print("   rate error: RMS of the filtered / smoothed rate estimates against the true rates, per observed")
     print("   coordinate [rad/s], after the first 0.15 s")
     print("   update every N: one smoother update per N state-time samples (StreamEstimator(update_every=N));")
     print("   p99 is then the time of an update, the latency the batching adds")
+    print("   max: the slowest sample; full gc: Python's full garbage collections during the stream (number, "
+          "seconds);")
+    print(f"   gc.freeze() after the warm-up: {'yes' if freeze else 'no (--no-gc-freeze)'}")
     print(f"{'model':<16} {'h [ms]':>6} {'lag [s]':>7} {'update every':>12} {'window':>6} {'mean [ms]':>10} "
-          f"{'p99 [ms]':>9} {'real-time x':>12}  rate error filtered / smoothed")
+          f"{'p99 [ms]':>9} {'max [ms]':>9} {'full gc':>10} {'real-time x':>12}  rate error filtered / smoothed")
     for model in (pendulum(), furuta(dry=False)):
         log, qd_true = _log(model, duration)
         warm = Log(log.t[:80], log.y[:80], log.u[:80], log.observations, log.controls, "warm-up")
@@ -124,8 +152,12 @@ def timing(quick: bool, profile_lines: int, settings: dict) -> None:
             cases += [(H, 0.1, 5), (H, 0.1, 10), (H, 0.1, 20), (2 * H, 0.1, 1)]
         for n in sorted({n for _, _, n in cases}):
             _stream(model, warm, 0.01, update_every=n)  # compiles the factor types (vmapped over n): not timed
+        if freeze:
+            gc.collect()
+            gc.freeze()
         for h, lag, n in cases:
-            times, est, estimates = _stream(model, log, lag, h=h, update_every=n, **settings)
+            with _FullCollections() as full_gc:
+                times, est, estimates = _stream(model, log, lag, h=h, update_every=n, **settings)
             steady = times[est.m * est.stride:]  # once the window is full
             mean = steady.mean()
             errors = []
@@ -135,7 +167,8 @@ def timing(quick: bool, profile_lines: int, settings: dict) -> None:
                 errors.append(np.sqrt(np.mean(np.square(d), axis=0)))
             err = "  ".join(f"{f:.2g} / {s:.2g}" for f, s in zip(*errors))
             print(f"{model.name:<16} {1e3 * h:>6g} {lag:>7g} {n:>12} {est.m + est.update_every:>6} {1e3 * mean:>10.3f} "
-                  f"{1e3 * np.percentile(steady, 99):>9.3f} {H / mean:>12.2f}  {err}", flush=True)
+                  f"{1e3 * np.percentile(steady, 99):>9.3f} {1e3 * steady.max():>9.1f} "
+                  f"{f'{full_gc.count} / {full_gc.seconds:.2f}':>10} {H / mean:>12.2f}  {err}", flush=True)
             if model.name == "furuta-viscous" and lag == 0.1 and h == H and n in (1, 10) and H / mean < 2.0 \
                     and profile_lines:
                 prof = cProfile.Profile()
@@ -292,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="parameters for the QUBE section (the JSON of 'mbfg calibrate')")
     parser.add_argument("--relinearize-threshold", type=float, default=None, metavar="T",
                         help="iSAM2 relinearization threshold of the timed streams (default: the estimator's)")
+    parser.add_argument("--no-gc-freeze", action="store_true",
+                        help="time the streams without gc.freeze() after the warm-up (mbfg smooth freezes)")
     parser.add_argument("--profile-lines", type=int, default=15, help="cProfile lines to print (0: no profile)")
     parser.add_argument("--cpus", type=int, default=None, metavar="N",
                         help="run on N CPUs only (os.sched_setaffinity; default: all): the streams' JAX calls "
@@ -305,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs ({cpus} used), load average {os.getloadavg()[0]:.2f}")
     if "timing" in sections:
         settings = {} if args.relinearize_threshold is None else {"relinearize_threshold": args.relinearize_threshold}
-        timing(args.quick, args.profile_lines, settings)
+        timing(args.quick, args.profile_lines, settings, freeze=not args.no_gc_freeze)
     if "memory" in sections:
         memory(args.minutes if args.minutes is not None else (1.0 if args.quick else 10.0))
     if "factors" in sections:

@@ -49,6 +49,13 @@ returned step):
   encoder): the smoother restarts from them, its velocity carried over;
 - a failed solve (an exception from GTSAM): the smoother restarts at the next
   complete sample, its velocity prior centred on the last estimate.
+
+Long streams: once JAX and GTSAM are loaded a process holds about half a
+million objects, and each of Python's full garbage collections walks them all:
+a stall of hundreds of samples at 1 kHz (``benchmarks/stream.py`` counts them). A streaming
+process should call ``gc.freeze()`` after the first update, when the factor
+types are compiled, as ``mbfg smooth`` does; later collections then walk only
+what the stream made.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gc
 import io
 import math
 import sys
@@ -203,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     last_report = start
     lines = 0
+    frozen = False
     try:
         header: list[str] | None = None
         for raw in inp:
@@ -237,6 +239,12 @@ def run(args: argparse.Namespace) -> int:
                 step = estimator.report_malformed(t, f"line {lines + 1} of {source} (not a sample: {raw.strip()[:40]!r})")
             else:
                 step = estimator.push(t, y, u)
+                if step.updated and not frozen:
+                    # The factor types are compiled now: keep the full collections off JAX's objects
+                    # (graphs/stream.py's module docstring, "Long streams").
+                    gc.collect()
+                    gc.freeze()
+                    frozen = True
             row = [t_text if t_text else _format(t), *_cells(step.filtered, n, args.std),
                    _format(step.smoothed.t) if step.smoothed is not None else "",
                    *_cells(step.smoothed, n, args.std), "|".join(step.flags)]
