@@ -337,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cpus is not None:
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: args.cpus])
     cpus = len(os.sched_getaffinity(0))
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs ({cpus} used), load average {os.getloadavg()[0]:.2f}")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs ({cpus} used), load average {os.getloadavg()[0]:.2f}, "
+          f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
     if "timing" in sections:
         settings = {} if args.relinearize_threshold is None else {"relinearize_threshold": args.relinearize_threshold}
         timing(args.quick, args.profile_lines, settings, freeze=not args.no_gc_freeze)

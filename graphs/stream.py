@@ -1082,7 +1082,8 @@ class StreamEstimator:
             stamps[keys.P()] = k_end * self.h  # the parameters stay in the window
         self._smoother.update(graph, values, stamps)
         self._k, self._u_graph = k_end, u
-        for kk in [kk for kk in self._refs if kk < self._oldest_in_window() - 1]:
+        oldest = self._oldest_in_window()
+        for kk in [kk for kk in self._refs if kk < oldest - 1]:
             del self._refs[kk]
         self.status.states += k_end - k_last
         self.status.updates += 1
