@@ -52,10 +52,10 @@ returned step):
 
 Long streams: once JAX and GTSAM are loaded a process holds about half a
 million objects, and each of Python's full garbage collections walks them all:
-a stall of hundreds of samples at 1 kHz (``benchmarks/stream.py`` counts them). A streaming
-process should call ``gc.freeze()`` after the first update, when the factor
-types are compiled, as ``mbfg smooth`` does; later collections then walk only
-what the stream made.
+a stall of many samples at 1 kHz (``benchmarks/stream.py`` counts them). A streaming
+process should call ``gc.freeze()`` once the first update that grows the window
+has run (every factor type is then compiled), as ``mbfg smooth`` does when run
+as a program; later collections then walk only what the stream made.
 """
 
 from __future__ import annotations

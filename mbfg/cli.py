@@ -1103,6 +1103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USER_ERROR)
+    # Run as a program (argv from sys.argv), the command owns its process: 'mbfg smooth' may then tune
+    # the process's garbage collector, which it must not do when called from a user's Python.
+    args.own_process = argv is None
     try:
         return int(args.handler(args))
     except MbfgError as exc:

@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     last_report = start
     lines = 0
-    frozen = False
+    own_process = getattr(args, "own_process", False)
     try:
         header: list[str] | None = None
         for raw in inp:
@@ -239,12 +239,12 @@ def run(args: argparse.Namespace) -> int:
                 step = estimator.report_malformed(t, f"line {lines + 1} of {source} (not a sample: {raw.strip()[:40]!r})")
             else:
                 step = estimator.push(t, y, u)
-                if step.updated and not frozen:
-                    # The factor types are compiled now: keep the full collections off JAX's objects
-                    # (graphs/stream.py's module docstring, "Long streams").
+                if own_process and estimator.status.updates >= 2:
+                    # The first update that grows the window has compiled every factor type: keep the
+                    # full collections off JAX's objects from now on (graphs/stream.py, "Long streams").
                     gc.collect()
                     gc.freeze()
-                    frozen = True
+                    own_process = False
             row = [t_text if t_text else _format(t), *_cells(step.filtered, n, args.std),
                    _format(step.smoothed.t) if step.smoothed is not None else "",
                    *_cells(step.smoothed, n, args.std), "|".join(step.flags)]

@@ -9,6 +9,7 @@ short slices of the same log.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -475,10 +476,12 @@ def test_smooth_cli_update_every_answers_each_line_and_takes_the_rest_in_at_the_
     _, log, q_true, _ = truth
     src, dst = tmp_path / "log.csv", tmp_path / "out.csv"
     src.write_text("t,theta\n" + "".join(f"{float(log.t[i])!r},{float(log.y[i, 0])!r}\n" for i in range(38)))
+    frozen = gc.get_freeze_count()
     code = main(["smooth", "pendulum", "--params", str(calibration_file), "--lag", "0.01", "--ppr", str(PPR),
                  "--update-every", "5", "--input", str(src), "--output", str(dst), "--quiet"])
     err = capsys.readouterr().err
     assert code == 0, err
+    assert gc.get_freeze_count() == frozen  # called from Python, it leaves the caller's gc alone
     header, *rows = [r.split(",") for r in dst.read_text().strip().splitlines()]
     assert len(rows) == 38  # one per input line
     # The first sample starts the smoother; then every fifth updates it, the others wait.
