@@ -5,7 +5,7 @@ Sections (each can be picked with --only):
 1. ``timing``: the viscous pendulum and the viscous Furuta pendulum, synthetic
    logs at 1 kHz (encoders of 2048 counts per revolution; the Furuta driven by
    a square-wave voltage), lags 0.05, 0.1, 0.5 s, and the Furuta pendulum at
-   lag 0.1 s with 5, 10, 20 samples per smoother update and with h = 2 ms: mean
+   lag 0.1 s with 5, 10, 20 samples per smoother update and with h = 2 ms (1 and 10): mean
    and 99th-percentile wall time per sample and the real-time factor (stream
    seconds per wall second), the slowest sample and Python's full garbage
    collections during the stream,
@@ -148,8 +148,8 @@ def timing(quick: bool, profile_lines: int, settings: dict, freeze: bool = True)
         cases = [(H, 0.05, 1), (H, 0.1, 1), (H, 0.5, 1)]
         if model.controls:
             # The Furuta pendulum at lag 0.1 s: several samples per update, and h = 2 ms (stride 2), the
-            # same 1 kHz stream with half the states.
-            cases += [(H, 0.1, 5), (H, 0.1, 10), (H, 0.1, 20), (2 * H, 0.1, 1)]
+            # same 1 kHz stream with half the states, one and ten samples per update.
+            cases += [(H, 0.1, 5), (H, 0.1, 10), (H, 0.1, 20), (2 * H, 0.1, 1), (2 * H, 0.1, 10)]
         for n in sorted({n for _, _, n in cases}):
             _stream(model, warm, 0.01, update_every=n)  # compiles the factor types (vmapped over n): not timed
         if freeze:
