@@ -21,12 +21,19 @@ at a time in GTSAM's ``IncrementalFixedLagSmoother`` (iSAM2; the
   vmapped call per type) and the window holds ``m + N`` states.
 
 Weights, as in the calibration (seed 001 section 4.4): the objective is
-``sum |Delta y_k|^2 / sigma_y^2 + sum |Delta p_k|^2 / sigma_p^2`` with
-``sigma_p = sigma_y / sqrt(w)`` (w the calibration's state error weight), so
-the minimizer is that of ``mbfg calibrate`` / ``mbfg crossval`` with the same
-w, and the covariances are in the units of the readings. ``sigma_y`` defaults
-to the encoder's quantization noise ``step / sqrt(12)`` (step = 2 pi / ppr),
-else the calibration's estimated observation noise.
+``sum |Delta y_k|^2 / sigma_y^2 + sum |Delta p_k|^2 / sigma_p^2``, and the
+covariances are in the units of the readings. ``sigma_y`` defaults to the
+encoder's quantization noise ``step / sqrt(12)`` (step = 2 pi / ppr), else the
+calibration's estimated observation noise. ``sigma_p`` is, in this order: the
+``sigma_impulse`` given; ``sigma_y / sqrt(w)`` for a state error weight w given
+(then the minimizer is that of ``mbfg calibrate`` / ``mbfg crossval`` with the
+same w); with :meth:`StreamEstimator.from_calibration`, the calibration's
+estimate of the impulse noise (seed 001 eq. 3.23: what the model left
+unexplained on the calibration log); else ``sigma_y / sqrt(1e6)``. On a real
+rig the estimate is what makes the dynamics smooth the rates: on the QUBE-Servo
+log a weight-derived sigma_p five times the estimate left the pendulum rate as
+rough as finite differences of the encoder angle (``benchmarks/stream.py --only
+qube`` prints both).
 
 Time: samples are placed on the grid ``t_0 + j * period`` (t_0: the first
 complete sample); states live every ``stride = h / period`` samples, and as in
@@ -234,6 +241,11 @@ class StreamReplay:
     step_s: np.ndarray
     status: StreamStatus
     parameters: dict[str, float] | None = None
+
+
+def _usable(value: Any) -> bool:
+    """A positive finite number in a calibration JSON (not a bool, not null)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 def _wrap(x: np.ndarray | float) -> np.ndarray:
@@ -463,8 +475,8 @@ class StreamEstimator:
         sigma_observation: observation noise [rad, m], a scalar or one per
             observation (default: quantization noise with ``ppr``, else
             ``calibration_sigma`` if given, else :data:`DEFAULT_SIGMA`).
-        weight: the state error weight w of the calibration; sigma_p = sigma_y / sqrt(w).
-        sigma_impulse: impulse noise [N s] instead of sigma_y / sqrt(w).
+        weight: a state error weight w: sigma_p = sigma_y / sqrt(w) (default 1e6).
+        sigma_impulse: impulse noise sigma_p [N s] instead of sigma_y / sqrt(w).
         smoother: ``"incremental"`` (iSAM2) or ``"batch"`` (Levenberg-Marquardt
             over the whole window at every sample: accurate, much slower).
         refine: parameter names kept in the window as one Vector variable and
@@ -688,10 +700,16 @@ class StreamEstimator:
     @classmethod
     def from_calibration(cls, model: RigidModel, calibration: str | os.PathLike[str] | Mapping[str, Any],
                          **kwargs: Any) -> StreamEstimator:
-        """An estimator with the parameters, h, weight and noise of a calibration (``mbfg calibrate --json``).
+        """An estimator with the parameters, h and noise estimates of a calibration (``mbfg calibrate --json``).
 
-        ``kwargs`` override (``h``, ``weight``, ...); parameters named in
+        The impulse noise sigma_p is the calibration's estimate
+        (``sigma_impulse``, seed 001 eq. 3.23), the observation noise its
+        ``sigma_observation`` where no ``ppr`` gives the quantization noise.
+        ``kwargs`` override (``h``, ``sigma_impulse``, ...); a ``weight`` w
+        replaces the estimated sigma_p by sigma_y / sqrt(w). Parameters named in
         ``refine`` get the calibration's standard deviations as prior sigmas.
+        A calibration without a usable ``sigma_impulse`` falls back on its
+        ``weight``.
         """
         from mbfg.parameters import load_parameter_file
 
@@ -713,12 +731,14 @@ class StreamEstimator:
             raise ModelError(f"{where}: {exc}") from None
         settings: dict[str, Any] = {}
         for key in ("h", "weight"):
-            value = doc.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
-                settings[key] = float(value)
+            if _usable(doc.get(key)):
+                settings[key] = float(doc[key])
         sigma = doc.get("sigma_observation")
-        if isinstance(sigma, (int, float)) and math.isfinite(sigma) and sigma > 0:
+        if _usable(sigma):
             settings["calibration_sigma"] = float(sigma)
+        sigma_p = doc.get("sigma_impulse")
+        if _usable(sigma_p) and kwargs.get("weight") is None and kwargs.get("sigma_impulse") is None:
+            settings["sigma_impulse"] = float(sigma_p)
         stds = {}
         for name, entry in doc["parameters"].items():
             if isinstance(entry, Mapping) and isinstance(entry.get("std"), (int, float)):

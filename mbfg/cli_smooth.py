@@ -31,7 +31,9 @@ DESCRIPTION = """\
 Estimate the states of a 3D rigid-body model from a live log, sample by
 sample: a fixed-lag smoother (iSAM2) over the impulse and observation factors
 of 'mbfg calibrate', with the parameters of a calibration (--params, the JSON
-of 'mbfg calibrate --out'; its h and weight are used too).
+of 'mbfg calibrate --out'; its h and its estimate of the impulse noise, which
+weights the dynamics, are used too; --weight W weights them as the calibration
+did instead).
 
 Input (--input, default standard input): the standard log format, read line
 by line as it arrives: a header 't,<observations...>,<controls...>' (other
@@ -81,7 +83,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("model", metavar="MODEL", help="built-in model name (see 'mbfg models') or path of a model file")
     p.add_argument("--params", required=True, metavar="CALIB.json",
-                   help="calibration result (the JSON of 'mbfg calibrate --out'): parameters, h, weight")
+                   help="calibration result (the JSON of 'mbfg calibrate --out'): parameters, h, noise estimates")
     p.add_argument("--lag", type=_positive_float, default=0.1, metavar="S",
                    help="smoother lag [s]: the smoothed estimate is of the state S back (default: %(default)s)")
     p.add_argument("--ppr", type=_counts, default=None, metavar="N",
@@ -95,6 +97,9 @@ def add_parser(sub: Any) -> None:
                    help="model time-step [s] (default: the calibration's h)")
     p.add_argument("--period", type=_positive_float, default=None, metavar="P",
                    help="sample period of the input [s] (default: the time-step)")
+    p.add_argument("--weight", type=_positive_float, default=None, metavar="W",
+                   help="state error weight: impulse noise sigma_y / sqrt(W) instead of the calibration's "
+                        "estimate of it")
     p.add_argument("--std", action="store_true", help="add marginal standard deviations (slower)")
     samples = _whole_number(1, "a whole number of samples", "at least 1 sample")
     p.add_argument("--update-every", type=samples, default=1, metavar="N",
@@ -194,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
         raise ModelError("--wrap needs --counts (only a raw counter wraps around)")
     estimator = StreamEstimator.from_calibration(
         model, args.params, lag=args.lag, ppr=args.ppr, counts=args.counts, counter_modulus=args.wrap, h=args.dt,
+        weight=args.weight,
         period=args.period, covariance=args.std, smoother=args.smoother, update_every=args.update_every,
         on_warning=lambda message: _eprint(f"mbfg smooth: warning: {message}"),
     )

@@ -469,6 +469,29 @@ def test_smooth_cli_bad_input_names_it(capsys, tmp_path, calibration_file) -> No
     assert "--counts" in fails("pendulum", "--params", calibration_file, "--wrap", "100")
     assert main(["smooth", "pendulum", "--params", str(calibration_file), "--update-every", "0"]) == 2
     assert "--update-every: expected at least 1 sample, got 0" in capsys.readouterr().err
+    assert main(["smooth", "pendulum", "--params", str(calibration_file), "--weight", "0"]) == 2
+    assert "--weight: expected a finite number > 0, got '0'" in capsys.readouterr().err
+
+
+def test_from_calibration_weights_the_dynamics_by_the_calibrations_impulse_noise_estimate(model, tmp_path) -> None:
+    """sigma_p is the calibration's estimate (seed 001 eq. 3.23), unless a weight w asks for sigma_y / sqrt(w)."""
+    p = model.parameters
+    doc = {"model": "pendulum", "parameters": {"J": {"value": p["J"].default, "std": 1e-6}}, "h": H,
+           "weight": 1e6, "sigma_observation": 1e-3, "sigma_impulse": 2e-7}
+    path = tmp_path / "calib.json"
+    path.write_text(json.dumps(doc))
+    sigma_y = 2 * math.pi / PPR / math.sqrt(12)
+    assert StreamEstimator.from_calibration(model, path, lag=0.01, ppr=PPR).sigma_impulse == 2e-7
+    assert StreamEstimator.from_calibration(model, doc, lag=0.01).sigma_impulse == 2e-7
+    by_weight = StreamEstimator.from_calibration(model, path, lag=0.01, ppr=PPR, weight=1e4)
+    assert by_weight.sigma_impulse == pytest.approx(sigma_y / 100, rel=1e-12)
+    given = StreamEstimator.from_calibration(model, path, lag=0.01, ppr=PPR, sigma_impulse=3e-6)
+    assert given.sigma_impulse == 3e-6
+    # No usable estimate (an older JSON, or null): the calibration's weight.
+    for unusable in ({}, {"sigma_impulse": None}, {"sigma_impulse": 0.0}, {"sigma_impulse": True}):
+        older = {k: v for k, v in doc.items() if k != "sigma_impulse"} | unusable | {"weight": 4e6}
+        est = StreamEstimator.from_calibration(model, older, lag=0.01, ppr=PPR)
+        assert est.sigma_impulse == pytest.approx(sigma_y / 2e3, rel=1e-12), unusable
 
 
 def test_smooth_cli_update_every_answers_each_line_and_takes_the_rest_in_at_the_end(
