@@ -308,15 +308,17 @@ def qube(quick: bool, params: str | None, start_s: float, weight: float | None =
     rep = est.replay(log)
     wall = time.perf_counter() - start
     print(f"stream: {wall:.1f} s wall (compilation included); {est.status.summary()}")
-    problem = build_joint_problem(est.model, log, free=(), sigmas=(float(est.sigma_observation[0]), est.sigma_impulse))
+    problem = build_joint_problem(est.model, log, h=est.h, free=(),
+                                  sigmas=(float(est.sigma_observation[0]), est.sigma_impulse))
     v0 = np.asarray(problem.initial.atVector(keys.V(0)))
     problem.graph.push_back(gtsam.PriorFactorVector(keys.V(0), v0, gtsam.noiseModel.Isotropic.Sigma(len(v0),
                                                                                                       VELOCITY_PRIOR_SIGMA)))
     result = solve(problem, quiet=True, max_iterations=30)
     print(f"batch: {result.iterations} LM iterations, converged {result.converged}")
     _, qd_b = joint_coordinates(est.model, problem.states(result.values))
-    fd = np.gradient(log.y, log.t, axis=0)  # central finite differences of the encoder angles
-    skip = 25  # the first 50 ms: the stream's start from rest
+    # Central finite differences of the encoder angles (every sample), at the state times (every stride-th).
+    fd = np.gradient(log.y, log.t, axis=0)[:: est.stride]
+    skip = int(round(0.05 / est.h))  # the first 50 ms: the stream's start from rest
     print(f"{'rate':<8} {'estimate':<22} {'rms vs batch [rad/s]':>20} {'rms 2nd diff [rad/s]':>21}")
     for c, name in enumerate(est.model.observations):
         for label, x in (("smoothed stream", rep.smoothed_qdot[:, c]), ("filtered stream", rep.filtered_qdot[:, c]),
