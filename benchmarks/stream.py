@@ -316,9 +316,15 @@ def qube(quick: bool, params: str | None, start_s: float, weight: float | None =
     result = solve(problem, quiet=True, max_iterations=30)
     print(f"batch: {result.iterations} LM iterations, converged {result.converged}")
     _, qd_b = joint_coordinates(est.model, problem.states(result.values))
+    # The states the stream estimated (a solver restart leaves some out), on the batch solution's grid.
+    k = np.rint((rep.t - log.t[0]) / est.h).astype(int)
+    if len(k) < len(qd_b):
+        print(f"the stream estimated {len(k)} of {len(qd_b)} states; the rows below compare those (the second "
+              "difference then spans the missing ones)")
     # Central finite differences of the encoder angles (every sample), at the state times (every stride-th).
-    fd = np.gradient(log.y, log.t, axis=0)[:: est.stride]
-    skip = int(round(0.05 / est.h))  # the first 50 ms: the stream's start from rest
+    fd = np.gradient(log.y, log.t, axis=0)[k * est.stride]
+    qd_b = qd_b[k]
+    skip = int(np.searchsorted(k, round(0.05 / est.h)))  # the first 50 ms: the stream's start from rest
     print(f"{'rate':<8} {'estimate':<22} {'rms vs batch [rad/s]':>20} {'rms 2nd diff [rad/s]':>21}")
     for c, name in enumerate(est.model.observations):
         for label, x in (("smoothed stream", rep.smoothed_qdot[:, c]), ("filtered stream", rep.filtered_qdot[:, c]),
