@@ -233,9 +233,8 @@ def calibrate(
         h: time-step [s], a multiple of the log's sample period (default: the period).
         weight: the state error weight w (see :mod:`mbfg.graphs.joint`).
         max_iterations, relative_tol: LM stopping rules: at most ``max_iterations``
-            linearizations; converged when an undamped step lowers the cost by less than
-            ``relative_tol`` of it, or when after a damped one that did the linearization's own
-            minimum is that close (:func:`mbfg.solvers.bounded_levenberg_marquardt`). With dry friction the cost keeps creeping down by about
+            linearizations; converged when an accepted step lowers the cost by less than
+            ``relative_tol`` of it. With dry friction the cost keeps creeping down by about
             0.05 % per iteration once the parameters the data determine have settled (the
             steps cross friction kinks, gain ratio ~0.06); 1e-3 stops there.
         damping_update: the LM damping rule, "tenfold" or "nielsen" (:mod:`mbfg.solvers`), of the

@@ -19,12 +19,6 @@ doubles the growth factor with each rejected trial in a row. The gain ratio rho 
 linearization predicts) is reported per iteration: with complementarity
 (friction, contact) a full step often crosses a kink where a multiplier switches,
 and rho far from 1 shows it.
-
-Stopping: an undamped step (lam at most its initial value) that lowers the cost
-by less than the relative tolerance; or, after a damped step that did, the
-linearization's own minimum (the box-constrained Gauss-Newton step) within that
-tolerance of the cost, i.e. a stationary point where the kinks only let damped
-steps through; or no damping up to ``lambda_max`` lowering the cost.
 """
 
 from __future__ import annotations
