@@ -32,10 +32,6 @@ import numpy as np
 
 from mbfg.progress import Progress
 
-#: Damping of the stationarity test's step: Marquardt-scaled, so negligible in every direction the data
-#: excite, and it keeps the directions they do not excite (zero columns) solvable.
-GAUSS_NEWTON_LAMBDA = 1e-12
-
 
 @dataclass
 class LMResult:
@@ -90,9 +86,7 @@ def bounded_levenberg_marquardt(
         bounds: key -> (lower (n,), upper (n,)) for Vector variables; +-inf where unbounded.
         max_iterations: linearizations at most.
         relative_tol: stop when an accepted step taken with ``lam <= lambda_initial`` lowers the
-            cost by less than this fraction; or when, after a damped step that did, the
-            linearization's own (box-constrained, undamped) minimum lies less than this fraction
-            of the cost below it: a stationary point, not a crawl.
+            cost by less than this fraction.
         absolute_tol: stop when the cost is below this.
         lambda_initial, lambda_max: LM damping start and give-up value.
         damping_update: "tenfold" or "nielsen", the rule for lam between trials (module docstring).
@@ -117,7 +111,6 @@ def bounded_levenberg_marquardt(
         dict(iteration=0, cost=cost, lam=lam, rho=float("nan"), wall_s=0.0, linearize_s=0.0, solve_s=0.0)
     ]
     message, converged = "iteration limit", False
-    small_damped_step = False
     for iteration in range(1, max_iterations + 1):
         t0 = time.perf_counter()
         linear = graph.linearize(values)
@@ -127,20 +120,6 @@ def bounded_levenberg_marquardt(
         t0 = time.perf_counter()
         diag = _hessian_diagonal(linear, dims)
         linear_cost = linear.error(zeros)
-        if small_damped_step:
-            # A damped step that gained little is a crawl (the undamped step would gain much, but the
-            # nonlinearity, e.g. a friction kink, rejects it) or a stationary point. The minimum of the
-            # linearization tells them apart; without this test a stationary point is only declared once
-            # every damping up to lambda_max fails, one linearization per tenfold increase.
-            gauss_newton = _bounded_step(linear, diag, GAUSS_NEWTON_LAMBDA, values, bounds, ordering)
-            available = linear_cost - linear.error(gauss_newton)
-            if available <= relative_tol * cost:
-                message = "the linearization's minimum is within the relative tolerance (stationary point)"
-                converged = True
-                history.append(dict(iteration=iteration, cost=cost, lam=lam, rho=float("nan"),
-                                    wall_s=time.perf_counter() - start, linearize_s=t_lin,
-                                    solve_s=time.perf_counter() - t0))
-                break
         accepted = False
         growth = 10.0 if damping_update == "tenfold" else 2.0
         while lam <= lambda_max:
@@ -180,11 +159,9 @@ def bounded_levenberg_marquardt(
         progress.update(iteration, cost=cost, lam=lam, rho=rho)
         if on_iteration is not None:
             on_iteration(row, values)
-        small = decrease <= relative_tol * (cost + decrease)
-        if (undamped and small) or cost <= absolute_tol:
+        if (undamped and decrease <= relative_tol * (cost + decrease)) or cost <= absolute_tol:
             message, converged = "relative decrease below tolerance", True
             break
-        small_damped_step = small
     return LMResult(values, len(history) - 1, converged, history, message)
 
 
