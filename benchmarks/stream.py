@@ -291,14 +291,14 @@ def qube(quick: bool, params: str | None, start_s: float, weight: float | None =
     sl = slice(i0, i0 + n)
     log = Log(full.t[sl], full.y[sl], full.u[sl], full.observations, full.controls, full.source)
     model = furuta(dry=False)
+    weighted = {"weight": weight} if weight else {}
     if params:
-        est = StreamEstimator.from_calibration(model, params, lag=0.1, period=0.002, ppr=PPR, weight=weight)
+        est = StreamEstimator.from_calibration(model, params, lag=0.1, period=0.002, ppr=PPR, **weighted)
         where = f"parameters of {params}"
-        origin = f"sigma_y / sqrt({weight:g}), --qube-weight" if weight else "the calibration's estimate"
     else:
-        est = StreamEstimator(model, lag=0.1, h=0.002, ppr=PPR, weight=weight or 1e6)
+        est = StreamEstimator(model, lag=0.1, h=0.002, ppr=PPR, **weighted)
         where = "the furuta-viscous model's default parameters (not calibrated)"
-        origin = f"sigma_y / sqrt({weight or 1e6:g})"
+    origin = "the calibration's estimate" if params and not weight else f"sigma_y / sqrt({est.weight:g})"
     print(f"\n== 4. QUBE-Servo {Path(log.source).name}, {seconds:g} s at 500 Hz from t = {log.t[0] - full.t[0]:g} s "
           f"(max |u| before: {np.abs(full.u[:i0]).max(initial=0.0):.3g} V, after: {np.abs(log.u).max():.3g} V), "
           f"{where}, lag 0.1 s ==")
