@@ -351,6 +351,9 @@ def main() -> None:
     parser.add_argument("--lsmr-maxiter", type=int, default=500,
                         help="LSMR iterations per trf step (default 500; 0: scipy's default min(rows, columns))")
     parser.add_argument("--strides", default="2,5", help="coarser h as multiples of dt (default 2,5; '' for none)")
+    parser.add_argument("--priors", default="",
+                        help="parameters to give a prior at their start value, sigma = 100 %% of it, as a user "
+                             "with rough CAD values would (e.g. J_Ax,J_Ay; default none)")
     args = parser.parse_args()
     duration = 2.0 if args.quick else args.duration
     dt, W = args.dt, args.weight
@@ -373,13 +376,16 @@ def main() -> None:
 
     # ---- 1. mbfg at h = dt
     rss0 = max_rss_mb()
-    priors: dict[str, float] | None = None
+    names = [k.strip() for k in args.priors.split(",") if k.strip()]
+    priors: dict[str, float] | None = {k: abs(start.parameters[k].default) for k in names} or None
+    if priors:
+        print("# priors at the start value, sigma = 100 %: " + ", ".join(f"{k} {v:.3g}" for k, v in priors.items()))
     try:
-        result, wall, _, rss1 = run_calibration(start, log, dt, W, args.max_iterations, None,
+        result, wall, _, rss1 = run_calibration(start, log, dt, W, args.max_iterations, priors,
                                                    args.damping_update)
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()
-        print(f"\n!! calibrate (13 free, no priors) raised RuntimeError: {' '.join(first[:2])}")
+        print(f"\n!! calibrate (13 free, priors {priors}) raised RuntimeError: {' '.join(first[:2])}")
         priors = {k: abs(start.parameters[k].default) for k in FALLBACK_PRIORS}
         print("!! retrying with priors at the start value, sigma = 100 %: "
               + ", ".join(f"{k} {v:.3g}" for k, v in priors.items()))
