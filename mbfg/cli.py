@@ -5,7 +5,7 @@ calibration from logs; forward and inverse dynamics of planar mechanisms.
 
     mbfg simulate MODEL --duration T --dt H [--params FILE] [--controls CSV]
                   [--init JOINT=ANGLE ...] [--noise SIGMA] [--ppr N] [--seed S] --out log.csv
-    mbfg calibrate MODEL LOG.csv [--params FILE] [--free NAME,...] [--dt H] [--weight W]
+    mbfg calibrate MODEL LOG.csv [--params FILE] [--free NAME,...] [--prior NAME=SIGMA,...] [--dt H] [--weight W]
                    [--max-iterations N] [--json] [--out RESULT.json] [--quiet]
     mbfg crossval MODEL LOG.csv --params CALIB.json [--dt H] [--weight W] [--json] [--quiet]
     mbfg models [MODEL ...]
@@ -188,7 +188,10 @@ named too (e.g. tilt), it is then estimated as a rotation. --dt is the
 estimation time-step h [s], a whole multiple of the log's sample period
 (default: the period); a larger h is faster but its Spook steps are coarser.
 --weight is the state error weight w (default 1e6): larger trusts the model's
-dynamics more than the readings.
+dynamics more than the readings. --prior NAME=SIGMA,... adds prior knowledge: a
+Gaussian prior on each named free parameter at its initial value, standard
+deviation SIGMA in the parameter's unit (e.g. rough CAD values of inertias the
+log does not excite, which otherwise fall to their bound and slow the fit down).
 
 Output on stdout: a table of the estimates (value, linearized standard
 deviation, unit, bounds; 'not excited' where std > |value|, the data cannot
@@ -198,7 +201,7 @@ instead one JSON object: {"model", "parameters": {NAME: {"value", "std", "unit",
 "lower", "upper", "excited", "at_bound"}}, "cost", "cost_observation",
 "cost_impulse", "iterations", "start_iterations", "converged", "wall_s", "h",
 "weight", "sigma_observation", "sigma_impulse", "singular_values",
-"not_excited", "at_bound", "log", "params"} (a free
+"not_excited", "at_bound", "log", "params", "priors"} (a free
 tilt is one entry whose value and std are rotation vectors [rad]; a std that
 cannot be computed is null). --out FILE also writes that JSON object to FILE: feed it
 back with --params FILE, or to 'mbfg crossval'.
@@ -214,6 +217,7 @@ examples:
   mbfg calibrate pendulum log.csv --params start.yaml --free J,b,d --out calib.json
   mbfg calibrate furuta furuta.csv --dt 0.002 --weight 1e5 --max-iterations 50 --quiet
   mbfg calibrate furuta furuta.csv --free K,b_1,b_2,tilt --params calib.json
+  mbfg calibrate furuta furuta.csv --prior J_Ax=1.2e-6,J_Ay=7.2e-5
 
 A start file (--params; YAML or JSON, name: value or name: {value, lower, upper, free}):
   J: 2.0e-3
@@ -406,6 +410,10 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument(
         "--free", metavar="NAME,...",
         help="comma-separated parameters to estimate (default: the model's free parameters)",
+    )
+    cal.add_argument(
+        "--prior", metavar="NAME=SIGMA,...",
+        help="Gaussian priors on free parameters at their initial values, standard deviation SIGMA [their unit]",
     )
     cal.add_argument(
         "--dt", type=_positive_float, default=None, metavar="H",
@@ -940,6 +948,29 @@ def _parse_free(model, text: str) -> list[str]:
     return items
 
 
+def _parse_priors(names: list[str], text: str) -> dict[str, float]:
+    """``--prior NAME=SIGMA,...`` as {name: sigma}, each name a parameter being estimated, each sigma > 0."""
+    priors: dict[str, float] = {}
+    for item in text.split(","):
+        name, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not name:
+            raise ModelError(
+                f"--prior {text}: expected NAME=SIGMA items separated by commas, e.g. J=1e-4, got {item!r}"
+            )
+        if name not in names:
+            raise ModelError(f"--prior {text}: {name!r} is not a parameter being estimated ({', '.join(names)})")
+        if name in priors:
+            raise ModelError(f"--prior {text}: parameter {name!r} is given twice")
+        try:
+            sigma = float(value)
+        except ValueError:
+            sigma = math.nan
+        if not (math.isfinite(sigma) and sigma > 0):
+            raise ModelError(f"--prior {text}: the sigma of {name!r} must be a positive number, got {value!r}")
+        priors[name] = sigma
+    return priors
+
+
 def _sample_period(log) -> float:
     return float(np.median(np.diff(log.t))) if len(log.t) > 1 else float("nan")
 
@@ -1009,6 +1040,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             f"{model.name} marks no parameter free; name those to estimate with --free "
             f"(its parameters: {', '.join(model.parameters)})"
         )
+    priors = _parse_priors(names, args.prior) if args.prior is not None else None
     log = read_log(args.log, model.observations, model.controls)
     _check_time_step(log, args.dt, f"--dt {args.dt:g}" if args.dt is not None else "")
     if not args.quiet:
@@ -1020,9 +1052,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             + (f"; start from {args.params}" if args.params else "; start from the model's values")
         )
     result = calibrate(
-        model, log, free=free, h=args.dt, weight=args.weight, max_iterations=args.max_iterations, quiet=args.quiet
+        model, log, free=free, h=args.dt, weight=args.weight, max_iterations=args.max_iterations, priors=priors,
+        quiet=args.quiet,
     )
-    doc = _json_safe({**result.to_dict(), "log": args.log, "params": args.params})
+    doc = _json_safe({**result.to_dict(), "log": args.log, "params": args.params, "priors": priors or {}})
     if args.out:
         try:
             with open(args.out, "w", encoding="utf-8") as fh:

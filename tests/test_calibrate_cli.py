@@ -119,6 +119,20 @@ def test_calibrate_table_output(capsys, calibration):
     assert len(err.strip().splitlines()) == 1
 
 
+def test_calibrate_prior_holds_a_parameter_at_its_start(capsys, calibration):
+    """--prior J=SIGMA with SIGMA far below what the log tells: J stays at the start (+25 %), b is still fitted."""
+    start_J = TRUTH["J"] * 1.25
+    code, out, err = _run(capsys, "calibrate", "pendulum", calibration["log"], "--params", calibration["start"],
+                          "--free", "J,b", "--prior", f"J={start_J * 1e-6!r}", "--json", "--quiet")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["priors"] == {"J": pytest.approx(start_J * 1e-6)}
+    assert doc["parameters"]["J"]["value"] == pytest.approx(start_J, rel=1e-5)
+    free_fit = json.loads(calibration["stdout"])["parameters"]["J"]["value"]
+    assert abs(free_fit - start_J) > 0.1 * TRUTH["J"]  # without the prior J moves well away from the start
+    assert doc["parameters"]["b"]["value"] != pytest.approx(TRUTH["b"] * 0.5, rel=1e-3)
+
+
 # --------------------------------------------------------------------------------------
 # errors (all before any compilation)
 # --------------------------------------------------------------------------------------
@@ -147,6 +161,18 @@ def test_error_dt_not_a_multiple_of_the_period(capsys, calibration):
 def test_error_negative_weight(capsys, calibration):
     err = _fails(capsys, "calibrate", "pendulum", calibration["log"], "--weight", "-1")
     assert "--weight" in err and "-1" in err
+
+
+@pytest.mark.parametrize("prior, expected", [
+    ("J", "expected NAME=SIGMA items separated by commas, e.g. J=1e-4, got 'J'"),
+    ("d=1e-3", "'d' is not a parameter being estimated (J, b)"),
+    ("J=1e-4,J=2e-4", "parameter 'J' is given twice"),
+    ("J=0", "the sigma of 'J' must be a positive number, got '0'"),
+    ("J=abc", "the sigma of 'J' must be a positive number, got 'abc'"),
+])
+def test_error_bad_prior(capsys, calibration, prior, expected):
+    err = _fails(capsys, "calibrate", "pendulum", calibration["log"], "--free", "J,b", "--prior", prior)
+    assert err.startswith(f"mbfg: error: --prior {prior}: {expected}"), err
 
 
 def test_error_bad_params_and_out(capsys, calibration, tmp_path):
