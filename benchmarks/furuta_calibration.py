@@ -337,6 +337,47 @@ def run_calibration(start, log, h: float, weight: float, max_iterations: int, pr
     return result, time.perf_counter() - t0, before, max_rss_mb()
 
 
+def diagnose_step(start, log, dt: float, weight: float, iterations: int, priors: dict[str, float] | None,
+                  truth_p: dict[str, float]) -> None:
+    """Why a Levenberg-Marquardt step is rejected: the undamped step at the iterate after ``iterations``.
+
+    Prints the step's parameter part against the truth, the cost along ``t`` times the step
+    beside what the linearization predicts, and the largest state step per body and axis
+    (rotation [rad], body frame). Diagnostic only; nothing else of the benchmark runs.
+    """
+    import gtsam
+
+    from mbfg.graphs.joint import build_joint_problem
+    from mbfg.solvers import _bounded_step, _hessian_diagonal, bounded_levenberg_marquardt
+
+    problem = build_joint_problem(start, log, h=dt, free=FREE, weight=weight, priors=priors)
+    lm = bounded_levenberg_marquardt(problem.graph, problem.initial, problem.bounds, max_iterations=iterations,
+                                     relative_tol=0.0, label="diagnose")
+    values, graph, n = lm.values, problem.graph, problem.n
+    linear = graph.linearize(values)
+    zeros = values.zeroVectors()
+    diag = _hessian_diagonal(linear, {k: zeros.at(k).shape[0] for k in values.keys()})
+    ordering = gtsam.Ordering.ColamdGaussianFactorGraph(linear)
+    delta = _bounded_step(linear, diag, 1e-12, values, problem.bounds, ordering)  # undamped but for round-off
+    chi = values.atVector(keys.P())
+    print(f"\n## the undamped step after {iterations} LM iterations (cost {2 * graph.error(values) / n:.6g} per step)")
+    print(f"{'parameter':<10} {'truth':>11} {'now':>11} {'now + step':>11}")
+    for i, name in enumerate(problem.variables.free):
+        print(f"{name:<10} {truth_p[name]:>11.4g} {chi[i]:>11.4g} {chi[i] + delta.at(keys.P())[i]:>11.4g}")
+    for t in (0.01, 0.1, 1.0):
+        step = delta.scale(t)
+        trial = values.retract(step)
+        for key, (lo, hi) in problem.bounds.items():
+            trial.update(key, np.clip(trial.atVector(key), lo, hi))
+        print(f"t = {t:<5g} cost {2 * graph.error(trial) / n:.4g} per step; the linearization predicts "
+              f"{2 * linear.error(step) / n:.4g}")
+    for i, body in enumerate(start.bodies):
+        rot = np.array([delta.at(keys.X(k, i))[:3] for k in range(n)])  # Pose3 tangent: rotation first
+        k_max = np.abs(rot).argmax(axis=0)
+        print(f"body {body.name}: largest rotation step about its x, y, z axes "
+              + ", ".join(f"{abs(rot[k, a]):.3g} rad (state {k})" for a, k in enumerate(k_max)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=10.0, help="log length [s] (default 10)")
@@ -351,6 +392,8 @@ def main() -> None:
     parser.add_argument("--lsmr-maxiter", type=int, default=500,
                         help="LSMR iterations per trf step (default 500; 0: scipy's default min(rows, columns))")
     parser.add_argument("--strides", default="2,5", help="coarser h as multiples of dt (default 2,5; '' for none)")
+    parser.add_argument("--diagnose-step", type=int, default=0, metavar="K",
+                        help="only print why the undamped LM step after K iterations is rejected (default: off)")
     parser.add_argument("--priors", default="",
                         help="parameters to give a prior at their start value, sigma = 100 %% of it, as a user "
                              "with rough CAD values would (e.g. J_Ax,J_Ay; default none)")
@@ -380,6 +423,9 @@ def main() -> None:
     priors: dict[str, float] | None = {k: abs(start.parameters[k].default) for k in names} or None
     if priors:
         print("# priors at the start value, sigma = 100 %: " + ", ".join(f"{k} {v:.3g}" for k, v in priors.items()))
+    if args.diagnose_step > 0:
+        diagnose_step(start, log, dt, W, args.diagnose_step, priors, truth_p)
+        return
     try:
         result, wall, _, rss1 = run_calibration(start, log, dt, W, args.max_iterations, priors,
                                                    args.damping_update)
