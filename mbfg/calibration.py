@@ -13,7 +13,7 @@ observations and of the impulses are estimated from the residuals at the
 solution (3.22-3.23, ``sum r^2 / (N - 1)``); with those as the weights, the
 parameter covariance is the parameter block of the inverse of J^T W J at the
 solution (what 3.25-3.28 compute by variable projection), taken from GTSAM's
-marginals; parameter priors keep their own sigmas in it. A parameter whose standard deviation exceeds its value is flagged
+marginals. A parameter whose standard deviation exceeds its value is flagged
 as not excited (section 4.6).
 """
 
@@ -269,7 +269,7 @@ def calibrate(
     n_imp = 12 * problem.model.nb * n
     sigma_y = float(np.sqrt(obs_sq / max(n_obs - 1, 1)))  # (3.22), residuals have unit sigma in the graph
     sigma_p = float(np.sqrt(imp_sq / weight / max(n_imp - 1, 1)))  # (3.23)
-    estimates, cov = _estimates(problem, values, identified, sigma_y, sigma_p, covariance, priors)
+    estimates, cov = _estimates(problem, values, identified, sigma_y, sigma_p, covariance)
     # Relative to the values; a parameter at zero (e.g. on its bound) is scaled by its std instead.
     scale = np.array([abs(p.value) if p.value != 0 else (p.std if p.std > 0 else 1.0) for p in estimates])
     rel = cov / np.outer(scale, scale) if cov.size else cov
@@ -283,9 +283,8 @@ def calibrate(
 
 
 def _estimates(problem, values: gtsam.Values, identified: RigidModel, sigma_y: float, sigma_p: float,
-               with_covariance: bool, priors: Mapping[str, float] | None = None,
-               ) -> tuple[list[ParameterEstimate], np.ndarray]:
-    """Parameter estimates with standard deviations from the re-weighted graph's marginals (priors included)."""
+               with_covariance: bool) -> tuple[list[ParameterEstimate], np.ndarray]:
+    """Parameter estimates with standard deviations from the re-weighted graph's marginals."""
     from scipy.spatial.transform import Rotation
 
     from mbfg.graphs.joint import build_joint_problem
@@ -310,7 +309,7 @@ def _estimates(problem, values: gtsam.Values, identified: RigidModel, sigma_y: f
         reweighted = build_joint_problem(
             problem.model, log, free=list(variables.free) + ([model.tilt] if variables.tilt_free else []),
             weight=problem.weight, sigmas=(max(sigma_y, 1e-300), max(sigma_p, 1e-300)),
-            states=problem.state_list(values), priors=priors,
+            states=problem.state_list(values),
         )
         cov = parameter_covariance(reweighted.graph, values, keys.parameter_keys(variables))
     std = np.sqrt(np.clip(np.diag(cov), 0, None)) if n_p else np.zeros(0)
