@@ -192,6 +192,8 @@ dynamics more than the readings. --prior NAME=SIGMA,... adds prior knowledge: a
 Gaussian prior on each named free parameter at its initial value, standard
 deviation SIGMA in the parameter's unit (e.g. rough CAD values of inertias the
 log does not excite, which otherwise fall to their bound and slow the fit down).
+The printed std stays the data's: a parameter only its prior holds is still
+flagged as not excited.
 
 Output on stdout: a table of the estimates (value, linearized standard
 deviation, unit, bounds; 'not excited' where std > |value|, the data cannot

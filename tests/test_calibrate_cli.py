@@ -128,6 +128,8 @@ def test_calibrate_prior_holds_a_parameter_at_its_start(capsys, calibration):
     doc = json.loads(out)
     assert doc["priors"] == {"J": pytest.approx(start_J * 1e-6)}
     assert doc["parameters"]["J"]["value"] == pytest.approx(start_J, rel=1e-5)
+    # The std is the data's (priors are not in the covariance): far above the prior's sigma.
+    assert doc["parameters"]["J"]["std"] > 100 * start_J * 1e-6
     free_fit = json.loads(calibration["stdout"])["parameters"]["J"]["value"]
     assert abs(free_fit - start_J) > 0.1 * TRUTH["J"]  # without the prior J moves well away from the start
     assert doc["parameters"]["b"]["value"] != pytest.approx(TRUTH["b"] * 0.5, rel=1e-3)
