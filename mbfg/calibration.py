@@ -13,10 +13,10 @@ observations and of the impulses are estimated from the residuals at the
 solution (3.22-3.23, ``sum r^2 / (N - 1)``); with those as the weights, the
 parameter covariance is the parameter block of the inverse of J^T W J at the
 solution (what 3.25-3.28 compute by variable projection), taken from GTSAM's
-marginals. Parameter priors are left out of this covariance on purpose: the
-standard deviations say what the data determine, so a parameter that only its
-prior holds is still flagged as not excited. A parameter whose standard deviation exceeds its value is flagged
-as not excited (section 4.6).
+marginals. A parameter whose standard deviation exceeds its value is flagged
+as not excited (section 4.6). Parameter priors are left out of this covariance
+on purpose: the standard deviations say what the data determine, so a
+parameter that only its prior holds is still flagged.
 """
 
 from __future__ import annotations
