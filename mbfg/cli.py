@@ -950,8 +950,8 @@ def _parse_free(model, text: str) -> list[str]:
     return items
 
 
-def _parse_priors(names: list[str], text: str) -> dict[str, float]:
-    """``--prior NAME=SIGMA,...`` as {name: sigma}, each name a parameter being estimated, each sigma > 0."""
+def _parse_priors(model, names: list[str], text: str) -> dict[str, float]:
+    """``--prior NAME=SIGMA,...`` as {name: sigma}, each name a scalar parameter being estimated, each sigma > 0."""
     priors: dict[str, float] = {}
     for item in text.split(","):
         name, sep, value = (part.strip() for part in item.partition("="))
@@ -961,6 +961,8 @@ def _parse_priors(names: list[str], text: str) -> dict[str, float]:
             )
         if name not in names:
             raise ModelError(f"--prior {text}: {name!r} is not a parameter being estimated ({', '.join(names)})")
+        if name == model.tilt:
+            raise ModelError(f"--prior {text}: {name!r} is a rotation; priors are for scalar parameters")
         if name in priors:
             raise ModelError(f"--prior {text}: parameter {name!r} is given twice")
         try:
@@ -1042,7 +1044,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             f"{model.name} marks no parameter free; name those to estimate with --free "
             f"(its parameters: {', '.join(model.parameters)})"
         )
-    priors = _parse_priors(names, args.prior) if args.prior is not None else None
+    priors = _parse_priors(model, names, args.prior) if args.prior is not None else None
     log = read_log(args.log, model.observations, model.controls)
     _check_time_step(log, args.dt, f"--dt {args.dt:g}" if args.dt is not None else "")
     if not args.quiet:

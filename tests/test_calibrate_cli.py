@@ -177,6 +177,11 @@ def test_error_bad_prior(capsys, calibration, prior, expected):
     assert err.startswith(f"mbfg: error: --prior {prior}: {expected}"), err
 
 
+def test_error_prior_on_the_tilt_rotation(capsys, calibration):
+    err = _fails(capsys, "calibrate", "furuta", calibration["log"], "--free", "K,tilt", "--prior", "tilt=0.01")
+    assert err.startswith("mbfg: error: --prior tilt=0.01: 'tilt' is a rotation; priors are for scalar parameters")
+
+
 def test_error_bad_params_and_out(capsys, calibration, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("J: -1.0\n")
