@@ -398,6 +398,10 @@ def main() -> None:
                         help="parameters to give a prior at their start value, sigma = 100 %% of it, as a user "
                              "with rough CAD values would (e.g. J_Ax,J_Ay; default none)")
     args = parser.parse_args()
+    names = [k.strip() for k in args.priors.split(",") if k.strip()]
+    unknown = [k for k in names if k not in FREE or k == "tilt"]
+    if unknown:
+        parser.error(f"--priors {args.priors}: not a free scalar parameter: {', '.join(unknown)}")
     duration = 2.0 if args.quick else args.duration
     dt, W = args.dt, args.weight
     strides = [int(s) for s in args.strides.split(",") if s.strip()]
@@ -419,7 +423,6 @@ def main() -> None:
 
     # ---- 1. mbfg at h = dt
     rss0 = max_rss_mb()
-    names = [k.strip() for k in args.priors.split(",") if k.strip()]
     priors: dict[str, float] | None = {k: abs(start.parameters[k].default) for k in names} or None
     if priors:
         print("# priors at the start value, sigma = 100 %: " + ", ".join(f"{k} {v:.3g}" for k, v in priors.items()))
