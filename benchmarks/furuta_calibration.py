@@ -327,6 +327,11 @@ def lm_summary(result) -> dict[str, float]:
     )
 
 
+def start_priors(start, names) -> dict[str, float]:
+    """Priors at the start values of ``names``, sigma = 100 % of each (rough CAD knowledge)."""
+    return {k: abs(start.parameters[k].default) for k in names}
+
+
 def run_calibration(start, log, h: float, weight: float, max_iterations: int, priors: dict[str, float] | None,
                     damping_update: str = "tenfold"):
     """calibrate() of the 13 parameters; (result, wall s, ru_maxrss before, after [MB])."""
@@ -423,7 +428,7 @@ def main() -> None:
 
     # ---- 1. mbfg at h = dt
     rss0 = max_rss_mb()
-    priors: dict[str, float] | None = {k: abs(start.parameters[k].default) for k in names} or None
+    priors: dict[str, float] | None = start_priors(start, names) or None
     if priors:
         print("# priors at the start value, sigma = 100 %: " + ", ".join(f"{k} {v:.3g}" for k, v in priors.items()))
     if args.diagnose_step > 0:
@@ -435,7 +440,7 @@ def main() -> None:
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()
         print(f"\n!! calibrate (13 free, priors {priors}) raised RuntimeError: {' '.join(first[:2])}")
-        priors = {k: abs(start.parameters[k].default) for k in FALLBACK_PRIORS}
+        priors = start_priors(start, FALLBACK_PRIORS)
         print("!! retrying with priors at the start value, sigma = 100 %: "
               + ", ".join(f"{k} {v:.3g}" for k, v in priors.items()))
         result, wall, _, rss1 = run_calibration(start, log, dt, W, args.max_iterations, priors,

@@ -966,12 +966,10 @@ def _parse_priors(model, names: list[str], text: str) -> dict[str, float]:
         if name in priors:
             raise ModelError(f"--prior {text}: parameter {name!r} is given twice")
         try:
-            sigma = float(value)
-        except ValueError:
-            sigma = math.nan
-        if not (math.isfinite(sigma) and sigma > 0):
-            raise ModelError(f"--prior {text}: the sigma of {name!r} must be a positive number, got {value!r}")
-        priors[name] = sigma
+            priors[name] = _positive_float(value)
+        except argparse.ArgumentTypeError:
+            message = f"--prior {text}: the sigma of {name!r} must be a positive number, got {value!r}"
+            raise ModelError(message) from None
     return priors
 
 
