@@ -18,6 +18,7 @@ letter   role                                             type
 ``f``    generalized forces Q_k                           Vector
 ``p``    free scalar parameters (one Vector)              Vector
 ``t``    gravity tilt                                     Rot3
+``c``    activations (controls) a_k of a control problem  Vector
 =======  ===============================================  ======
 """
 
@@ -36,6 +37,7 @@ _LETTERS = {
     "f": "generalized forces",
     "p": "parameters",
     "t": "gravity tilt",
+    "c": "activations",
 }
 
 
@@ -104,6 +106,11 @@ def P(k: int = 0) -> int:
 def T(k: int = 0) -> int:
     """Key of the gravity tilt (a Rot3)."""
     return _key("t", k)
+
+
+def C(k: int) -> int:
+    """Key of the activations (the model's controls) a_k applied over step k -> k+1."""
+    return _key("c", k)
 
 
 def describe(key: int) -> str:
