@@ -1,0 +1,197 @@
+"""Control factors (seed 004): the implicit-Euler step with activations, and the two target costs.
+
+States x_k are laid out as in :mod:`._rigid` (nb ``Pose3`` + the velocity ``Vector``), the
+activations a_k (the model's controls, n_a,) are a ``Vector`` (``keys.C(k)``); every parameter
+is a constant. A factor whose first state is the known current state (step 0 of a problem)
+takes that state as constants instead (``start=True``).
+
+- :func:`step_type`: seed 004's residual of the step, ``Q = H qdot_{k+1} - h(a_k) - G^T lambda``
+  [N s, N m s] with the multipliers of the regularized constraints ``lambda = E^-1 (g - G qdot_{k+1})``
+  (H, G, E, g, h of :func:`mbfg.control.step_system` at x_k), and the position residual
+  ``R_q = tau qdot_{k+1} - (q_{k+1} boxminus q_k)`` [m, rad] (the seed's R_q, zero once projected).
+  Both vanish exactly on the step :func:`mbfg.control.step` (the Spook step).
+- :func:`velocity_target_type`: ``qdot* - P qdot_k`` [rad/s, m/s] for named rates (hinge angle rates
+  and body velocity components, :func:`mbfg.control.rate_function`), P taken at x_k.
+- :func:`force_target_type`: ``lambda* - P_lambda lambda / tau`` [N], the seed's
+  ``tau lambda* - tau P_lambda lambda`` divided by tau (so its sigma is in newtons), with the
+  multipliers of the step x_k -> x_{k+1}.
+- :data:`ACTIVATION_RATE`: ``a_{k+1} - a_k``, the optional activation-rate cost.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from mbfg import control
+from mbfg import quaternion as quat
+from mbfg._jax import jax, jnp
+from mbfg.adapter import VECTOR, FactorType
+from mbfg.rigid import RigidModel, State
+
+from ._rigid import example_model, fixed_values, state_values, variables_for
+
+
+def _states(model: RigidModel):
+    return variables_for(model, ())
+
+
+def step_residual(model: RigidModel, x0: State, a: jnp.ndarray, x1: State, p: dict, h: Any) -> jnp.ndarray:
+    """[Q (6 nb,) N s; R_q (6 nb,) m, rad] of the step x0 -> x1 with activations a (module docstring)."""
+    sys = control.step_system(model, x0, a, p, h)
+    v1 = x1.velocity()
+    lam = (sys.g - sys.G @ v1) / sys.E
+    Q = sys.H @ v1 - sys.h - sys.G.T @ lam
+    dtheta = jax.vmap(quat.boxminus)(x1.e, x0.e)
+    dq = jnp.concatenate([x1.r - x0.r, dtheta], axis=1).reshape(-1)
+    return jnp.concatenate([Q, h * v1 - dq])
+
+
+def multipliers(model: RigidModel, x0: State, x1: State, p: dict, h: Any) -> jnp.ndarray:
+    """The constraint impulses lambda (m,) [N s, N m s] of the step x0 -> x1: E^-1 (g - G qdot_1).
+
+    The holonomic rows do not depend on the activations (the controls act through motor rows).
+    """
+    sys = control.step_system(model, x0, jnp.zeros(len(model.controls)), p, h)
+    return (sys.g - sys.G @ x1.velocity()) / sys.E
+
+
+def _split_states(model: RigidModel, args: Sequence[Any], n: int) -> tuple[list[State], tuple]:
+    variables = _states(model)
+    states, _, rest = variables.split(args, n)
+    return states, rest
+
+
+@functools.lru_cache(maxsize=None)
+def step_type(model: RigidModel, start: bool = False) -> FactorType:
+    """The step FactorType: variables (x_k, a_k, x_{k+1}), or (a_0, x_1) with x_0 constant when ``start``.
+
+    Constants after the variables: [x_0 as nb (4, 4) poses and (6 nb,) velocity when ``start``],
+    the parameters (dict), h [s].
+    """
+    control.check_controllable(model)
+    variables = _states(model)
+    per_state = model.nb + 1
+
+    if start:
+        def residual(a, *args):
+            (x1,), rest = _split_states(model, args, 1)
+            x0 = variables.state(rest[:per_state])
+            p, h = rest[per_state:]
+            return step_residual(model, x0, a, x1, p, h)
+
+        kinds = (VECTOR,) + variables.state_kinds
+    else:
+        def residual(*args):
+            x0 = variables.state(args[:per_state])
+            a = args[per_state]
+            (x1,), (p, h) = _split_states(model, args[per_state + 1:], 1)
+            return step_residual(model, x0, a, x1, p, h)
+
+        kinds = variables.state_kinds + (VECTOR,) + variables.state_kinds
+    return FactorType(f"control_step[{model.name}{'; start' if start else ''}]", residual, kinds)
+
+
+@functools.lru_cache(maxsize=None)
+def velocity_target_type(model: RigidModel, names: tuple[str, ...]) -> FactorType:
+    """Target-velocity FactorType on x_k: ``qdot* - P qdot_k`` (k,) for the named rates; constants: p, qdot* (k,)."""
+    rates = control.rate_function(model, names)
+
+    def residual(*args):
+        (x,), (p, target) = _split_states(model, args, 1)
+        return target - rates(x, p)
+
+    return FactorType(f"control_velocity_target[{model.name}; {','.join(names)}]", residual,
+                      _states(model).state_kinds)
+
+
+@functools.lru_cache(maxsize=None)
+def force_target_type(model: RigidModel, start: bool = False) -> FactorType:
+    """Target-force FactorType on the step x_k -> x_{k+1} (x_{k+1} only when ``start``):
+    ``lambda* - P_lambda lambda / h`` [N]; constants: [x_0 when ``start``], p, h, P_lambda (k, m), lambda* (k,)."""
+    control.check_controllable(model)
+    variables = _states(model)
+    per_state = model.nb + 1
+
+    def residual(*args):
+        if start:
+            (x1,), rest = _split_states(model, args, 1)
+            x0, rest = variables.state(rest[:per_state]), rest[per_state:]
+        else:
+            (x0, x1), rest = _split_states(model, args, 2)
+        p, h, P_lambda, target = rest
+        return target - P_lambda @ multipliers(model, x0, x1, p, h) / h
+
+    kinds = variables.state_kinds * (1 if start else 2)
+    return FactorType(f"control_force_target[{model.name}{'; start' if start else ''}]", residual, kinds)
+
+
+def _activation_rate(a0: jnp.ndarray, a1: jnp.ndarray) -> jnp.ndarray:
+    """a_{k+1} - a_k (n_a,), the change of the activations over one step."""
+    return a1 - a0
+
+
+ACTIVATION_RATE = FactorType(
+    "control_activation_rate", _activation_rate, (VECTOR, VECTOR),
+    example=lambda rng: ((rng.standard_normal(2), rng.standard_normal(2)), ()),
+)
+
+
+# --------------------------------------------------------------------------- battery examples
+
+
+def _example_states(rng: np.random.Generator, model: RigidModel) -> tuple[State, np.ndarray, State]:
+    """A moving state, random activations, and the controlled step from it, perturbed by 1e-3 (as during a solve)."""
+    coords = {j.name: rng.uniform(-1.0, 1.0) for j in model.hinges}
+    rates = {j.name: rng.uniform(-3.0, 3.0) for j in model.hinges}
+    x0 = model.initial_state(coords, rates)
+    a = rng.uniform(-1.0, 1.0, size=len(model.controls))
+    x1, _ = control.step(model, x0, jnp.asarray(a), model.parameters.arrays(), 1e-3)
+    x1 = State(*(np.asarray(c) + 1e-3 * rng.standard_normal(np.shape(c)) for c in x1))
+    x1 = x1._replace(e=x1.e / np.linalg.norm(x1.e, axis=1, keepdims=True))
+    return x0, a, x1
+
+
+def _step_example(name: str, start: bool):
+    def example(rng: np.random.Generator):
+        model = example_model(name)
+        x0, a, x1 = _example_states(rng, model)
+        p = fixed_values(model)
+        if start:
+            return (a, *state_values(model, x1)), (*state_values(model, x0), p, 1e-3)
+        return (*state_values(model, x0), a, *state_values(model, x1)), (p, 1e-3)
+
+    return example
+
+
+def _velocity_example(name: str):
+    def example(rng: np.random.Generator):
+        model = example_model(name)
+        x0, _, _ = _example_states(rng, model)
+        return tuple(state_values(model, x0)), (fixed_values(model), rng.standard_normal(2))
+
+    return example
+
+
+def _force_example(name: str, start: bool):
+    def example(rng: np.random.Generator):
+        model = example_model(name)
+        x0, _, x1 = _example_states(rng, model)
+        P = control.force_projection(model, [f"{model.joints[0].name}.fz", f"{model.joints[-1].name}.fx"])
+        consts = (fixed_values(model), 1e-3, P, rng.standard_normal(2))
+        if start:
+            return tuple(state_values(model, x1)), (*state_values(model, x0), *consts)
+        return (*state_values(model, x0), *state_values(model, x1)), consts
+
+    return example
+
+
+# Registered at import so the shared Jacobian battery checks every control factor type.
+step_type(example_model("furuta-viscous")).example = _step_example("furuta-viscous", False)
+step_type(example_model("double-pendulum-torque"), True).example = _step_example("double-pendulum-torque", True)
+velocity_target_type(example_model("furuta-viscous"), ("theta", "arm.vz")).example = _velocity_example("furuta-viscous")
+force_target_type(example_model("double-pendulum-torque")).example = _force_example("double-pendulum-torque", False)
+force_target_type(example_model("furuta-viscous"), True).example = _force_example("furuta-viscous", True)
