@@ -40,23 +40,32 @@ def _states(model: RigidModel):
 
 
 def step_residual(model: RigidModel, x0: State, a: jnp.ndarray, x1: State, p: dict, h: Any) -> jnp.ndarray:
-    """[Q (6 nb,) N s; R_q (6 nb,) m, rad] of the step x0 -> x1 with activations a (module docstring)."""
-    sys = control.step_system(model, x0, a, p, h)
-    v1 = x1.velocity()
-    lam = (sys.g - sys.G @ v1) / sys.E
-    Q = sys.H @ v1 - sys.h - sys.G.T @ lam
+    """[Q (6 nb,) N s; R_q (6 nb,) m, rad] of the step x0 -> x1 with activations a (module docstring).
+
+    ``Q = H qdot_1 - h(a) - G^T lambda`` is assembled from the rows of
+    :meth:`RigidModel.position_rows` (A = rows_f.A J_pos, products with J_pos as JVP/VJP), which
+    keeps its Jacobian cheap: with y = Sigma^-1 (A qdot_1 + a) on the drag and motor rows and
+    y = -lambda on the joint rows, ``Q = M (qdot_1 - qdot_0) - tau f + A^T y``.
+    """
+    part = control._partition(model)
+    hol, force = part.holonomic, part.force
+    rows_f, J, J_T = model.position_rows(x0, a, p, h)
+    v0, v1 = x0.velocity(), x1.velocity()
+    Av1 = rows_f.A @ J(v1)
+    lam = (-rows_f.a[hol] - Av1[hol]) / rows_f.Sigma_A[hol]
+    y = jnp.zeros_like(Av1).at[force].set(rows_f.Sigma_A_inv[force] * (Av1[force] + rows_f.a[force])).at[hol].set(-lam)
+    Q = model.mass_diagonal(p) * (v1 - v0) - h * model.forces(x0, p) + J_T(rows_f.A.T @ y)
     dtheta = jax.vmap(quat.boxminus)(x1.e, x0.e)
     dq = jnp.concatenate([x1.r - x0.r, dtheta], axis=1).reshape(-1)
     return jnp.concatenate([Q, h * v1 - dq])
 
 
 def multipliers(model: RigidModel, x0: State, x1: State, p: dict, h: Any) -> jnp.ndarray:
-    """The constraint impulses lambda (m,) [N s, N m s] of the step x0 -> x1: E^-1 (g - G qdot_1).
-
-    The holonomic rows do not depend on the activations (the controls act through motor rows).
-    """
-    sys = control.step_system(model, x0, jnp.zeros(len(model.controls)), p, h)
-    return (sys.g - sys.G @ x1.velocity()) / sys.E
+    """The constraint impulses lambda (m,) [N s, N m s] of the step x0 -> x1, ``E^-1 (g - G qdot_1)``
+    (:func:`mbfg.control.constraint_multipliers`, with J_pos products as JVPs)."""
+    hol = control._partition(model).holonomic
+    rows_f, J, _ = model.position_rows(x0, jnp.zeros(len(model.controls)), p, h)
+    return (-rows_f.a[hol] - rows_f.A[hol] @ J(x1.velocity())) / rows_f.Sigma_A[hol]
 
 
 def _split_states(model: RigidModel, args: Sequence[Any], n: int) -> tuple[list[State], tuple]:
@@ -143,13 +152,18 @@ ACTIVATION_RATE = FactorType(
 # --------------------------------------------------------------------------- battery examples
 
 
+@functools.lru_cache(maxsize=None)
+def _jitted_step(model: RigidModel):
+    return jax.jit(functools.partial(control.step, model))
+
+
 def _example_states(rng: np.random.Generator, model: RigidModel) -> tuple[State, np.ndarray, State]:
     """A moving state, random activations, and the controlled step from it, perturbed by 1e-3 (as during a solve)."""
     coords = {j.name: rng.uniform(-1.0, 1.0) for j in model.hinges}
     rates = {j.name: rng.uniform(-3.0, 3.0) for j in model.hinges}
     x0 = model.initial_state(coords, rates)
     a = rng.uniform(-1.0, 1.0, size=len(model.controls))
-    x1, _ = control.step(model, x0, jnp.asarray(a), model.parameters.arrays(), 1e-3)
+    x1, _ = _jitted_step(model)(x0, jnp.asarray(a), model.parameters.arrays(), 1e-3)
     x1 = State(*(np.asarray(c) + 1e-3 * rng.standard_normal(np.shape(c)) for c in x1))
     x1 = x1._replace(e=x1.e / np.linalg.norm(x1.e, axis=1, keepdims=True))
     return x0, a, x1
@@ -157,19 +171,19 @@ def _example_states(rng: np.random.Generator, model: RigidModel) -> tuple[State,
 
 def _step_example(name: str, start: bool):
     def example(rng: np.random.Generator):
-        model = example_model(name)
+        model = _example_model(name)
         x0, a, x1 = _example_states(rng, model)
         p = fixed_values(model)
         if start:
-            return (a, *state_values(model, x1)), (*state_values(model, x0), p, 1e-3)
-        return (*state_values(model, x0), a, *state_values(model, x1)), (p, 1e-3)
+            return (a, *state_values(model, x1)), (*state_values(model, x0), p, np.asarray(1e-3))
+        return (*state_values(model, x0), a, *state_values(model, x1)), (p, np.asarray(1e-3))
 
     return example
 
 
 def _velocity_example(name: str):
     def example(rng: np.random.Generator):
-        model = example_model(name)
+        model = _example_model(name)
         x0, _, _ = _example_states(rng, model)
         return tuple(state_values(model, x0)), (fixed_values(model), rng.standard_normal(2))
 
@@ -178,10 +192,10 @@ def _velocity_example(name: str):
 
 def _force_example(name: str, start: bool):
     def example(rng: np.random.Generator):
-        model = example_model(name)
+        model = _example_model(name)
         x0, _, x1 = _example_states(rng, model)
         P = control.force_projection(model, [f"{model.joints[0].name}.fz", f"{model.joints[-1].name}.fx"])
-        consts = (fixed_values(model), 1e-3, P, rng.standard_normal(2))
+        consts = (fixed_values(model), np.asarray(1e-3), P, rng.standard_normal(2))
         if start:
             return tuple(state_values(model, x1)), (*state_values(model, x0), *consts)
         return (*state_values(model, x0), *state_values(model, x1)), consts
@@ -189,9 +203,32 @@ def _force_example(name: str, start: bool):
     return example
 
 
-# Registered at import so the shared Jacobian battery checks every control factor type.
-step_type(example_model("furuta-viscous")).example = _step_example("furuta-viscous", False)
-step_type(example_model("double-pendulum-torque"), True).example = _step_example("double-pendulum-torque", True)
-velocity_target_type(example_model("furuta-viscous"), ("theta", "arm.vz")).example = _velocity_example("furuta-viscous")
-force_target_type(example_model("double-pendulum-torque")).example = _force_example("double-pendulum-torque", False)
-force_target_type(example_model("furuta-viscous"), True).example = _force_example("furuta-viscous", True)
+@functools.lru_cache(maxsize=None)
+def motor_link() -> RigidModel:
+    """The smallest model with an activation: one link (0.5 kg, CoM 0.2 m below) on a motorized hinge
+    ``q`` about the world y axis, control ``tau`` [N m]; the battery's example where the Furuta is not needed."""
+    from mbfg.models import Link, hinged_tree
+    from mbfg.parameters import Parameter
+
+    def par(name: str, value: float, unit: str) -> Parameter:
+        return Parameter(name, value, unit, 0.0, np.inf, False, description=name)
+
+    params = [par("m", 0.5, "kg"), par("J", 2e-3, "kg m^2"), par("r", 0.2, "m"), par("b", 1e-3, "N m s/rad"),
+              par("K_q", 1.0, "N m"), par("J_s_q", 1e-6, "kg m^2"), par("eps_lin", 1e-5, "m/N"),
+              par("eps_rot", 1e-3, "rad/(N m)"), par("tau", 2e-3, "s"), par("g", 9.81, "m/s^2")]
+    link = Link("link", "q", None, "m", ("J", "J", "J"), (0.0, 0.0, 0.0), "r", "y", "b", "tau")
+    return hinged_tree("motor-link", [link], params, description="one motorized link (control battery example)")
+
+
+def _example_model(name: str) -> RigidModel:
+    return motor_link() if name == "motor-link" else example_model(name)
+
+
+# Registered at import so the shared Jacobian battery checks every control factor type, on the one-link
+# model: the residuals' code does not depend on the model, and the Furuta's two bodies would double the
+# battery's compile time (tests/test_control.py checks the Furuta's step factor against the simulator).
+step_type(motor_link()).example = _step_example("motor-link", False)
+step_type(motor_link(), True).example = _step_example("motor-link", True)
+velocity_target_type(motor_link(), ("q", "link.vz")).example = _velocity_example("motor-link")
+force_target_type(motor_link()).example = _force_example("motor-link", False)
+force_target_type(motor_link(), True).example = _force_example("motor-link", True)

@@ -132,6 +132,12 @@ class StepSystem(NamedTuple):
 
 def step_system(model: RigidModel, state: State, a: jnp.ndarray, p: Mapping[str, Any], h: float) -> StepSystem:
     """The step system of ``model`` at x_k = ``state`` with activations ``a`` (n_a,), step ``h`` [s]."""
+    return _system(model, state, a, p, h, derivatives=True)
+
+
+def _system(model: RigidModel, state: State, a: jnp.ndarray, p: Mapping[str, Any], h: float,
+            derivatives: bool) -> StepSystem:
+    """:func:`step_system`; without ``derivatives`` dh and dg are left empty (n, 0), (m, 0) (cheaper residuals)."""
     part = _partition(model)
     M = model.mass_diagonal(p)
     vel = state.velocity()
@@ -140,14 +146,18 @@ def step_system(model: RigidModel, state: State, a: jnp.ndarray, p: Mapping[str,
     F, F_inv = rows.A[force], rows.Sigma_A_inv[force]
     H = jnp.diag(M) + F.T @ (F_inv[:, None] * F)
 
-    def rhs(u: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
-        r = model.rows(state, u, p, h)
+    def rhs(r) -> tuple[jnp.ndarray, jnp.ndarray]:
         # A force row r: A_r v+ + Sigma_r lam_r + a_r = 0, lam_r = -Sigma_r^-1 (a_r + A_r v+): its
         # v+ part went into H, its a_r part (the motor's h gain u) into the right-hand side.
         return M * vel + h * model.forces(state, p) - F.T @ (F_inv * r.a[force]), -r.a[hol]
 
-    (h_a, g), linear = jax.linearize(rhs, a)
-    dh, dg = jax.vmap(linear, out_axes=1)(jnp.eye(a.shape[0]))
+    h_a, g = rhs(rows)
+    if derivatives:
+        # The rows are affine in the controls: the JVPs of the a-vector alone (rows.A does not depend on u).
+        _, linear = jax.linearize(lambda u: rhs(model.rows(state, u, p, h)), a)
+        dh, dg = jax.vmap(linear, out_axes=1)(jnp.eye(a.shape[0]))
+    else:
+        dh, dg = jnp.zeros((H.shape[0], 0)), jnp.zeros((hol.shape[0], 0))
     return StepSystem(H, rows.A[hol], rows.Sigma_A[hol], g, h_a, dh, dg)
 
 
@@ -177,7 +187,7 @@ def step(model: RigidModel, state: State, a: jnp.ndarray, p: Mapping[str, Any], 
 
     The same step as :func:`mbfg.spook.step` with ``u = a`` (tested), computed in seed 004's form.
     """
-    v, lam = solve_step(step_system(model, state, a, p, h))
+    v, lam = solve_step(_system(model, state, a, p, h, derivatives=False))
     v = v.reshape(-1, 6)
     e = jax.vmap(quat.boxplus)(state.e, h * v[:, 3:])
     return State(state.r + h * v[:, :3], e, v[:, :3], v[:, 3:]), lam
@@ -220,7 +230,7 @@ def _residuals(obj: Objective, v: jnp.ndarray, lam: jnp.ndarray, h: float) -> tu
 def objective(model: RigidModel, state: State, a: jnp.ndarray, p: Mapping[str, Any], h: float,
               obj: Objective) -> jnp.ndarray:
     """L(a) of ``obj`` after one step from ``state`` with activations ``a``."""
-    v, lam = solve_step(step_system(model, state, a, p, h))
+    v, lam = solve_step(_system(model, state, a, p, h, derivatives=False))
     r_v, r_f = _residuals(obj, v, lam, h)
     return 0.5 * (r_v @ r_v + r_f @ r_f)
 
@@ -339,13 +349,25 @@ def force_projection(model: RigidModel, names: Sequence[str]) -> np.ndarray:
     return P
 
 
+def constraint_multipliers(model: RigidModel, x0: State, v1: jnp.ndarray, p: Mapping[str, Any], h: float
+                           ) -> jnp.ndarray:
+    """The constraint impulses lambda (m,) [N s, N m s] of a step from x0 that ends at velocity v1 (6 nb,):
+    ``E^-1 (g - G v1)``, the regularized constraints of seed 000 eq. 2.30 (holonomic rows only).
+
+    The holonomic rows do not depend on the activations (the controls act through motor rows).
+    """
+    rows = model.rows(x0, jnp.zeros(len(model.controls)), p, h)
+    hol = _partition(model).holonomic
+    return (-rows.a[hol] - rows.A[hol] @ v1) / rows.Sigma_A[hol]
+
+
 def constraint_rows(model: RigidModel) -> np.ndarray:
     """Indices into :meth:`RigidModel.rows`' A (and :class:`mbfg.spook.StepInfo`'s lam_A) of the G rows."""
     return _partition(model).holonomic.copy()
 
 
 __all__ = [
-    "BODY_RATES", "FORCE_COMPONENTS", "Objective", "StepSystem", "check_controllable", "constraint_rows",
+    "BODY_RATES", "FORCE_COMPONENTS", "Objective", "StepSystem", "check_controllable", "constraint_multipliers", "constraint_rows",
     "force_names", "force_projection", "gradient_adjoint", "gradient_direct", "objective", "rate_function",
     "rate_names", "resolve_rate_name", "sensitivities", "solve_step", "step", "step_system", "velocity_projection",
 ]
