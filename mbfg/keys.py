@@ -18,7 +18,7 @@ letter   role                                             type
 ``f``    generalized forces Q_k                           Vector
 ``p``    free scalar parameters (one Vector)              Vector
 ``t``    gravity tilt                                     Rot3
-``c``    activations (controls) a_k of a control problem  Vector
+``c``    activations (controls) of a control problem      Vector
 =======  ===============================================  ======
 """
 
@@ -109,7 +109,8 @@ def T(k: int = 0) -> int:
 
 
 def C(k: int) -> int:
-    """Key of the activations (the model's controls) a_k applied over step k -> k+1."""
+    """Key of the activations (the model's controls) of a control problem; C(0) holds a plan a_0 .. a_{N-1}
+    stacked step after step (:mod:`mbfg.graphs.control`)."""
     return _key("c", k)
 
 
