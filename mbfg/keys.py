@@ -19,6 +19,10 @@ letter   role                                             type
 ``p``    free scalar parameters (one Vector)              Vector
 ``t``    gravity tilt                                     Rot3
 ``c``    activations (controls) of a control problem      Vector
+``s``    state block k: state k's variables stacked, in   (linear
+         the batch solver's linear systems only           only)
+``b``    parameter block: P and T stacked, likewise       (linear
+                                                          only)
 =======  ===============================================  ======
 """
 
@@ -38,6 +42,8 @@ _LETTERS = {
     "p": "parameters",
     "t": "gravity tilt",
     "c": "activations",
+    "s": "state block",
+    "b": "parameter block",
 }
 
 
@@ -112,6 +118,16 @@ def C(k: int) -> int:
     """Key of the activations (the model's controls) of a control problem; C(0) holds a plan a_0 .. a_{N-1}
     stacked step after step (:mod:`mbfg.graphs.control`)."""
     return _key("c", k)
+
+
+def S(k: int) -> int:
+    """Key of state block k in the linear systems of the vectorized batch solver (:mod:`mbfg.vectorized`)."""
+    return _key("s", k)
+
+
+def B() -> int:
+    """Key of the parameter block (P and T stacked) in the vectorized batch solver's linear systems."""
+    return _key("b", 0)
 
 
 def describe(key: int) -> str:
