@@ -15,7 +15,14 @@ takes that state as constants instead (``start=True``).
 - :func:`force_target_type`: ``lambda* - P_lambda lambda / tau`` [N], the seed's
   ``tau lambda* - tau P_lambda lambda`` divided by tau (so its sigma is in newtons), with the
   multipliers of the step x_k -> x_{k+1}.
-- :data:`ACTIVATION_RATE`: ``a_{k+1} - a_k``, the optional activation-rate cost.
+- :data:`ACTIVATION_RATE`: ``a_{k+1} - a_k`` over a stacked plan, the optional activation-rate cost.
+- :func:`horizon_type`: the reduced form the control graphs solve: the plan a_0 .. a_{N-1} is the only variable,
+  the states implicit functions of them (seed 004: "the state is implicitly a function of the
+  control variables"): the steps from the known x_0 are rolled out inside the residual, which
+  stacks every step's velocity and force target residuals. Its Jacobian is the seed's direct
+  method through the chained steps. (The full-space factors above hold the dynamics as stiff
+  rows; Marquardt's scaled damping then freezes the activations, whose columns those rows
+  dominate, so a Levenberg-Marquardt solve of the full-space graph stalls; Gauss-Newton solves it.)
 """
 
 from __future__ import annotations
@@ -138,15 +145,60 @@ def force_target_type(model: RigidModel, start: bool = False) -> FactorType:
     return FactorType(f"control_force_target[{model.name}{'; start' if start else ''}]", residual, kinds)
 
 
-def _activation_rate(a0: jnp.ndarray, a1: jnp.ndarray) -> jnp.ndarray:
-    """a_{k+1} - a_k (n_a,), the change of the activations over one step."""
-    return a1 - a0
+def _activation_rate(a: jnp.ndarray, D: jnp.ndarray) -> jnp.ndarray:
+    """D a: the changes a_{k+1} - a_k of a plan a = (a_0, ..., a_{N-1}) stacked (N n_a,), D from :func:`rate_matrix`."""
+    return D @ a
+
+
+def rate_matrix(horizon: int, n_a: int) -> np.ndarray:
+    """D ((N - 1) n_a, N n_a) with ``(D a)_k = a_{k+1} - a_k`` for a plan stacked step after step."""
+    n = horizon * n_a
+    return np.eye(n)[n_a:] - np.eye(n)[:-n_a]
 
 
 ACTIVATION_RATE = FactorType(
-    "control_activation_rate", _activation_rate, (VECTOR, VECTOR),
-    example=lambda rng: ((rng.standard_normal(2), rng.standard_normal(2)), ()),
+    "control_activation_rate", _activation_rate, (VECTOR,),
+    example=lambda rng: ((rng.standard_normal(6),), (rate_matrix(3, 2),)),
 )
+
+
+def horizon_residual(model: RigidModel, rate_names: tuple[str, ...], x0: State, a: jnp.ndarray, p: dict, h: Any,
+                     rate_targets: jnp.ndarray, P_lambda: jnp.ndarray, force_targets: jnp.ndarray) -> jnp.ndarray:
+    """Target residuals of N chained steps from x0 with activations a (N, n_a): per step k,
+    ``[qdot*_k - P qdot_{k+1} (k_v,); lambda*_k - P_lambda lambda_k / h (k_f,)]``, flattened (N (k_v + k_f),).
+
+    rate_targets (N, k_v) [rad/s, m/s] for the named rates (:func:`mbfg.control.rate_function`, taken at
+    x_{k+1}); P_lambda (k_f, m), force_targets (N, k_f) [N].
+    """
+    rates = control.rate_function(model, rate_names)
+
+    def body(x: State, inputs: tuple) -> tuple[State, jnp.ndarray]:
+        a_k, rt, ft = inputs
+        x1, lam = control.step(model, x, a_k, p, h)
+        return x1, jnp.concatenate([rt - rates(x1, p), ft - P_lambda @ lam / h])
+
+    _, r = jax.lax.scan(body, x0, (a, rate_targets, force_targets))
+    return r.reshape(-1)
+
+
+@functools.lru_cache(maxsize=None)
+def horizon_type(model: RigidModel, rate_names: tuple[str, ...], horizon: int) -> FactorType:
+    """The reduced horizon FactorType: one variable, the plan a_0 .. a_{N-1} stacked (N n_a,); constants: x_0 as
+    nb (4, 4) poses and the (6 nb,) velocity, p, h, rate_targets (N, k_v), P_lambda (k_f, m), force_targets (N, k_f).
+
+    One stacked variable, not N: JAX's forward-mode Jacobian through the rolled-out steps is then one
+    pass of N n_a tangents (with N separate arguments it ran ten times slower at N = 10).
+    """
+    control.check_controllable(model)
+    variables = _states(model)
+    per_state = model.nb + 1
+    n_a = len(model.controls)
+
+    def residual(plan, *rest):
+        x0 = variables.state(rest[:per_state])
+        return horizon_residual(model, rate_names, x0, plan.reshape(horizon, n_a), *rest[per_state:])
+
+    return FactorType(f"control_horizon[{model.name}; {','.join(rate_names)}; N={horizon}]", residual, (VECTOR,))
 
 
 # --------------------------------------------------------------------------- battery examples
@@ -220,6 +272,15 @@ def motor_link() -> RigidModel:
     return hinged_tree("motor-link", [link], params, description="one motorized link (control battery example)")
 
 
+def _horizon_example(rng: np.random.Generator):
+    model = motor_link()
+    x0, _, _ = _example_states(rng, model)
+    P = control.force_projection(model, ["q.fx", "q.fz"])
+    consts = (*state_values(model, x0), fixed_values(model), np.asarray(1e-3), rng.standard_normal((3, 2)), P,
+              rng.standard_normal((3, 2)))
+    return (rng.uniform(-1.0, 1.0, size=3),), consts
+
+
 def _example_model(name: str) -> RigidModel:
     return motor_link() if name == "motor-link" else example_model(name)
 
@@ -232,3 +293,4 @@ step_type(motor_link(), True).example = _step_example("motor-link", True)
 velocity_target_type(motor_link(), ("q", "link.vz")).example = _velocity_example("motor-link")
 force_target_type(motor_link()).example = _force_example("motor-link", False)
 force_target_type(motor_link(), True).example = _force_example("motor-link", True)
+horizon_type(motor_link(), ("q", "link.wy"), 3).example = _horizon_example

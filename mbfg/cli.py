@@ -460,6 +460,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_smooth_parser(sub)
 
+    from mbfg.cli_control import add_parser as add_control_parser  # mbfg control lives in its own module
+    add_control_parser(sub)
     models = sub.add_parser(
         "models",
         help="list the built-in 3D rigid-body models, or describe models and their parameters",
