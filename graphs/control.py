@@ -211,8 +211,9 @@ class RecedingHorizon:
             graph.add(prior_factor(key, np.zeros(N * n_a), self.effort_sigma))
         return graph, values
 
-    def solve(self, state: State, guess: np.ndarray | None = None) -> ControlResult:
-        """The activations a_0 .. a_{N-1} from ``state``; ``guess`` (N, n_a) or the warm start."""
+    def solve(self, state: State, guess: np.ndarray | None = None, *, quiet: bool | None = None) -> ControlResult:
+        """The activations a_0 .. a_{N-1} from ``state``; ``guess`` (N, n_a) or the warm start.
+        ``quiet``: no LM progress lines (default: the controller's ``quiet``)."""
         start = time.perf_counter()
         self.model.check_state(state)
         if guess is None:
@@ -224,7 +225,8 @@ class RecedingHorizon:
         graph, values = self.build(state, guess)
         bounds = {keys.C(0): (np.tile(self.lower, self.horizon), np.tile(self.upper, self.horizon))}
         lm = bounded_levenberg_marquardt(graph, values, bounds, max_iterations=self.max_iterations,
-                                         quiet=self.quiet, label=f"control {self.model.name}")
+                                         quiet=self.quiet if quiet is None else quiet,
+                                         label=f"control {self.model.name}")
         controls = lm.values.atVector(keys.C(0)).reshape(self.horizon, -1)
         states = [State(*(np.asarray(c) for c in x)) for x in self.rollout(state, controls)]
         self.previous = controls
@@ -247,7 +249,7 @@ class RecedingHorizon:
         x = State(*(jnp.asarray(c) for c in state))
         states, controls, rates, forces, solve_s, iters = [x], [], [], [], [], []
         for k in range(steps):
-            result = self.solve(x)
+            result = self.solve(x, quiet=True)  # one progress line per step, not per LM iteration
             a = result.controls[0]
             x, info = sim(x, jnp.asarray(a), plant, self.h)
             self.applied = a

@@ -3,7 +3,7 @@
 ::
 
     mbfg control MODEL [--params CALIB.json] --target NAME=VALUE [...] [--duration T] [--dt H]
-                       [--horizon N] [--bounds LO:HI] [--rate-sigma S] [--effort-sigma S]
+                       [--horizon N] [--limit U | --bounds=LO:HI] [--rate-sigma S] [--effort-sigma S]
                        [--init JOINT=ANGLE ...] --out CONTROLS.csv [--quiet]
 
 A receding-horizon controller (:class:`mbfg.graphs.control.RecedingHorizon`) runs in closed
@@ -47,8 +47,9 @@ friction or contacts are refused (their steps are not smooth): use the viscous
 twin (furuta-viscous).
 
 --params reads parameter values (the JSON of 'mbfg calibrate --out' or any
-parameter file; its h is the default --dt). --bounds LO:HI bounds every
-control (or NAME=LO:HI per control, comma-separated). --rate-sigma S adds a cost
+parameter file; its h is the default --dt). --limit U bounds every control to
+[-U, U]; --bounds=LO:HI bounds every control (or NAME=LO:HI per control,
+comma-separated; the '=' lets LO be negative). --rate-sigma S adds a cost
 on the change of the controls per step (std S, control units); --effort-sigma
 S a zero-mean prior on them. --velocity-sigma and --force-sigma weigh the
 targets against each other (default 1 rad/s or m/s, 1 N).
@@ -64,9 +65,9 @@ solve times goes to stderr; progress lines too unless --quiet.
 EPILOG = """\
 examples:
   mbfg control furuta-viscous --target theta=2.0 --duration 0.5 --dt 0.001 --horizon 10 \\
-      --bounds -10:10 --out voltage.csv
+      --limit 10 --out voltage.csv
   mbfg simulate furuta-viscous --duration 0.5 --dt 0.001 --controls voltage.csv --out log.csv
-  mbfg control double-pendulum-torque --target q1.fx=2.0 --duration 0.2 --bounds -5:5 --out torques.csv
+  mbfg control double-pendulum-torque --target q1.fx=2.0 --duration 0.2 --bounds=-5:5 --out torques.csv
   mbfg control furuta-viscous --params calib.json --target arm=1.0 --rate-sigma 0.5 --out voltage.csv
 """
 
@@ -110,7 +111,10 @@ def add_parser(sub: Any) -> None:
                    help="time-step [s] (default: the calibration's h, else 0.001)")
     p.add_argument("--horizon", type=_positive_int, default=10, metavar="N",
                    help="steps of the receding horizon (1: seed 004's one-step problem; default: %(default)s)")
-    p.add_argument("--bounds", metavar="LO:HI", help="bounds of every control, or NAME=LO:HI,... per control")
+    p.add_argument("--bounds", metavar="LO:HI", help="bounds of every control, or NAME=LO:HI,... per control "
+                   "(a negative LO needs the '=' form: --bounds=-10:10)")
+    p.add_argument("--limit", type=_positive_float, default=None, metavar="U",
+                   help="bound every control to [-U, U] (the same as --bounds=-U:U)")
     p.add_argument("--rate-sigma", type=_positive_float, default=None, metavar="S",
                    help="std of the control change per step (default: no rate cost)")
     p.add_argument("--effort-sigma", type=_positive_float, default=None, metavar="S",
@@ -187,7 +191,9 @@ def run(args: argparse.Namespace) -> int:
                     f"{', '.join(control.rate_names(model))}; reactions: {', '.join(sorted(reaction_names))}"
                 ) from None
         where[name] = value
-    lower, upper = _bounds(model, args.bounds)
+    if args.limit is not None and args.bounds is not None:
+        raise ModelError("--limit and --bounds both bound the controls; give one of them")
+    lower, upper = _bounds(model, args.bounds if args.limit is None else f"{-args.limit}:{args.limit}")
     hinge_names = [j.name for j in model.hinges]
     init = {}
     for name, angle in args.init:
