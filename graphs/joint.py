@@ -47,7 +47,7 @@ from scipy import signal
 
 from mbfg import keys
 from mbfg import quaternion as quat
-from mbfg.adapter import PerFactor, noise_model
+from mbfg.adapter import FactorGroup, PerFactor, noise_model
 from mbfg.errors import DataError, ModelError
 from mbfg.factors._rigid import Variables, fixed_values, state_values, variables_for
 from mbfg.factors.impulse import impulse_keys, impulse_type
@@ -57,6 +57,7 @@ from mbfg.factors.prior import partial_prior_factor, tilt_yaw_prior_factor
 from mbfg.logs import Log
 from mbfg.rigid import RigidModel, State
 from mbfg.solvers import LMResult, bounded_levenberg_marquardt
+from mbfg.vectorized import Blocks, VectorizedGraph
 
 #: Default cut-off of the initialization low-pass filter [Hz] (the seed's value is stripped).
 DEFAULT_CUTOFF_HZ = 20.0
@@ -71,7 +72,8 @@ class JointProblem:
     t: (n,) state times [s]; y: (n, n_obs) readings at those times (NaN: missing);
     u: (n, n_controls) controls held over [t_k, t_k+1); h: time-step [s];
     stride: log samples per time-step; weight: the state error weight w;
-    graph, initial: the GTSAM problem and its initial values; bounds: key -> box.
+    graph, initial: the GTSAM problem and its initial values; bounds: key -> box;
+    vectorized: the same problem for the vectorized batch solver (:mod:`mbfg.vectorized`).
     """
 
     model: RigidModel
@@ -88,6 +90,7 @@ class JointProblem:
     factor_steps: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
     factor_kinds: tuple[str, ...] = ()
     smooth_start: LMResult | None = field(repr=False, default=None)
+    vectorized: VectorizedGraph | None = field(repr=False, default=None)
 
     @property
     def n(self) -> int:
@@ -326,21 +329,22 @@ def build_joint_problem(
     graph.push_back(initial_state_factor(variables, h, impulse_noise, fixed))
     factor_kinds.append("impulse")
     factor_steps.append(0)
+    others = gtsam.NonlinearFactorGraph()  # the factors outside the two groups
+    others.push_back(graph.at(0))
     rows = [impulse_keys(variables, k) for k in range(n - 1)]
-    impulse = impulse_type(variables)
-    factors = impulse.make_many(rows, impulse_noise, fixed, PerFactor(u[:-1]), h)
-    for f in factors:
+    impulses = impulse_type(variables).group(rows, impulse_noise, fixed, PerFactor(u[:-1]), h)
+    for f in impulses.factors:
         graph.push_back(f)
     factor_kinds += ["impulse"] * (n - 1)
     factor_steps += list(range(1, n))
     observed = np.isfinite(y)
     obs_rows = [k for k in range(n) if observed[k].any()]
     mask = observed.astype(float)
-    obs_factors = observation_type(variables).make_many(
+    observations = observation_type(variables).group(
         [observation_keys(variables, k) for k in obs_rows], noise_model(sigma_y, y.shape[1]), fixed,
         PerFactor(np.nan_to_num(y[obs_rows])), PerFactor(mask[obs_rows]),
     )
-    for f in obs_factors:
+    for f in observations.factors:
         graph.push_back(f)
     factor_kinds += ["observation"] * len(obs_rows)
     factor_steps += obs_rows
@@ -363,22 +367,41 @@ def build_joint_problem(
                 raise ModelError(f"prior on {name!r}, which is not a free parameter ({', '.join(variables.free)})")
             i = variables.free.index(name)
             graph.push_back(partial_prior_factor(keys.P(), [i], [chi0[i]], sigma))
+            others.push_back(graph.at(graph.size() - 1))
             factor_kinds.append("prior")
             factor_steps.append(0)
     if variables.tilt_free:
         values.insert(keys.T(), gtsam.Rot3(np.asarray(p0[model.tilt])))
         graph.push_back(tilt_yaw_prior_factor(keys.T(), np.asarray(p0[model.tilt]), 1e-3))
+        others.push_back(graph.at(graph.size() - 1))
         factor_kinds.append("prior")
         factor_steps.append(0)
+    vectorized = _vectorized(variables, n, [impulses, observations], others, values)
     return JointProblem(model, variables, t, y, u, h, stride, weight, graph, values, bounds,
-                        np.asarray(factor_steps), tuple(factor_kinds), start)
+                        np.asarray(factor_steps), tuple(factor_kinds), start, vectorized)
+
+
+def _vectorized(variables: Variables, n: int, groups: list[FactorGroup], others: gtsam.NonlinearFactorGraph,
+                values: gtsam.Values) -> VectorizedGraph:
+    """The problem for the vectorized LM: state k's poses and velocity form block S(k), the parameters
+    block B(); states eliminated in time order, the parameters last."""
+    nb = variables.model.nb
+    zeros = values.zeroVectors()
+    dims = {key: zeros.at(key).shape[0] for key in values.keys()}
+    members = [(keys.S(k), [keys.X(k, i) for i in range(nb)] + [keys.V(k)]) for k in range(n)]
+    order = [keys.S(k) for k in range(n)]
+    parameters = keys.parameter_keys(variables)
+    if parameters:
+        members.append((keys.B(), parameters))
+        order.append(keys.B())
+    return VectorizedGraph([g for g in groups if len(g)], others, Blocks(members, dims), order)
 
 
 def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: float = 1e-6,
           damping_update: str = "tenfold", quiet: bool = False, label: str | None = None) -> LMResult:
     """Box-constrained Levenberg-Marquardt on the problem (:func:`mbfg.solvers.bounded_levenberg_marquardt`)."""
     return bounded_levenberg_marquardt(
-        problem.graph, problem.initial, problem.bounds, max_iterations=max_iterations,
+        problem.vectorized or problem.graph, problem.initial, problem.bounds, max_iterations=max_iterations,
         relative_tol=relative_tol, damping_update=damping_update, quiet=quiet,
         label=label or f"calibrate {problem.model.name}",
     )

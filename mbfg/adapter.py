@@ -97,6 +97,12 @@ class FactorType:
             friction, contacts), with kinks where a multiplier changes sign, which
             symmetric points such as an identity pose hit exactly; the battery then
             checks it at its random examples and 1e-3 from the identity only.
+        jacobian_groups: variables (argument indices) differentiated together in one forward
+            pass of the vmapped linearization; None: one pass for all. A variable outside a
+            group's pass is a symbolic zero there, so JAX skips the work that does not depend
+            on the group: worth it where variables enter different parts of the residual (the
+            impulse factor: ``python benchmarks/impulse_cost.py`` measures it). Every variable
+            must be in exactly one group.
     """
 
     name: str
@@ -104,6 +110,7 @@ class FactorType:
     kinds: tuple[VarKind, ...]
     example: Example | None = None
     piecewise: bool = False
+    jacobian_groups: tuple[tuple[int, ...], ...] | None = None
     _error_fn: Callable[..., Any] = field(init=False, repr=False)
     _linearize_fn: Callable[..., Any] = field(init=False, repr=False)
     _linearize_per_variable: Callable[..., Any] = field(init=False, repr=False)
@@ -120,30 +127,42 @@ class FactorType:
             self.example = existing.example
         REGISTRY[self.name] = self
         residual, kinds = self.residual, self.kinds
+        if self.jacobian_groups is not None:
+            flat = sorted(i for g in self.jacobian_groups for i in g)
+            if flat != list(range(len(kinds))):
+                raise ValueError(f"{self.name}: jacobian_groups {self.jacobian_groups} must hold every variable "
+                                 f"index 0..{len(kinds) - 1} exactly once")
+        groups = self.jacobian_groups
 
         def error(xs: tuple, cs: tuple) -> jnp.ndarray:
             return residual(*xs, *cs)
 
-        def linearize(xs: tuple, cs: tuple, per_variable: bool = False) -> jnp.ndarray:
+        def linearize(xs: tuple, cs: tuple, passes: tuple[tuple[int, ...], ...] | None = None) -> jnp.ndarray:
             def lifted(*xis: jnp.ndarray) -> jnp.ndarray:
                 return residual(*(k.tangent_line(x, xi) for k, x, xi in zip(kinds, xs, xis)), *cs)
 
             zeros = tuple(jnp.zeros(k.tangent_dim(x)) for k, x in zip(kinds, xs))
             r = residual(*xs, *cs)
-            if per_variable:
-                # One forward pass per variable: the other variables' tangents are then symbolic
-                # zeros and JAX skips what does not depend on this one (x_{k+1}'s pose enters the
-                # impulse residual only through q_{k+1} boxminus q_k). Less arithmetic, but more
-                # kernels and about twice the compile time (make_many's ``per_variable``).
-                blocks = [jax.jacfwd(lifted, argnums=i)(*zeros) for i in range(len(xs))]
-            else:
+            if passes is None:
                 blocks = jax.jacfwd(lifted, argnums=tuple(range(len(xs))))(*zeros)
+            else:
+                # One forward pass per group of variables: the other variables' tangents are then
+                # symbolic zeros and JAX skips what does not depend on the group (x_{k+1}'s pose
+                # enters the impulse residual only through q_{k+1} boxminus q_k). Less arithmetic,
+                # more kernels and more compile time.
+                by_index = {}
+                for group in passes:
+                    by_index.update(zip(group, jax.jacfwd(lifted, argnums=group)(*zeros)))
+                blocks = [by_index[i] for i in range(len(xs))]
             # One array [r | H_1 | H_2 | ...] means one device-to-host copy per call.
             return jnp.concatenate([r[:, None], *blocks], axis=1)
 
         self._error_fn = jax.jit(error)
+        # Single calls take one joint pass: they are launch-bound, so fewer kernels win.
         self._linearize_fn = jax.jit(linearize)
-        self._linearize_per_variable = functools.partial(linearize, per_variable=True)
+        self._linearize_grouped = functools.partial(linearize, passes=groups)
+        self._linearize_per_variable = functools.partial(
+            linearize, passes=tuple((i,) for i in range(len(kinds))))
 
     # -- pure evaluation, no GTSAM -------------------------------------------------
     def error(self, *args: Any) -> np.ndarray:
@@ -220,17 +239,28 @@ class FactorType:
                 impulse factor ``python benchmarks/stream.py --only factors`` prints both).
                 For long-running streams, not for a batch solve.
         """
-        group = _FactorGroup(self, [[int(k) for k in row] for row in keys], constants, regroup, per_variable)
-        return [gtsam.CustomFactor(noise, row, group.callback(i)) for i, row in enumerate(group.keys)]
+        return self.group(keys, noise, *constants, regroup=regroup, per_variable=per_variable).factors
+
+    def group(
+        self, keys: Sequence[Sequence[int]], noise: gtsam.noiseModel.Base, *constants: Any,
+        regroup: bool = True,
+        per_variable: bool = False,
+    ) -> FactorGroup:
+        """The :class:`FactorGroup` of :meth:`make_many` (same arguments): its ``factors`` for a GTSAM
+        graph, and its vectorized evaluation for the batch solvers (:mod:`mbfg.vectorized`)."""
+        return FactorGroup(self, [[int(k) for k in row] for row in keys], noise, constants, regroup, per_variable)
 
     # -- helpers -------------------------------------------------------------------
     def _vmapped(
         self, constant_axes: tuple[int | None, ...], per_variable: bool = False
     ) -> tuple[Callable[..., Any], Callable[..., Any]]:
-        """Jitted vmapped (error, linearize), cached per batching pattern so groups share compiles."""
+        """Jitted vmapped (error, linearize), cached per batching pattern so groups share compiles.
+
+        The linearization takes the type's ``jacobian_groups`` passes, or one pass per variable
+        with ``per_variable``."""
         if (constant_axes, per_variable) not in self._vmapped_fns:
             in_axes = (0, constant_axes)
-            linearize = self._linearize_per_variable if per_variable else self._linearize_fn
+            linearize = self._linearize_per_variable if per_variable else self._linearize_grouped
             self._vmapped_fns[constant_axes, per_variable] = (
                 jax.jit(jax.vmap(self._error_fn, in_axes=in_axes)),
                 jax.jit(jax.vmap(linearize, in_axes=in_axes)),
@@ -266,13 +296,34 @@ def noise_model(sigma: float | Sequence[float] | gtsam.noiseModel.Base, dim: int
     return gtsam.noiseModel.Diagonal.Sigmas(np.ascontiguousarray(sigmas))
 
 
-class _FactorGroup:
-    """Shared state of the factors built by :meth:`FactorType.make_many`."""
+#: Factors per vmapped call: longer groups are evaluated in chunks of this many (the last one
+#: padded with copies of its last row, so every chunk has the one compiled shape). A vmapped
+#: call over thousands of factors is slower per factor than a few calls over fewer.
+CHUNK = 2048
 
-    def __init__(self, ft: FactorType, keys: list[list[int]], constants: tuple[Any, ...], regroup: bool = True,
-                 per_variable: bool = False) -> None:
-        self.ft, self.keys, self.regroup = ft, keys, regroup
+
+class FactorGroup:
+    """N factors of one :class:`FactorType` evaluated together (:meth:`FactorType.make_many`).
+
+    ``factors`` are the group's ``gtsam.CustomFactor`` s. The first of them that GTSAM
+    evaluates at new values evaluates the whole group there (reading every factor's
+    variables from the same ``gtsam.Values``); the others find their result in the group's
+    cache, after checking that their own inputs are the ones the cache was computed at.
+    :meth:`read` and :meth:`evaluate` are the same evaluation without GTSAM's per-factor
+    callbacks, for the vectorized batch solver (:mod:`mbfg.vectorized`).
+
+    Attributes:
+        ft: the factor type; keys: (N, number of variables) keys; noise: the shared noise model.
+    """
+
+    def __init__(self, ft: FactorType, keys: list[list[int]], noise: gtsam.noiseModel.Base,
+                 constants: tuple[Any, ...], regroup: bool = True, per_variable: bool = False) -> None:
+        self.ft, self.keys, self.noise, self.regroup = ft, keys, noise, regroup
         n = len(keys)
+        for i, row in enumerate(keys):
+            if len(row) != len(ft.kinds):
+                raise ValueError(f"{ft.name}: factor {i} has {len(row)} keys, expected {len(ft.kinds)} "
+                                 f"({[k.value for k in ft.kinds]})")
         axes, cs = [], []
         self._per_factor: list[bool] = []
         for c in constants:
@@ -289,12 +340,61 @@ class _FactorGroup:
                 cs.append(jax.tree_util.tree_map(_as_constant, c))
         self.constants = tuple(cs)
         self._error_fn, self._linearize_fn = ft._vmapped(tuple(axes), per_variable)
+        self._chunks = self._chunk_plan(n)
         self._inputs: list[tuple[np.ndarray, ...]] = []
         self._signatures: list[bytes] | None = None
         self._columns: list[slice] | None = None
         self._errors: np.ndarray | None = None
         self._linear: np.ndarray | None = None
+        self.factors = [gtsam.CustomFactor(noise, row, self.callback(i)) for i, row in enumerate(self.keys)]
 
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    # -- vectorized evaluation -------------------------------------------------------
+    def _chunk_plan(self, n: int) -> list[tuple[int, int, tuple[Any, ...]]]:
+        """(start, stop, constants of the chunk) per chunk of at most CHUNK factors."""
+        if n <= CHUNK:
+            return [(0, n, self.constants)]
+        plan = []
+        for start in range(0, n, CHUNK):
+            idx = np.minimum(np.arange(start, start + CHUNK), n - 1)
+            cs = tuple(jax.tree_util.tree_map(lambda a: a[idx], c) if per else c  # noqa: B023
+                       for c, per in zip(self.constants, self._per_factor))
+            plan.append((start, min(start + CHUNK, n), cs))
+        return plan
+
+    def read(self, values: gtsam.Values, cache: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
+        """Every factor's variables from ``values``, stacked per argument: ((N, ...) per variable).
+
+        ``cache``: key -> array already read (a state shared by several groups is read once)."""
+        cache = {} if cache is None else cache
+        stacked = []
+        for j, kind in enumerate(self.ft.kinds):
+            column = []
+            for row in self.keys:
+                key = row[j]
+                x = cache.get(key)
+                if x is None:
+                    x = cache[key] = kind.read(values, key)
+                column.append(x)
+            stacked.append(np.stack(column))
+        return tuple(stacked)
+
+    def evaluate(self, xs: tuple[np.ndarray, ...], linearize: bool) -> np.ndarray:
+        """Residuals (N, m), or with ``linearize`` (N, m, 1 + sum of tangent dims) = [r | H_1 | H_2 | ...],
+        unwhitened, at the stacked variables ``xs`` (:meth:`read`); chunked by CHUNK."""
+        fn = self._linearize_fn if linearize else self._error_fn
+        n = len(self.keys)
+        if len(self._chunks) == 1:
+            return np.asarray(fn(xs, self.constants))
+        parts = []
+        for start, stop, cs in self._chunks:
+            idx = np.minimum(np.arange(start, start + CHUNK), n - 1)
+            parts.append(np.asarray(fn(tuple(x[idx] for x in xs), cs))[: stop - start])
+        return np.concatenate(parts)
+
+    # -- GTSAM callbacks -------------------------------------------------------------
     def _read(self, values: gtsam.Values, row: list[int]) -> tuple[np.ndarray, ...]:
         return tuple(kind.read(values, key) for kind, key in zip(self.ft.kinds, row))
 
@@ -320,10 +420,10 @@ class _FactorGroup:
                 self._refresh(values)
             if H is None:
                 if self._errors is None:
-                    self._errors = np.asarray(self._error_fn(self._stacked(), self.constants))
+                    self._errors = self.evaluate(self._stacked(), linearize=False)
                 return self._errors[i]
             if self._linear is None:
-                self._linear = np.asarray(self._linearize_fn(self._stacked(), self.constants))
+                self._linear = self.evaluate(self._stacked(), linearize=True)
                 self._errors = self._linear[:, :, 0]
             out = self._linear[i]
             for j, columns in enumerate(self._columns):

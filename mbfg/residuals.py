@@ -6,7 +6,7 @@ x_k = (q_k, v_k) is a :class:`~mbfg.rigid.State`; ``p`` the parameter values.
 - :func:`impulse` -- the inverse-dynamics impulse residuals Delta p_u, Delta p_q
   (3.6, 3.7): the external impulse needed to go from x_k to x_{k+1}, with the
   equality multipliers from (2.30) and the complementarity multipliers from the
-  LCP of (2.31), solved exactly (Lemke) and differentiated with App. D.1.
+  LCP of (2.31), solved exactly in closed form (:mod:`mbfg.complementarity`).
 - :func:`observation` -- h(x_k; chi) - y_k (3.5), hinge angle differences wrapped
   to (-pi, pi], missing readings masked out.
 - :func:`initial_state` -- the initial-state projection residuals (3.14, 3.15)
@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mbfg import complementarity
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
 from mbfg.lcp import solve_lcp
@@ -31,12 +32,16 @@ def configuration_difference(x1: State, x0: State) -> jnp.ndarray:
     return jnp.concatenate([dr, dtheta], axis=1).reshape(-1)
 
 
-def multipliers(model: RigidModel, x0: State, v1: jnp.ndarray, u: jnp.ndarray, p: Mapping[str, Any], h: float):
+def multipliers(model: RigidModel, x0: State, v1: jnp.ndarray, u: jnp.ndarray, p: Mapping[str, Any], h: float,
+                lcp: bool = False):
     """Constraint impulses of the step x_k -> (., v_{k+1}) given the new velocity (inverse dynamics).
 
     lam_A from (2.30): ``A v_{k+1} + Sigma_A lam_A + a = 0``; lam_B from (2.31):
     ``B v_{k+1} + Sigma_B lam_B + b = w_B >= 0``, ``lam_B >= 0``, ``lam_B . w_B = 0``,
-    an LCP with matrix Sigma_B (friction bounds couple it) solved exactly.
+    an LCP with matrix Sigma_B solved exactly: with v_{k+1} given it splits into one
+    small group per frictional hinge or contact, each solved in closed form
+    (:mod:`mbfg.complementarity`; ``lcp=True`` solves the whole LCP by Lemke's method
+    instead, the reference the tests compare with).
 
     Returns (lam_A (nA,), lam_B (nB,), the constraint impulse ``A^T lam_A + B^T lam_B``
     (6 nb,)), computed with the rows of :meth:`RigidModel.position_rows`
@@ -47,12 +52,17 @@ def multipliers(model: RigidModel, x0: State, v1: jnp.ndarray, u: jnp.ndarray, p
     lam_A = -rows_f.Sigma_A_inv * (rows_f.a + rows_f.A @ Jv1)
     lam_B = jnp.zeros(rows_f.B.shape[0])
     if rows_f.B.shape[0]:
-        lam_B = solve_lcp(rows_f.Sigma_B, rows_f.b + rows_f.B @ Jv1).z
+        q_B = rows_f.b + rows_f.B @ Jv1
+        if lcp:
+            lam_B = solve_lcp(model.rows(x0, u, p, h).Sigma_B, q_B).z
+        else:
+            lam_B = complementarity.solve(q_B, model.layout.groups, rows_f.friction)
     constraint_impulse = J_T(rows_f.A.T @ lam_A + rows_f.B.T @ lam_B)
     return lam_A, lam_B, constraint_impulse
 
 
-def impulse(model: RigidModel, x0: State, x1: State, u: jnp.ndarray, p: Mapping[str, Any], h: float) -> jnp.ndarray:
+def impulse(model: RigidModel, x0: State, x1: State, u: jnp.ndarray, p: Mapping[str, Any], h: float,
+            lcp: bool = False) -> jnp.ndarray:
     """Impulse residuals [Delta p_u; Delta p_q] (12 nb,) of eqs. 3.6-3.7 [N s, N m s].
 
     ``Delta p_u = M (v_{k+1} - v_k) - A^T lam_A - B^T lam_B - h (f + f_g)``,
@@ -65,7 +75,7 @@ def impulse(model: RigidModel, x0: State, x1: State, u: jnp.ndarray, p: Mapping[
     """
     M = model.mass_diagonal(p)
     v0, v1 = x0.velocity(), x1.velocity()
-    _, _, constraint_impulse = multipliers(model, x0, v1, u, p, h)
+    _, _, constraint_impulse = multipliers(model, x0, v1, u, p, h, lcp)
     rest = constraint_impulse + h * model.forces(x0, p)
     dp_u = M * (v1 - v0) - rest
     dp_q = M * (configuration_difference(x1, x0) / h - v0) - rest

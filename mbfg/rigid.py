@@ -38,6 +38,7 @@ from typing import Any, NamedTuple, Union
 
 import numpy as np
 
+from mbfg import complementarity, lie
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
 from mbfg.errors import ModelError
@@ -270,7 +271,9 @@ class Rows(NamedTuple):
     A: (nA, 6nb) equality rows (holonomic and nonholonomic), Sigma_A: (nA,)
     their diagonal regularization and Sigma_A_inv its exact inverse (finite where
     Sigma_A is not: a zero viscous drag has Sigma_A_inv = 0), a: (nA,). B: (nB, 6nb) complementarity rows
-    (normals, tangents, friction bounds), Sigma_B: (nB, nB), b: (nB,).
+    (normals, tangents, friction bounds), Sigma_B: (nB, nB), b: (nB,); friction: the entries of
+    Sigma_B per friction group (``layout.groups``), all that the closed-form multipliers of
+    inverse dynamics need (:meth:`RigidModel.position_rows` leaves Sigma_B None).
     """
 
     A: jnp.ndarray
@@ -278,8 +281,9 @@ class Rows(NamedTuple):
     Sigma_A_inv: jnp.ndarray
     a: jnp.ndarray
     B: jnp.ndarray
-    Sigma_B: jnp.ndarray
+    Sigma_B: jnp.ndarray | None
     b: jnp.ndarray
+    friction: tuple[complementarity.GroupData, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -290,6 +294,8 @@ class _Layout:
     n_A: int
     n_B: int
     blocks: tuple[Any, ...]
+    #: The complementarity rows as independent friction groups (:mod:`mbfg.complementarity`).
+    groups: tuple[complementarity.Group, ...] = ()
 
 
 class RigidModel:
@@ -451,6 +457,7 @@ class RigidModel:
     def _make_layout(self) -> _Layout:
         """Static bookkeeping: which position function and which rows each part owns."""
         blocks: list[tuple[Any, ...]] = []
+        groups: list[complementarity.Group] = []
         n_pos = n_A = n_B = 0
         for j in self.joints:
             n_g = {Hinge: 5, Ball: 3, Lock: 6}[type(j)]
@@ -464,6 +471,7 @@ class RigidModel:
                 # Dry friction (F.4): the 5 rows become 10 one-sided contact rows (+g >= 0,
                 # -g >= 0), then 2 tangential rows (+/- the hinge rotation) and one bound.
                 blocks.append(("dry_hinge", j, pos, angle, n_B))
+                groups.append(complementarity.group(slice(n_B, n_B + 2 * n_g), n_B + 2 * n_g, 1))
                 n_B += 2 * n_g + 3
             else:
                 blocks.append(("holonomic", j, pos, n_A))
@@ -476,9 +484,10 @@ class RigidModel:
                 n_A += 1
         for c in self.contacts:
             blocks.append(("contact", c, slice(n_pos, n_pos + 3), n_B))
+            groups.append(complementarity.group(slice(n_B, n_B + 1), n_B + 1, 2))
             n_pos += 3  # gap, then the position along the two tangents
             n_B += 1 + 4 + 1
-        return _Layout(n_pos, n_A, n_B, tuple(blocks))
+        return _Layout(n_pos, n_A, n_B, tuple(blocks), tuple(groups))
 
     # -- kinematics (pure JAX) -------------------------------------------------------
     def gravity(self, p: Mapping[str, Any]) -> jnp.ndarray:
@@ -540,12 +549,18 @@ class RigidModel:
         return jnp.concatenate(out) if out else jnp.zeros(0)
 
     def _lifted_positions(self, state: State, p: Mapping[str, Any]) -> Callable[[jnp.ndarray], jnp.ndarray]:
-        """delta (6 nb,) -> the position functions at ``q boxplus delta`` (n_pos,)."""
+        """delta (6 nb,) -> the position functions along ``q boxplus delta`` (n_pos,), for derivatives at 0.
+
+        The rotation follows the tangent line ``R (I + [psi]x)`` of ``R Exp(psi)`` (lie.rot3_tangent_line):
+        the same value and first derivative at ``delta = 0``, which is all that the rows use, without
+        the exponential's trigonometry and small-angle branches in every derivative pass.
+        """
+        R_world_body = self.rotations(state)
 
         def lifted(delta: jnp.ndarray) -> jnp.ndarray:
             delta = delta.reshape(-1, 6)
             r = state.r + delta[:, :3]
-            R = jax.vmap(lambda e, psi: quat.to_matrix(quat.boxplus(e, psi)))(state.e, delta[:, 3:])
+            R = jax.vmap(lie.rot3_tangent_line)(R_world_body, delta[:, 3:])
             return self.position_functions(r, R, p)
 
         return lifted
@@ -590,19 +605,21 @@ class RigidModel:
         def J(v: jnp.ndarray) -> jnp.ndarray:
             return jax.jvp(lifted, (zeros,), (v,))[1]
 
-        rows_f = self._assemble_rows(f_pos, jnp.eye(f_pos.shape[0]), J(state.velocity()), u, p, h)
+        rows_f = self._assemble_rows(f_pos, jnp.eye(f_pos.shape[0]), J(state.velocity()), u, p, h, dense=False)
         return rows_f, J, lambda y: pullback(y)[0]
 
     def _assemble_rows(self, f_pos: jnp.ndarray, J_pos: jnp.ndarray, Jv: jnp.ndarray, u: jnp.ndarray,
-                       p: Mapping[str, Any], h: float) -> Rows:
+                       p: Mapping[str, Any], h: float, dense: bool = True) -> Rows:
         """The rows from the position functions f_pos (n_pos,), their Jacobian J_pos (n_pos, n) and
-        J_pos v_k (n_pos,); A and B are built only by copying signed rows of J_pos."""
+        J_pos v_k (n_pos,); A and B are built only by copying signed rows of J_pos. ``dense``: build
+        the (nB, nB) Sigma_B too (the stepper's LCP); else only its per-group entries."""
         L = self.layout
         nv = J_pos.shape[1]
         A = jnp.zeros((L.n_A, nv))
         Sigma_A, Sigma_A_inv, a = jnp.zeros(L.n_A), jnp.zeros(L.n_A), jnp.zeros(L.n_A)
         B = jnp.zeros((L.n_B, nv))
-        Sigma_B, b = jnp.zeros((L.n_B, L.n_B)), jnp.zeros(L.n_B)
+        Sigma_B, b = (jnp.zeros((L.n_B, L.n_B)) if dense else None), jnp.zeros(L.n_B)
+        friction: list[complementarity.GroupData] = []
         controls = {name: u[i] for i, name in enumerate(self.controls)}
 
         for block in L.blocks:
@@ -644,8 +661,7 @@ class RigidModel:
                 n_g = g.shape[0]
                 normals = slice(i0, i0 + 2 * n_g)
                 B = B.at[normals].set(jnp.concatenate([G, -G]))
-                idx = jnp.arange(i0, i0 + 2 * n_g)
-                Sigma_B = Sigma_B.at[idx, idx].set(jnp.tile(4.0 / h**2 * eps * gamma, 2))
+                sigma_N = jnp.tile(4.0 / h**2 * eps * gamma, 2)
                 b_g = 4.0 / h * gamma * g - gamma * Jv[pos]  # (2.24), row 2
                 b = b.at[normals].set(jnp.concatenate([b_g, -b_g]))
                 G_bar = J_pos[angle]
@@ -654,8 +670,9 @@ class RigidModel:
                     dmu, omega_s = (jnp.asarray(resolve(x, p), dtype=float) for x in j.stribeck)
                     mu_r = mu_r + dmu * jnp.exp(-(Jv[angle] / omega_s) ** 2)  # (4.1), omega at step k
                 U = jnp.concatenate([jnp.full(3, mu_r), jnp.full(2, mu_r / ROTATIONAL_FRICTION_DISTANCE)])
-                B, Sigma_B = _friction_rows(B, Sigma_B, i0 + 2 * n_g, jnp.stack([G_bar, -G_bar]),
-                                            normals, jnp.tile(U, 2), resolve(j.friction_compliance, p))
+                data = _friction_data(sigma_N, jnp.tile(U, 2), 1, resolve(j.friction_compliance, p))
+                B, Sigma_B = _friction_rows(B, Sigma_B, i0 + 2 * n_g, jnp.stack([G_bar, -G_bar]), normals, data)
+                friction.append(data)
             elif kind == "contact":
                 _, c, pos, i0 = block
                 gap, C = f_pos[pos.start], J_pos[pos.start]
@@ -663,13 +680,13 @@ class RigidModel:
                 tau = jnp.asarray(resolve(c.tau, p), dtype=float)
                 gamma = 1.0 / (1.0 + 4.0 * tau / h)
                 B = B.at[i0].set(C)
-                Sigma_B = Sigma_B.at[i0, i0].set(4.0 / h**2 * eps * gamma)
                 b = b.at[i0].set(4.0 / h * gamma * gap - gamma * Jv[pos.start])  # (2.21)
                 T = J_pos[pos.start + 1 : pos.stop]
                 mu = jnp.asarray(resolve(c.mu, p), dtype=float)
-                B, Sigma_B = _friction_rows(B, Sigma_B, i0 + 1, jnp.concatenate([T, -T]),
-                                            slice(i0, i0 + 1), mu[None], resolve(c.friction_compliance, p))
-        return Rows(A, Sigma_A, Sigma_A_inv, a, B, Sigma_B, b)
+                data = _friction_data((4.0 / h**2 * eps * gamma)[None], mu[None], 2, resolve(c.friction_compliance, p))
+                B, Sigma_B = _friction_rows(B, Sigma_B, i0 + 1, jnp.concatenate([T, -T]), slice(i0, i0 + 1), data)
+                friction.append(data)
+        return Rows(A, Sigma_A, Sigma_A_inv, a, B, Sigma_B, b, tuple(friction))
 
     def _compliance(self, j: Joint, p: Mapping[str, Any]) -> tuple[jnp.ndarray, jnp.ndarray]:
         """Per-row compliance eps and damping tau of a joint's holonomic rows."""
@@ -861,10 +878,18 @@ def _plane_basis(normal: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.nd
     return n, t1, np.cross(n, t1)
 
 
+def _friction_data(sigma_N: jnp.ndarray, U: jnp.ndarray, m: int, eps_t: Any) -> complementarity.GroupData:
+    """A friction group's entries of Sigma_B: normals' diagonal, U, m tangent compliances, Delta (eq. 2.24)."""
+    return complementarity.GroupData(sigma_N, U, jnp.full(m, jnp.asarray(eps_t, dtype=float)),
+                                     jnp.asarray(SIGMA_REGULARIZATION))
+
+
 def _friction_rows(
-    B: jnp.ndarray, Sigma_B: jnp.ndarray, i0: int, D: jnp.ndarray, normals: slice, U: jnp.ndarray, eps_t: Any
-) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """Tangential rows D (n_t, 6nb) at i0 and their friction bound (sigma) row right after them (eq. 2.24).
+    B: jnp.ndarray, Sigma_B: jnp.ndarray | None, i0: int, D: jnp.ndarray, normals: slice,
+    data: complementarity.GroupData,
+) -> tuple[jnp.ndarray, jnp.ndarray | None]:
+    """Tangential rows D (n_t, 6nb) at i0, their friction bound (sigma) row right after them, and
+    the group's block of Sigma_B (eq. 2.24) when Sigma_B is built (not None):
 
     ``D v + Sigma_t lam_t + E sigma = w_t``, ``U lam_n - E^T lam_t + Delta sigma = w_sigma``.
     """
@@ -872,11 +897,15 @@ def _friction_rows(
     tangents = jnp.arange(i0, i0 + n_t)
     s = i0 + n_t
     B = B.at[tangents].set(D)
-    Sigma_B = Sigma_B.at[tangents, tangents].set(eps_t)
+    if Sigma_B is None:
+        return B, None
+    idx = jnp.arange(normals.start, normals.stop)
+    Sigma_B = Sigma_B.at[idx, idx].set(data.sigma_N)
+    Sigma_B = Sigma_B.at[tangents, tangents].set(jnp.tile(data.eps_t, 2))
     Sigma_B = Sigma_B.at[tangents, s].set(1.0)  # E
     Sigma_B = Sigma_B.at[s, tangents].set(-1.0)  # -E^T
-    Sigma_B = Sigma_B.at[s, normals].set(U)  # U
-    Sigma_B = Sigma_B.at[s, s].set(SIGMA_REGULARIZATION)  # Delta
+    Sigma_B = Sigma_B.at[s, normals].set(data.U)  # U
+    Sigma_B = Sigma_B.at[s, s].set(data.delta)  # Delta
     return B, Sigma_B
 
 

@@ -10,6 +10,11 @@ of delta; the step is then put exactly on the bound) and the damped system is
 solved again, until the step stays inside. This is the solution of the box-constrained linear least-squares
 subproblem of App. C whenever the pinned set is the optimal active set (the
 common case near convergence); the paper solves that subproblem as an MLCP.
+A :class:`~mbfg.vectorized.VectorizedGraph` in place of the GTSAM graph takes the vectorized
+path: each factor type linearized in one call, and the damped step solved by GTSAM's sparse
+Cholesky over the graph's blocks in its explicit order (states in time order, parameters last),
+where every block without a bound is eliminated first and the box is handled on the small
+system of the bounded blocks that remains (the same active-set rule, solved exactly).
 A step is accepted when it lowers the cost. The damping then follows one of two rules
 (``damping_update``): "tenfold" divides lam by 10 after an accepted step and multiplies it
 by 10 per rejected trial; "nielsen" (Madsen, Nielsen & Tingleff, *Methods for non-linear
@@ -31,6 +36,7 @@ import gtsam
 import numpy as np
 
 from mbfg.progress import Progress
+from mbfg.vectorized import VectorizedGraph
 
 
 @dataclass
@@ -65,7 +71,7 @@ def _hessian_diagonal(linear: gtsam.GaussianFactorGraph, dims: Mapping[int, int]
 
 
 def bounded_levenberg_marquardt(
-    graph: gtsam.NonlinearFactorGraph,
+    graph: gtsam.NonlinearFactorGraph | VectorizedGraph,
     values: gtsam.Values,
     bounds: Mapping[int, tuple[np.ndarray, np.ndarray]] | None = None,
     *,
@@ -82,7 +88,8 @@ def bounded_levenberg_marquardt(
     """Minimize ``graph.error`` from ``values`` with Vector variables kept in ``bounds``.
 
     Args:
-        graph, values: the problem and the initial guess (inside the bounds).
+        graph, values: the problem and the initial guess (inside the bounds); a
+            :class:`~mbfg.vectorized.VectorizedGraph` takes the vectorized path (module docstring).
         bounds: key -> (lower (n,), upper (n,)) for Vector variables; +-inf where unbounded.
         max_iterations: linearizations at most.
         relative_tol: stop when an accepted step taken with ``lam <= lambda_initial`` lowers the
@@ -100,35 +107,30 @@ def bounded_levenberg_marquardt(
         x = values.atVector(key)
         if np.any(x < lo) or np.any(x > hi):
             raise ValueError(f"initial value of bounded variable {gtsam.DefaultKeyFormatter(key)} is outside its box")
+    system = _Blocked(graph, values, bounds) if isinstance(graph, VectorizedGraph) else _Ordinary(graph, values, bounds)
     progress = Progress(label, max_iterations, quiet=quiet, interval_s=0.0)
     start = time.perf_counter()
-    cost = graph.error(values)
+    cost = system.error(values)
     lam = lambda_initial
-    ordering = None
-    zeros = values.zeroVectors()
-    dims = {key: zeros.at(key).shape[0] for key in values.keys()}
     history: list[dict[str, float]] = [
         dict(iteration=0, cost=cost, lam=lam, rho=float("nan"), wall_s=0.0, linearize_s=0.0, solve_s=0.0)
     ]
     message, converged = "iteration limit", False
     for iteration in range(1, max_iterations + 1):
         t0 = time.perf_counter()
-        linear = graph.linearize(values)
+        linear, diag = system.linearize(values)
         t_lin = time.perf_counter() - t0
-        if ordering is None:
-            ordering = gtsam.Ordering.ColamdGaussianFactorGraph(linear)
         t0 = time.perf_counter()
-        diag = _hessian_diagonal(linear, dims)
-        linear_cost = linear.error(zeros)
+        linear_cost = linear.error(system.zeros)
         accepted = False
         growth = 10.0 if damping_update == "tenfold" else 2.0
         while lam <= lambda_max:
-            delta = _bounded_step(linear, diag, lam, values, bounds, ordering)
+            delta, delta_linear = system.step(linear, diag, lam, values)
             new_values = values.retract(delta)
             for key, (lo, hi) in bounds.items():
                 # x + (bound - x) can miss the bound by one ulp; land on it exactly.
                 new_values.update(key, np.clip(new_values.atVector(key), lo, hi))
-            new_cost = graph.error(new_values)
+            new_cost = system.error(new_values)
             if np.isfinite(new_cost) and new_cost < cost:
                 accepted = True
                 break
@@ -144,7 +146,7 @@ def bounded_levenberg_marquardt(
                                 linearize_s=t_lin, solve_s=t_solve))
             break
         decrease = cost - new_cost
-        predicted = linear_cost - linear.error(delta)
+        predicted = linear_cost - linear.error(delta_linear)
         rho = decrease / predicted if predicted > 0 else 0.0
         # A small decrease of a heavily damped step (just after lambda grew) says nothing about convergence.
         undamped = lam <= lambda_initial
@@ -163,6 +165,124 @@ def bounded_levenberg_marquardt(
             message, converged = "relative decrease below tolerance", True
             break
     return LMResult(values, len(history) - 1, converged, history, message)
+
+
+def _damping_scale(d: np.ndarray, lam: float) -> np.ndarray:
+    """sqrt(lam D) with Marquardt's D = diag(J^T J) of one variable, floored so that directions the
+    data does not see are damped too."""
+    return np.sqrt(lam * np.maximum(d, 1e-12 * max(float(d.max()), 1e-300) + 1e-30))
+
+
+class _Ordinary:
+    """The generic path: GTSAM linearizes the graph; damped QR with a COLAMD ordering; stiff rows for the box."""
+
+    def __init__(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values,
+                 bounds: Mapping[int, tuple[np.ndarray, np.ndarray]]) -> None:
+        self.graph, self.bounds = graph, bounds
+        self.zeros = values.zeroVectors()
+        self.dims = {key: self.zeros.at(key).shape[0] for key in values.keys()}
+        self.ordering: gtsam.Ordering | None = None
+
+    def error(self, values: gtsam.Values) -> float:
+        return self.graph.error(values)
+
+    def linearize(self, values: gtsam.Values) -> tuple[gtsam.GaussianFactorGraph, dict[int, np.ndarray]]:
+        linear = self.graph.linearize(values)
+        if self.ordering is None:
+            self.ordering = gtsam.Ordering.ColamdGaussianFactorGraph(linear)
+        return linear, _hessian_diagonal(linear, self.dims)
+
+    def step(self, linear: gtsam.GaussianFactorGraph, diag: Mapping[int, np.ndarray], lam: float,
+             values: gtsam.Values) -> tuple[gtsam.VectorValues, gtsam.VectorValues]:
+        delta = _bounded_step(linear, diag, lam, values, self.bounds, self.ordering)
+        return delta, delta
+
+
+class _Blocked:
+    """The vectorized path over a :class:`VectorizedGraph`'s blocks (module docstring)."""
+
+    def __init__(self, graph: VectorizedGraph, values: gtsam.Values,
+                 bounds: Mapping[int, tuple[np.ndarray, np.ndarray]]) -> None:
+        self.graph, self.bounds = graph, bounds
+        blocks = graph.blocks
+        self.zeros = gtsam.VectorValues()
+        for block, size in blocks.size.items():
+            self.zeros.insert(block, np.zeros(size))
+        # Columns of the bounded variables within the small system of the bounded blocks.
+        self.bounded_blocks = [b for b in graph.order if any(blocks.of[k][0] == b for k in bounds)]
+        starts = np.cumsum([0] + [blocks.size[b] for b in self.bounded_blocks])
+        self.bounded_columns = {}
+        for key in bounds:
+            block, offset = blocks.of[key]
+            first = int(starts[self.bounded_blocks.index(block)]) + offset
+            self.bounded_columns[key] = np.arange(first, first + blocks.dims[key])
+        self.free_order = gtsam.Ordering([b for b in graph.order if b not in self.bounded_blocks])
+        self.small_order = gtsam.Ordering(self.bounded_blocks)
+        self.full_order = gtsam.Ordering(graph.order)
+
+    def error(self, values: gtsam.Values) -> float:
+        return self.graph.error(values)
+
+    def linearize(self, values: gtsam.Values) -> tuple[gtsam.GaussianFactorGraph, np.ndarray]:
+        return self.graph.linearize(values)
+
+    def _damped(self, linear: gtsam.GaussianFactorGraph, diag: np.ndarray, lam: float) -> gtsam.GaussianFactorGraph:
+        blocks = self.graph.blocks
+        # Marquardt's scaling with the ordinary path's floor per variable (each variable's segment of
+        # the flat diagonal), for all blocks at once.
+        floor = 1e-12 * np.maximum(np.maximum.reduceat(diag, blocks.segments), 1e-300) + 1e-30
+        lengths = np.diff(np.append(blocks.segments, blocks.total))
+        scale = np.sqrt(lam * np.maximum(diag, np.repeat(floor, lengths)))
+        damped = gtsam.GaussianFactorGraph()
+        damped.push_back(linear)
+        for block, size in blocks.size.items():
+            start = blocks.start[block]
+            unit = self.graph._unit_noise(size)
+            damped.push_back(gtsam.JacobianFactor(block, np.diag(scale[start : start + size]), np.zeros(size), unit))
+        return damped
+
+    def step(self, linear: gtsam.GaussianFactorGraph, diag: np.ndarray, lam: float,
+             values: gtsam.Values) -> tuple[gtsam.VectorValues, gtsam.VectorValues]:
+        damped = self._damped(linear, diag, lam)
+        if not self.bounded_blocks:
+            delta = damped.eliminateSequential(self.full_order).optimize()
+            return self.graph.blocks.split(delta), delta
+        # Eliminate every unbounded block (sparse Cholesky, explicit order): what remains is the
+        # damped system of the bounded blocks alone (its Schur complement), a few dozen columns.
+        conditionals, remaining = damped.eliminatePartialSequential(self.free_order)
+        H, eta = remaining.hessian(self.small_order)
+        x_small = self._bounded_small_solve(H, eta, values)
+        given = gtsam.VectorValues()
+        col = 0
+        for block in self.bounded_blocks:
+            size = self.graph.blocks.size[block]
+            given.insert(block, x_small[col : col + size])
+            col += size
+        delta = conditionals.optimize(given)  # back-substitution; holds the given blocks too
+        return self.graph.blocks.split(delta), delta
+
+    def _bounded_small_solve(self, H: np.ndarray, eta: np.ndarray, values: gtsam.Values) -> np.ndarray:
+        """argmin 0.5 x^T H x - eta^T x with the components that leave their box pinned to the bound
+        (the ordinary path's active-set rule, here solved exactly on the small system)."""
+        n = H.shape[0]
+        lo, hi = np.full(n, -np.inf), np.full(n, np.inf)
+        for key, (lower, upper) in self.bounds.items():
+            x = values.atVector(key)
+            lo[self.bounded_columns[key]] = lower - x
+            hi[self.bounded_columns[key]] = upper - x
+        pinned = np.zeros(n, dtype=bool)
+        target = np.zeros(n)
+        for _ in range(n + 1):
+            free = ~pinned
+            rhs = eta[free] - H[np.ix_(free, pinned)] @ target[pinned]
+            x = target.copy()
+            x[free] = np.linalg.solve(H[np.ix_(free, free)], rhs)
+            out = free & ((x < lo) | (x > hi))
+            if not out.any():
+                break
+            target[out] = np.clip(x[out], lo[out], hi[out])
+            pinned |= out
+        return np.clip(x, lo, hi)
 
 
 def _bounded_step(

@@ -1,0 +1,263 @@
+"""A factor graph linearized one factor type at a time: the batch solvers' performance path.
+
+A :class:`VectorizedGraph` holds :class:`~mbfg.adapter.FactorGroup` s (many factors of one
+type, e.g. every impulse factor of a log) and a ``gtsam.NonlinearFactorGraph`` of the rest
+(any GTSAM factor, ours or foreign). :meth:`VectorizedGraph.linearize` evaluates each group
+in one vectorized JAX call (chunked) and builds GTSAM ``JacobianFactor`` s from the NumPy
+blocks; the rest is linearized the ordinary way. No per-factor Python callback runs.
+
+Blocks. The linear system's variables are *blocks*: several GTSAM variables stacked, e.g.
+one rigid-body state (its nb poses and its velocity, 12 nb tangent dimensions) or all the
+parameters (the free scalars and the tilt). GTSAM's Python ``JacobianFactor`` takes at most
+three keys, and an impulse factor touches two states and the parameters: three blocks. A
+variable that no block names is a block of its own. The block keys live in the linear
+system only; :meth:`Blocks.split` maps a solution back to the GTSAM variables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import gtsam
+import numpy as np
+
+from mbfg.adapter import FactorGroup
+from mbfg.errors import MbfgError
+
+
+class Blocks:
+    """Which GTSAM variables form which block of the linear system.
+
+    Args:
+        members: per block, its block key (any key not used by a variable) and the
+            variables' keys it stacks, in tangent order: ``[(block_key, [key, ...]), ...]``.
+        dims: tangent dimension of every variable (``values.zeroVectors()`` gives them).
+    """
+
+    def __init__(self, members: Sequence[tuple[int, Sequence[int]]], dims: Mapping[int, int]) -> None:
+        self.dims = dict(dims)
+        self.of: dict[int, tuple[int, int]] = {}  # variable key -> (block key, column offset)
+        self.size: dict[int, int] = {}
+        self.members: dict[int, list[int]] = {}
+        for block, keys in members:
+            if block in self.dims or block in self.size:
+                raise MbfgError(f"block key {gtsam.DefaultKeyFormatter(block)} is used twice or is a variable's key")
+            offset = 0
+            for key in keys:
+                if key in self.of:
+                    raise MbfgError(f"variable {gtsam.DefaultKeyFormatter(key)} is in two blocks")
+                self.of[key] = (block, offset)
+                offset += self.dims[key]
+            self.size[block] = offset
+            self.members[block] = list(keys)
+        for key, dim in self.dims.items():
+            if key not in self.of:  # a variable of its own
+                self.of[key] = (key, 0)
+                self.size[key] = dim
+                self.members[key] = [key]
+        # All block columns laid end to end: diag(J^T J) and the damping are flat arrays over them.
+        self.start: dict[int, int] = {}
+        segments, total = [], 0
+        for block, size in self.size.items():
+            self.start[block] = total
+            segments += [total + self.of[key][1] for key in self.members[block]]
+            total += size
+        self.total = total
+        #: first flat column of every variable (its segment), in flat order
+        self.segments = np.asarray(segments)
+
+    def columns(self, block_keys: np.ndarray) -> np.ndarray:
+        """(N, size) flat column indices of N blocks of the same size."""
+        size = self.size[int(block_keys[0])]
+        return np.asarray([self.start[int(b)] for b in block_keys])[:, None] + np.arange(size)
+
+    def split(self, delta: gtsam.VectorValues) -> gtsam.VectorValues:
+        """A solution over blocks as a solution over the GTSAM variables (for ``Values.retract``)."""
+        out = gtsam.VectorValues()
+        for block, keys in self.members.items():
+            if not delta.exists(block):
+                continue
+            x = delta.at(block)
+            offset = 0
+            for key in keys:
+                out.insert(key, x[offset : offset + self.dims[key]])
+                offset += self.dims[key]
+        return out
+
+    def join(self, delta: gtsam.VectorValues) -> gtsam.VectorValues:
+        """A solution over the GTSAM variables as one over blocks (the inverse of :meth:`split`)."""
+        out = gtsam.VectorValues()
+        for block, keys in self.members.items():
+            out.insert(block, np.concatenate([delta.at(key) for key in keys]))
+        return out
+
+
+def _sigmas(noise: gtsam.noiseModel.Base, name: str) -> np.ndarray:
+    """Per-row sigmas of a Gaussian (unit, isotropic or diagonal) noise model, for whitening in NumPy."""
+    if not isinstance(noise, gtsam.noiseModel.Diagonal) or isinstance(noise, gtsam.noiseModel.Constrained):
+        raise MbfgError(f"{name}: the vectorized path whitens diagonal Gaussian noise models only, got "
+                        f"{type(noise).__name__}; put such factors in the graph's ordinary part")
+    return np.asarray(noise.sigmas(), dtype=float)
+
+
+def _jacobian_factor(blocks: Sequence[tuple[int, np.ndarray]], b: np.ndarray, unit: gtsam.noiseModel.Base,
+                     name: str) -> gtsam.JacobianFactor:
+    if len(blocks) == 1:
+        return gtsam.JacobianFactor(blocks[0][0], blocks[0][1], b, unit)
+    if len(blocks) == 2:
+        return gtsam.JacobianFactor(blocks[0][0], blocks[0][1], blocks[1][0], blocks[1][1], b, unit)
+    if len(blocks) == 3:
+        return gtsam.JacobianFactor(blocks[0][0], blocks[0][1], blocks[1][0], blocks[1][1],
+                                    blocks[2][0], blocks[2][1], b, unit)
+    raise MbfgError(f"{name}: a factor touches {len(blocks)} blocks of the linear system; GTSAM's Python "
+                    f"JacobianFactor takes at most 3 (stack its variables into fewer blocks)")
+
+
+class _GroupLayout:
+    """Where a group's Jacobian columns go: per factor the same blocks at the same offsets."""
+
+    def __init__(self, group: FactorGroup, blocks: Blocks) -> None:
+        name = group.ft.name
+        keys = np.asarray(group.keys, dtype=np.int64)
+        first = keys[0]
+        block_of = [blocks.of[int(k)] for k in first]
+        dims = [blocks.dims[int(k)] for k in first]
+        slots: list[int] = []  # distinct blocks of one factor, by first variable
+        self.slot_of: list[int] = []
+        for j, (block, _) in enumerate(block_of):
+            match = [s for s in slots if block_of[s][0] == block]
+            if match:
+                self.slot_of.append(slots.index(match[0]))
+            else:
+                self.slot_of.append(len(slots))
+                slots.append(j)
+        self.offsets = [offset for _, offset in block_of]
+        self.dims = dims
+        self.slot_sizes = [blocks.size[block_of[j][0]] for j in slots]
+        # The block keys of every factor, and a check that all factors share the first one's pattern.
+        block_keys = np.empty_like(keys)
+        for j in range(keys.shape[1]):
+            pairs = [blocks.of[int(k)] for k in keys[:, j]]
+            block_keys[:, j] = [b for b, _ in pairs]
+            if any(offset != self.offsets[j] for _, offset in pairs):
+                raise MbfgError(f"{name}: variable {j} sits at different offsets of its block across the group")
+        for j, s in enumerate(self.slot_of):
+            if not np.array_equal(block_keys[:, j], block_keys[:, slots[s]]):
+                raise MbfgError(f"{name}: variables {slots[s]} and {j} share a block in the first factor only")
+        self.slot_keys = block_keys[:, slots]  # (N, number of slots)
+        if len(slots) > 3:
+            _jacobian_factor([(0, np.zeros((1, 1)))] * len(slots), np.zeros(1), gtsam.noiseModel.Unit.Create(1), name)
+
+    def scatter(self, out: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        """(r (N, m), per slot (N, m, block size)) from a group's [r | H_1 | ...] (N, m, 1 + sum dims)."""
+        n, m = out.shape[:2]
+        A = [np.zeros((n, m, size)) for size in self.slot_sizes]
+        col = 1
+        for j, dim in enumerate(self.dims):
+            A[self.slot_of[j]][:, :, self.offsets[j] : self.offsets[j] + dim] += out[:, :, col : col + dim]
+            col += dim
+        return out[:, :, 0], A
+
+
+class VectorizedGraph:
+    """Factor groups plus ordinary GTSAM factors, linearized over blocks (module docstring).
+
+    Args:
+        groups: the factor groups (each evaluated in one vectorized call).
+        others: every other factor of the problem (linearized by GTSAM).
+        blocks: the block layout of the linear system.
+        order: block keys in elimination order (e.g. states in time order, then parameters).
+    """
+
+    def __init__(self, groups: Sequence[FactorGroup], others: gtsam.NonlinearFactorGraph, blocks: Blocks,
+                 order: Sequence[int]) -> None:
+        self.groups, self.others, self.blocks = list(groups), others, blocks
+        self.order = [int(k) for k in order]
+        missing = set(blocks.size) - set(self.order)
+        if missing or len(self.order) != len(set(self.order)):
+            raise MbfgError(f"the elimination order must name every block once; missing "
+                            f"{[gtsam.DefaultKeyFormatter(k) for k in sorted(missing)][:5]}")
+        self._layouts = [_GroupLayout(g, blocks) for g in self.groups]
+        self._whiten = [1.0 / _sigmas(g.noise, g.ft.name) for g in self.groups]
+        self._columns = [[blocks.columns(layout.slot_keys[:, s]) for s in range(layout.slot_keys.shape[1])]
+                         for layout in self._layouts]
+        self._unit = {}
+
+    def nonlinear_graph(self) -> gtsam.NonlinearFactorGraph:
+        """The same problem as one ordinary GTSAM graph (CustomFactors and the others)."""
+        graph = gtsam.NonlinearFactorGraph()
+        for group in self.groups:
+            for f in group.factors:
+                graph.push_back(f)
+        graph.push_back(self.others)
+        return graph
+
+    def error(self, values: gtsam.Values) -> float:
+        """0.5 * the sum of squared whitened residuals, as ``NonlinearFactorGraph.error``."""
+        cache: dict[int, np.ndarray] = {}
+        total = self.others.error(values)
+        for group, w in zip(self.groups, self._whiten):
+            r = group.evaluate(group.read(values, cache), linearize=False) * w
+            total += 0.5 * float(np.sum(r * r))
+        return total
+
+    def _unit_noise(self, m: int) -> gtsam.noiseModel.Base:
+        if m not in self._unit:
+            self._unit[m] = gtsam.noiseModel.Unit.Create(m)
+        return self._unit[m]
+
+    def linearize(self, values: gtsam.Values) -> tuple[gtsam.GaussianFactorGraph, np.ndarray]:
+        """The whitened linear system over blocks at ``values`` and diag(J^T J) over all block
+        columns laid end to end (``blocks.start``)."""
+        linear = gtsam.GaussianFactorGraph()
+        diag = np.zeros(self.blocks.total)
+        cache: dict[int, np.ndarray] = {}
+        for group, layout, w, columns in zip(self.groups, self._layouts, self._whiten, self._columns):
+            r, A = layout.scatter(group.evaluate(group.read(values, cache), linearize=True))
+            r = r * w
+            A = [a * w[None, :, None] for a in A]
+            b = -r
+            for a, cols in zip(A, columns):
+                np.add.at(diag, cols, np.einsum("nij,nij->nj", a, a))
+            unit = self._unit_noise(r.shape[1])
+            keys = layout.slot_keys.tolist()
+            for i in range(r.shape[0]):
+                linear.push_back(_jacobian_factor([(keys[i][s], A[s][i]) for s in range(len(A))], b[i], unit,
+                                                  group.ft.name))
+        for factor in _remapped(self.others.linearize(values), self.blocks, self._unit_noise):
+            linear.push_back(factor)
+            A, _ = factor.jacobian()
+            col = 0
+            for key in factor.keys():
+                size = self.blocks.size[key]
+                block = A[:, col : col + size]
+                start = self.blocks.start[key]
+                diag[start : start + size] += np.einsum("ij,ij->j", block, block)
+                col += size
+        return linear, diag
+
+
+def _remapped(linear: gtsam.GaussianFactorGraph, blocks: Blocks, unit_noise) -> list[gtsam.JacobianFactor]:
+    """The factors of an ordinary linearization re-expressed over blocks (zero columns where a block
+    member is not a variable of the factor)."""
+    out = []
+    for i in range(linear.size()):
+        factor = linear.at(i)
+        if factor is None:
+            continue
+        A, b = factor.jacobian()
+        per_block: dict[int, np.ndarray] = {}
+        col = 0
+        for key in factor.keys():
+            block, offset = blocks.of[key]
+            dim = blocks.dims[key]
+            if block not in per_block:
+                per_block[block] = np.zeros((A.shape[0], blocks.size[block]))
+            per_block[block][:, offset : offset + dim] = A[:, col : col + dim]
+            col += dim
+        out.append(_jacobian_factor(list(per_block.items()), b, unit_noise(A.shape[0]),
+                                    f"factor {i} of the graph's ordinary part"))
+    return out
+
+
+__all__ = ["Blocks", "VectorizedGraph"]
