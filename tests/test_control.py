@@ -110,39 +110,45 @@ def test_one_step_solution_equals_the_closed_form_pseudo_inverse():
     x = State(*(jnp.asarray(c) for c in model.initial_state({"q": 0.7}, {"q": -1.5})))
     target = 0.4
     result = solve_one_step(model, x, H, rates={"link.wy": target})
-    sys = control.step_system(model, x, jnp.zeros(1), p, H)
-    v_free, _ = control.solve_step(sys)
-    dv, _ = control.sensitivities(sys)
-    P = np.asarray(control.velocity_projection(model, ["link.wy"], x, p))
-    closed = np.linalg.pinv(P @ np.asarray(dv)) @ (np.array([target]) - P @ np.asarray(v_free))
-    np.testing.assert_allclose(result.controls[0], closed, rtol=1e-8)
-    x1, _ = control.step(model, x, jnp.asarray(result.controls[0]), p, H)
-    assert abs(float(x1.w[0, 1]) - target) < 1e-9  # and the step reaches it
+
+    @jax.jit
+    def closed_form(x):
+        sys = control.step_system(model, x, jnp.zeros(1), p, H)
+        v_free, _ = control.solve_step(sys)
+        dv, _ = control.sensitivities(sys)
+        P = control.velocity_projection(model, ["link.wy"], x, p)
+        return jnp.linalg.pinv(P @ dv) @ (jnp.array([target]) - P @ v_free)
+
+    np.testing.assert_allclose(result.controls[0], closed_form(x), rtol=1e-8)
+    assert abs(float(result.states[0].w[0, 1]) - target) < 1e-9  # and the step reaches it
 
 
 def test_null_variation_a_locked_velocity_does_not_make_the_activation_grow():
     # Seed 004: "the variation of activation needed to reach a new state will be null if a
-    # constraint prevents to do so". Here the variation along a locked direction is of the order of
-    # the joint compliance: 1000 times stiffer joints, about 1000 times less.
-    model = motor_link()
-    x = State(*(jnp.asarray(c) for c in model.initial_state({"q": 0.5}, {"q": 1.0})))
-    ratios = []
-    for scale in (1.0, 1e-3):
-        values = model.parameters.arrays()
+    # constraint prevents to do so". On the Furuta, the arm's vertical velocity is locked by the
+    # motor hinge; its variation is of the order of the joints' compliance (the pendulum's
+    # reaction bends the compliant hinge): 1000 times stiffer joints, hundreds of times less.
+    model = _rigid_model("furuta-viscous")
+    values = model.parameters.arrays()
+    x = _state(model, np.random.default_rng(7))
+
+    @jax.jit
+    def sensitivity_ratio(scale):
         p = {**values, "eps_lin": values["eps_lin"] * scale, "eps_rot": values["eps_rot"] * scale}
         dv, _ = control.sensitivities(control.step_system(model, x, jnp.zeros(1), p, H))
-        free = np.abs(np.asarray(control.velocity_projection(model, ["q"], x, p) @ dv)).max()
-        locked = np.abs(np.asarray(control.velocity_projection(model, ["link.vy"], x, p) @ dv)).max()
-        ratios.append(locked / free)
-    assert ratios[0] < 1e-3 and ratios[1] < 2e-3 * ratios[0], ratios
-    # The unreachable target (the link moving along its hinge axis) leaves the activation bounded and
-    # small with a weak effort prior (1 N m; the reachable rate of the next test needs far more) ...
-    loop = RecedingHorizon(model, H, 1, rates={"link.vy": 1.0}, effort_sigma=1.0).run(x, 20)
-    assert np.abs(loop.controls).max() < 1e-3, loop.controls.ravel()
-    assert np.abs(loop.rates).max() < 1e-5
-    # ... and with bounds alone it stays inside them.
-    bounded = RecedingHorizon(model, H, 1, rates={"link.vy": 1.0}, lower=[-2.0], upper=[2.0]).run(x, 5)
-    assert np.all(np.abs(bounded.controls) <= 2.0)
+        free = control.velocity_projection(model, ["theta"], x, p) @ dv
+        locked = control.velocity_projection(model, ["arm.vz"], x, p) @ dv
+        return jnp.abs(locked).max() / jnp.abs(free).max()
+
+    soft, stiff = float(sensitivity_ratio(1.0)), float(sensitivity_ratio(1e-3))
+    assert soft < 1e-2 and stiff < 1e-2 * soft, (soft, stiff)
+    # A single link on its hinge: the motor cannot move it along the hinge axis at all. The
+    # unreachable target leaves the activation at zero, with no bound and no effort cost.
+    link = motor_link()
+    x = link.initial_state({"q": 0.5}, {"q": 1.0})
+    loop = RecedingHorizon(link, H, 1, rates={"link.vy": 1.0}).run(x, 20)
+    assert np.abs(loop.controls).max() < 1e-9, loop.controls.ravel()
+    assert np.abs(loop.rates).max() < 1e-9
 
 
 def test_receding_horizon_drives_the_furuta_arm_and_a_simulation_with_the_controls_reaches_it():
@@ -156,7 +162,8 @@ def test_receding_horizon_drives_the_furuta_arm_and_a_simulation_with_the_contro
     achieved = np.array([rates(trajectory.state(k), p) for k in (10, 20, 30)])
     np.testing.assert_allclose(achieved[:, 0], 2.0, atol=1e-9)  # velocity error per step, after the transient
     assert np.all(np.abs(loop.rate_error()[5:]) < 1e-9)
-    assert np.abs(achieved[:, 1]).max() < 0.5  # the pendulum hangs (it only sways)
+    alpha = trajectory.observations[:, model.observations.index("alpha")]
+    assert np.abs(alpha).max() < 0.1  # the pendulum hangs: it only sways back as the arm speeds up
 
 
 def test_receding_horizon_holds_a_double_pendulum_hinge_reaction():
@@ -174,13 +181,13 @@ def test_receding_horizon_holds_a_double_pendulum_hinge_reaction():
 def test_horizon_plan_with_rate_cost_and_warm_start():
     model = motor_link()
     x = model.initial_state()
-    controller = RecedingHorizon(model, H, 5, rates={"q": 1.0}, rate_sigma=0.5, lower=[-3.0], upper=[3.0])
+    controller = RecedingHorizon(model, H, 5, rates={"q": 1.0}, rate_sigma=2.0, lower=[-50.0], upper=[50.0])
     first = controller.solve(x)
-    assert first.controls.shape == (5, 1) and np.all(np.abs(first.controls) <= 3.0 + 1e-12)
+    assert first.controls.shape == (5, 1) and np.all(np.abs(first.controls) <= 50.0)
     second = controller.solve(State(*first.states[0]))  # warm-started from the shifted plan
     assert second.iterations <= first.iterations
-    # The rate cost smooths the plan: without it the first step saturates and the rest falls back.
-    rough = RecedingHorizon(model, H, 5, rates={"q": 1.0}, lower=[-3.0], upper=[3.0]).solve(x)
+    # The rate cost smooths the plan: without it the first step jumps to the rate and the rest holds it.
+    rough = RecedingHorizon(model, H, 5, rates={"q": 1.0}, lower=[-50.0], upper=[50.0]).solve(x)
     assert np.abs(np.diff(first.controls[:, 0])).max() < np.abs(np.diff(rough.controls[:, 0])).max()
 
 
