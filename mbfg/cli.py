@@ -459,6 +459,8 @@ def build_parser() -> argparse.ArgumentParser:
     from mbfg.cli_smooth import add_parser as add_smooth_parser  # mbfg smooth lives in its own module
 
     add_smooth_parser(sub)
+    from mbfg.cli_sweep import add_parser as add_sweep_parser  # mbfg sweep too
+    add_sweep_parser(sub)
 
     from mbfg.cli_control import add_parser as add_control_parser  # mbfg control lives in its own module
     add_control_parser(sub)

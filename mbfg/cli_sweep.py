@@ -1,0 +1,176 @@
+"""``mbfg sweep``: a grid of method parameters x recordings -> calibrations and the cross-validation
+matrix, on a local or remote Dask cluster (:mod:`mbfg.sweep`).
+
+::
+
+    mbfg sweep MODEL LOG... [--dt H,...] [--weight W,...] [--eps E,...] [--free NAME,...] [--params FILE]
+               [--scheduler ADDR | --workers N] [--no-crossval] [--retry-failed] [--jax-cache DIR]
+               --out SWEEP.csv [--plot FIG.png] [--quiet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Any
+
+DESCRIPTION = """\
+Sweep the method parameters of a calibration (seed 001 section 4): every
+combination of the time-steps --dt, the state error weights --weight and the
+compliances --eps, on every recording LOG, is one calibration ('mbfg
+calibrate' of MODEL); then every tuned model is scored on every other
+recording (the cross-validation of 'mbfg crossval', at its own h, w and eps).
+The tasks run on a Dask cluster: by default one started here with one worker
+process per core (--workers N for another number), or the running scheduler
+at --scheduler ADDR (e.g. tcp://head-node:8786, started with 'dask scheduler'
+and 'dask worker ADDR' on the cluster's machines; they need mbfg installed).
+
+--eps sets every compliance parameter of the model (eps_lin [m/N], eps_rot
+[rad/(N m)], a contact's eps) to the same value, seed 001's global hinge
+compliance; without it the model's own compliances are used.
+
+Results (--out): a CSV file, one row per task: kind (calibration or crossval),
+log (the recording tuned on), scored_log, h [s], weight, eps, status (ok or
+error), error (the message of a failed task: the others still run), cost,
+cost_observation, cost_impulse (per time-step), score (cross-validation cost
+per time-step), iterations, converged, sigma_observation, sigma_impulse,
+wall_s, compile_s, worker, then value:NAME and std:NAME per free parameter.
+The file is rewritten after every finished task; running the same command
+again skips the rows it already has (--retry-failed runs failed ones again),
+so an interrupted sweep resumes.
+
+Workers reuse compiled JAX functions: each keeps the model for the whole
+sweep, and JAX's persistent compilation cache lives in --jax-cache (default
+~/.cache/mbfg/jax on each worker's machine). One progress line per finished
+task goes to stderr unless --quiet; a summary and the cross-validation matrix
+are printed at the end. --plot FIG.png draws seed 001's Figure 4 (identified
+parameters and cost against w) and the cross-validation heat map (needs
+matplotlib).
+"""
+
+EPILOG = """\
+examples:
+  mbfg sweep pendulum rec1.csv rec2.csv --free J,b --dt 1e-3,2e-3 --weight 1e4,1e6 --out sweep.csv
+  mbfg sweep furuta swingup.csv release.csv --weight 1e4,1e6,1e8 --eps 1e-8,1e-6 --out sweep.csv --plot sweep.png
+  mbfg sweep furuta run*.csv --dt 2e-3 --scheduler tcp://head-node:8786 --out sweep.csv --quiet
+"""
+
+
+def _number_list(what: str, allow_default: bool = False):
+    def parse(text: str) -> list[float]:
+        items = [item.strip() for item in text.split(",")]
+        values = []
+        for item in items:
+            try:
+                value = float(item)
+            except ValueError:
+                raise argparse.ArgumentTypeError(
+                    f"expected comma-separated numbers > 0 ({what}), e.g. 1e-3,2e-3; got {item!r}") from None
+            if not (math.isfinite(value) and value > 0):
+                raise argparse.ArgumentTypeError(f"expected finite numbers > 0 ({what}), got {item!r}")
+            values.append(value)
+        return values
+
+    return parse
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``sweep`` on the ``mbfg`` subcommand parsers ``sub``."""
+    from mbfg.cli import _iterations, _whole_number
+
+    p = sub.add_parser(
+        "sweep",
+        help="calibrations over a grid of h, w, eps and recordings, and the cross-validation matrix, on Dask",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("model", metavar="MODEL", help="built-in model name (see 'mbfg models') or path of a model file")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="recordings in the standard log format (CSV)")
+    p.add_argument("--dt", type=_number_list("time-steps [s]"), default=None, metavar="H,...",
+                   help="estimation time-steps [s], each a whole multiple of the sample period "
+                        "(default: each log's period)")
+    p.add_argument("--weight", type=_number_list("state error weights"), default=[1e6], metavar="W,...",
+                   help="state error weights w (default: 1e6)")
+    p.add_argument("--eps", type=_number_list("compliances"), default=None, metavar="E,...",
+                   help="global compliances for every compliance parameter (default: the model's own)")
+    p.add_argument("--free", metavar="NAME,...", help="parameters to estimate (default: the model's free ones)")
+    p.add_argument("--params", metavar="FILE", help="parameter file: initial values, bounds, free flags")
+    p.add_argument("--max-iterations", type=_iterations, default=20, metavar="N",
+                   help="Levenberg-Marquardt iterations at most, per task (default: %(default)s)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDR", help="address of a running Dask scheduler, e.g. tcp://host:8786")
+    where.add_argument("--workers", type=_whole_number(1, "a whole number of workers", "at least 1 worker"),
+                       default=None, metavar="N", help="worker processes of the local cluster (default: one per core)")
+    p.add_argument("--no-crossval", action="store_true", help="calibrations only, no cross-validation matrix")
+    p.add_argument("--retry-failed", action="store_true", help="run the failed rows of --out again")
+    p.add_argument("--jax-cache", metavar="DIR", default=None,
+                   help="JAX persistent compilation cache folder on the workers (default: ~/.cache/mbfg/jax)")
+    p.add_argument("--out", required=True, metavar="SWEEP.csv", help="results file (CSV); resumed if it exists")
+    p.add_argument("--plot", metavar="FIG.png", help="also draw the parameters and cost against w and the "
+                                                     "cross-validation heat map (needs matplotlib)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines (the summary is still printed)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``sweep`` subcommand (see :data:`DESCRIPTION`)."""
+    from mbfg.cli import _check_output, _check_time_step, _model_with_params, _parse_free
+    from mbfg.errors import DataError, ModelError
+    from mbfg.logs import read_log
+    from mbfg.sweep import sweep
+
+    _check_output(args.out)
+    if args.plot:
+        _check_output(args.plot, "figure")
+        from mbfg.sweep_plot import _pyplot
+
+        _pyplot()  # a missing matplotlib is said now, not after the sweep
+    model = _model_with_params(args.model, args.params)
+    free = _parse_free(model, args.free) if args.free is not None else None
+    if not (free if free is not None else list(model.parameters.free)):
+        raise ModelError(f"{model.name} marks no parameter free; name those to estimate with --free "
+                         f"(its parameters: {', '.join(model.parameters)})")
+    logs = {}
+    for path in args.logs:
+        if path in logs:
+            raise DataError(f"{path}: recording given twice")
+        logs[path] = read_log(path, model.observations, model.controls)
+    for h in args.dt or []:
+        # An h no recording can use is a user error (exit 2); one that only some can use fails their cells.
+        if all(_fails(log, h) for log in logs.values()):
+            _check_time_step(next(iter(logs.values())), h, f"--dt {h:g}")
+    print(f"mbfg sweep: {model.name}, {len(logs)} recordings x {len(args.dt or [None])} h x {len(args.weight)} w x "
+          f"{len(args.eps or [None])} eps; " + (f"scheduler {args.scheduler}" if args.scheduler
+                                                else f"local cluster of {args.workers or 'one per core'} workers"),
+          file=sys.stderr, flush=True)
+    result = sweep(model, logs, h=args.dt, weight=args.weight, eps=args.eps, free=free, out=args.out,
+                   crossval=not args.no_crossval, scheduler=args.scheduler, n_workers=args.workers,
+                   retry_failed=args.retry_failed, cache_dir=args.jax_cache, max_iterations=args.max_iterations,
+                   quiet=args.quiet)
+    frame = result.frame
+    failed = int((frame["status"] != "ok").sum())
+    print(f"mbfg sweep: {len(frame)} rows ({result.computed} computed now, {len(frame) - result.computed} from "
+          f"{args.out}), {failed} failed; {result.wall_s:.1f} s wall; wrote {args.out}", file=sys.stderr, flush=True)
+    if not args.no_crossval and len(logs) > 1:
+        import pandas as pd
+
+        with pd.option_context("display.width", 160, "display.max_columns", 20):
+            print("cross-validation (rows: tuned on; columns: scored on; diagonal: own cost)")
+            print(result.matrix().to_string(float_format=lambda x: f"{x:.4g}"))
+    if args.plot:
+        result.plot(args.plot)
+        print(f"mbfg sweep: wrote {args.plot}", file=sys.stderr, flush=True)
+    return 0
+
+
+def _fails(log, h: float) -> bool:
+    from mbfg.cli import _check_time_step
+    from mbfg.errors import DataError
+
+    try:
+        _check_time_step(log, h, "")
+    except DataError:
+        return True
+    return False
