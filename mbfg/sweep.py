@@ -35,8 +35,10 @@ a contact's ``eps``) to the same number, seed 001's "global hinge compliance";
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import pickle
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -46,162 +48,14 @@ from typing import Any
 
 import numpy as np
 
-from mbfg.errors import DataError, MbfgError, ModelError
+from mbfg.errors import DataError, ModelError
 from mbfg.logs import Log
+from mbfg.sweep_tasks import (COLUMNS, COMPLIANCE, _row, calibration_task, crossval_task, default_cache_dir,
+                              identified_values)
 
-__all__ = ["COLUMNS", "COMPLIANCE", "SweepResult", "default_cache_dir", "sweep"]
+__all__ = ["COLUMNS", "COMPLIANCE", "SweepResult", "default_cache_dir", "identified_values", "read_results", "sweep"]
 
-#: Parameters a swept compliance eps sets (those the model has).
-COMPLIANCE = ("eps_lin", "eps_rot", "eps")
-#: Columns every row has, in order; then value:NAME and std:NAME per free parameter.
-#: kind: "calibration" or "crossval"; log: the recording tuned on; scored_log: the one scored
-#: (the same for a calibration); h [s], weight, eps (NaN: the model's own compliances);
-#: status "ok" or "error"; cost*: per time-step (a calibration's); score: the cross-validation
-#: cost per time-step; wall_s, compile_s: of the task (compile_s: JAX tracing, lowering and
-#: compiling in it); worker: the worker's address.
-COLUMNS = ("kind", "log", "scored_log", "h", "weight", "eps", "status", "error", "cost", "cost_observation",
-           "cost_impulse", "score", "iterations", "converged", "sigma_observation", "sigma_impulse", "wall_s",
-           "compile_s", "worker")
 _KEY = ("kind", "log", "scored_log", "h", "weight", "eps")
-
-
-def default_cache_dir() -> str:
-    """The sweep's JAX compilation cache folder when none is given: ``$XDG_CACHE_HOME/mbfg/jax``
-    (``~/.cache/mbfg/jax``), resolved on each worker's own machine."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "mbfg", "jax")
-
-
-# ----------------------------------------------------------------------------- worker side
-
-#: Per worker process: the compile-time counter (seconds) fed by JAX's monitoring events.
-_COMPILE_S = [0.0]
-_JAX_READY: dict[str, Any] = {}
-#: Per worker process: (id(model), eps) -> (model, model with that compliance), so the cells
-#: of one eps share one model object and so their compiled factor types.
-_EPS_MODELS: dict[tuple[int, float], tuple[Any, Any]] = {}
-
-
-def _setup_jax(cache_dir: str | bool | None) -> None:
-    """Point JAX's persistent compilation cache at ``cache_dir`` (False: none) before this process
-    compiles anything, and count compile time. Idempotent; runs at the start of every task."""
-    if "done" in _JAX_READY:
-        return
-    from mbfg._jax import jax
-
-    if cache_dir is not False:
-        folder = default_cache_dir() if cache_dir in (None, True) else str(cache_dir)
-        os.makedirs(folder, exist_ok=True)
-        jax.config.update("jax_compilation_cache_dir", folder)
-        # Cache every compilation: the factor types' are each well under JAX's 1 s default.
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-
-    def listen(event: str, duration: float, **_: Any) -> None:
-        if event.startswith("/jax/core/compile/"):  # tracing, lowering to MLIR, backend compile
-            _COMPILE_S[0] += duration
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    _JAX_READY["done"] = cache_dir
-
-
-def _with_eps(model, eps: float | None):
-    if eps is None or (isinstance(eps, float) and math.isnan(eps)):
-        return model
-    key = (id(model), float(eps))
-    if key not in _EPS_MODELS:
-        names = [n for n in COMPLIANCE if n in model.parameters]
-        if not names:
-            raise ModelError(f"{model.name} has no compliance parameter ({', '.join(COMPLIANCE)}) for eps to set")
-        _EPS_MODELS[key] = (model, model.with_parameters({n: float(eps) for n in names}))
-    return _EPS_MODELS[key][1]
-
-
-def _worker_address() -> str:
-    try:
-        from distributed import get_worker
-
-        return get_worker().address
-    except (ImportError, ValueError):
-        return "local"
-
-
-def _run_task(row: dict[str, Any], work) -> dict[str, Any]:
-    start, compiled = time.perf_counter(), _COMPILE_S[0]
-    try:
-        row.update(work())
-        row["status"] = "ok"
-    except Exception as exc:  # a failed cell is a result of the sweep, not the end of it
-        row.update(status="error", error=f"{type(exc).__name__}: {exc}")
-    row.update(wall_s=time.perf_counter() - start, compile_s=_COMPILE_S[0] - compiled, worker=_worker_address())
-    return row
-
-
-def calibration_task(model, log: Log, name: str, h: float, weight: float, eps: float | None,
-                     free: Sequence[str] | None, options: Mapping[str, Any], cache_dir: str | bool | None) -> dict:
-    """One cell: calibrate ``model`` (with compliance ``eps``) on ``log`` at (h, w); a row of the results."""
-    _setup_jax(cache_dir)
-
-    def work() -> dict[str, Any]:
-        from mbfg.calibration import calibrate
-
-        result = calibrate(_with_eps(model, eps), log, free=free, h=h, weight=weight, quiet=True, **options)
-        out = dict(cost=result.cost, cost_observation=result.cost_observation, cost_impulse=result.cost_impulse,
-                   iterations=result.iterations, converged=result.converged,
-                   sigma_observation=result.sigma_observation, sigma_impulse=result.sigma_impulse)
-        for p in result.parameters:
-            out[f"value:{p.name}"], out[f"std:{p.name}"] = p.value, p.std
-        return out
-
-    return _run_task(_row("calibration", name, name, h, weight, eps), work)
-
-
-def crossval_task(model, calibration: Mapping[str, Any], log: Log, name: str, options: Mapping[str, Any],
-                  cache_dir: str | bool | None) -> dict:
-    """Score a tuned cell (a calibration row) on another recording ``log`` at the cell's h, w and eps."""
-    _setup_jax(cache_dir)
-    eps = calibration["eps"]
-    row = _row("crossval", calibration["log"], name, calibration["h"], calibration["weight"], eps)
-
-    def work() -> dict[str, Any]:
-        from mbfg.graphs.joint import cross_validation_score
-
-        if calibration.get("status") != "ok":
-            raise MbfgError(f"the calibration on {calibration['log']} failed ({calibration.get('error')})")
-        tuned = _with_eps(model, eps)
-        values = tuned.parameters.numpy_values() | identified_values(tuned, calibration)
-        return dict(score=cross_validation_score(tuned, log, values, h=calibration["h"],
-                                                 weight=calibration["weight"], **options))
-
-    return _run_task(row, work)
-
-
-def identified_values(model, row: Mapping[str, Any]) -> dict[str, Any]:
-    """The parameter values a calibration row found (``value:NAME`` columns); a tilt's three rotation
-    vector components ``value:tilt[x]`` ... become its rotation matrix."""
-    values: dict[str, Any] = {}
-    rotvecs: dict[str, list[float]] = {}
-    for column, value in row.items():
-        if not column.startswith("value:") or value is None or (isinstance(value, float) and math.isnan(value)):
-            continue
-        name = column[len("value:"):]
-        base, _, axis = name.partition("[")
-        if axis:
-            rotvecs.setdefault(base, [0.0, 0.0, 0.0])["xyz".index(axis[0])] = float(value)
-        else:
-            values[name] = float(value)
-    if rotvecs:
-        from scipy.spatial.transform import Rotation
-
-        values.update({n: Rotation.from_rotvec(v).as_matrix() for n, v in rotvecs.items()})
-    return values
-
-
-def _row(kind: str, log: str, scored: str, h: float, weight: float, eps: float | None) -> dict[str, Any]:
-    row: dict[str, Any] = {c: math.nan for c in COLUMNS}
-    row.update(kind=kind, log=log, scored_log=scored, h=float(h), weight=float(weight),
-               eps=math.nan if eps is None else float(eps), status="", error="", worker="")
-    return row
 
 
 # ----------------------------------------------------------------------------- results
@@ -419,8 +273,9 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
     done = 0
     t0 = time.perf_counter()
     try:
-        # One copy of the model per worker, kept for the whole sweep: its compiled factor types are reused.
-        shared = client.scatter(model, broadcast=True)
+        # Each worker unpickles the model once and keeps it: its compiled factor types are reused.
+        blob = pickle.dumps(model)
+        shared = (hashlib.sha1(blob).hexdigest(), blob)
         options = dict(max_iterations=max_iterations)
         futures: dict[Any, dict[str, Any]] = {}
         cal_futures = {}

@@ -1,0 +1,182 @@
+"""Method-parameter sweeps on Dask (mbfg.sweep, mbfg sweep): seed 001 sections 4.5-4.7.
+
+Short simulated pendulum recordings (0.3 s at 1 ms, 1e-3 rad of noise) keep each
+calibration to seconds once compiled; one LocalCluster of 2 worker processes serves
+the in-process tests, and the CLI test starts a real scheduler and workers.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mbfg.calibration import calibrate
+from mbfg.logs import Log, write_log
+from mbfg.models import pendulum
+from mbfg.spook import simulate
+from mbfg.sweep import read_results, sweep
+
+NOISE = 1e-3  # [rad]
+FREE = ["J", "b"]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    model = pendulum()
+    truth = model.parameters.numpy_values()
+    start = model.with_parameters({"J": 1.2 * truth["J"], "b": 0.7 * truth["b"]})
+    logs = {}
+    for i, theta in enumerate((2.0, 1.4)):
+        traj = simulate(model, 0.3, 1e-3, initial=model.initial_state({"theta": theta}))
+        logs[f"rec{i}"] = traj.to_log(noise=NOISE, seed=i, source=f"rec{i}")
+    return start, logs, tmp_path_factory.mktemp("jax-cache")
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    c = Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def grid(setup, client, tmp_path_factory):
+    """The 2 h x 2 w x 2 recordings sweep, calibrations only, written to a results file."""
+    start, logs, cache = setup
+    out = tmp_path_factory.mktemp("sweep") / "grid.csv"
+    result = sweep(start, logs, h=[1e-3, 2e-3], weight=[1e4, 1e6], free=FREE, out=out, crossval=False,
+                   client=client, cache_dir=cache, quiet=True)
+    return result, out
+
+
+def test_each_cell_of_a_2x2x2_sweep_on_2_workers_equals_the_calibration_run_alone(setup, grid) -> None:
+    start, logs, _ = setup
+    result, _ = grid
+    cal = result.calibrations
+    assert len(cal) == 8 and result.computed == 8
+    assert set(cal["status"]) == {"ok"}, cal["error"].tolist()
+    assert cal["worker"].nunique() == 2  # the grid was shared out
+    for _, row in cal.iterrows():
+        alone = calibrate(start, logs[row["log"]], free=FREE, h=row["h"], weight=row["weight"], quiet=True)
+        for p in alone.parameters:
+            assert row[f"value:{p.name}"] == pytest.approx(p.value, rel=1e-10, abs=0), (row["log"], row["h"])
+            assert row[f"std:{p.name}"] == pytest.approx(p.std, rel=1e-8)
+        assert row["cost"] == pytest.approx(alone.cost, rel=1e-10)
+        assert row["iterations"] == alone.iterations and bool(row["converged"]) == alone.converged
+
+
+def test_a_failing_cell_is_recorded_with_its_error_and_the_others_complete(setup, grid, client, tmp_path) -> None:
+    start, logs, cache = setup
+    good = logs["rec0"]
+    y = good.y.copy()
+    y[100:, 0] += 4.0  # a jump no pendulum makes in 1 ms: a corrupt recording
+    bad = Log(good.t, y, good.u, good.observations, good.controls, "corrupt")
+    # h = 1.5 ms is no whole multiple of the 1 ms sample period: that cell fails too.
+    result = sweep(start, {"rec0": good, "corrupt": bad}, h=[1e-3, 1.5e-3], weight=[1e6], free=FREE,
+                   out=tmp_path / "failing.csv", crossval=False, client=client, cache_dir=cache, quiet=True)
+    cal = result.calibrations.set_index(["log", "h"])
+    assert result.computed == 4
+    assert cal.loc[("rec0", 1e-3), "status"] == "ok"
+    assert "jumps" in cal.loc[("corrupt", 1e-3), "error"] and "theta" in cal.loc[("corrupt", 1e-3), "error"]
+    assert "whole multiple" in cal.loc[("rec0", 1.5e-3), "error"]
+    assert (cal["status"] == "error").sum() == 3
+    # The good cell is the same calibration as in the grid.
+    same = grid[0].calibrations.set_index(["log", "h", "weight"]).loc[("rec0", 1e-3, 1e6)]
+    assert cal.loc[("rec0", 1e-3), "value:J"] == same["value:J"]
+    saved = read_results(tmp_path / "failing.csv")
+    assert sorted(r["status"] for r in saved) == ["error", "error", "error", "ok"]
+
+
+def test_a_rerun_computes_nothing_new(setup, grid) -> None:
+    start, logs, cache = setup
+    first, out = grid
+    before = out.read_bytes()
+    # No client and no scheduler: had anything been left to do, a local cluster would have been started.
+    again = sweep(start, logs, h=[1e-3, 2e-3], weight=[1e4, 1e6], free=FREE, out=out, crossval=False,
+                  cache_dir=cache, quiet=True)
+    assert again.computed == 0
+    assert out.read_bytes() == before
+    cols = ["log", "h", "weight", "value:J", "value:b", "std:J", "std:b", "cost"]
+    a = first.calibrations[cols].sort_values(cols[:3]).reset_index(drop=True)
+    b = again.calibrations[cols].sort_values(cols[:3]).reset_index(drop=True)
+    np.testing.assert_array_equal(a[cols[3:]].to_numpy(float), b[cols[3:]].to_numpy(float))  # CSV round trip
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(port: int, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"no scheduler on port {port}")
+
+
+@pytest.mark.slow
+def test_mbfg_sweep_on_a_real_dask_scheduler_and_workers_with_cross_validation(setup, tmp_path) -> None:
+    """Separate dask scheduler and worker processes on localhost; the CLI connects by address. Each tuned
+    model scored on the other recording costs about the noise variance (seed 001 section 4.5)."""
+    start, logs, cache = setup
+    paths = []
+    for name, log in logs.items():
+        path = tmp_path / f"{name}.csv"
+        write_log(str(path), log.t, {n: log.y[:, i] for i, n in enumerate(log.observations)}, {})
+        paths.append(str(path))
+    values = start.parameters.numpy_values()
+    (tmp_path / "start.yaml").write_text(f"J: {values['J']!r}\nb: {values['b']!r}\n")
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    procs = []
+    try:
+        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                       "--port", str(port), "--no-dashboard"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        _wait_for(port)
+        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers",
+                                       "2", "--nthreads", "1", "--no-dashboard"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        out = tmp_path / "sweep.csv"
+        cmd = [sys.executable, "-m", "mbfg", "sweep", "pendulum", *paths, "--free", "J,b", "--params",
+               str(tmp_path / "start.yaml"), "--dt", "1e-3", "--weight", "1e6", "--scheduler", address,
+               "--jax-cache", str(cache), "--out", str(out)]
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr
+        assert "crossval on" in run.stderr  # progress lines
+        rows = read_results(out)
+        assert len(rows) == 4 and all(r["status"] == "ok" for r in rows), rows
+        assert all(r["worker"].startswith("tcp://127.0.0.1:") for r in rows)  # run by the separate workers
+        for r in rows:
+            if r["kind"] == "crossval":
+                assert r["log"] != r["scored_log"]
+                assert 0.5 * NOISE**2 < r["score"] < 1.5 * NOISE**2, r
+        assert "cross-validation" in run.stdout
+        # Bad input is a user error: exit status 2, the option named.
+        bad = subprocess.run([*cmd[:-2], "--out", str(tmp_path / "bad.csv"), "--dt", "1.5e-3"],
+                             capture_output=True, text=True, timeout=120)
+        assert bad.returncode == 2 and "--dt 0.0015" in bad.stderr, bad.stderr
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    assert math.isfinite(rows[0]["wall_s"])
