@@ -7,7 +7,7 @@ percentile wall time of the warm-started solves, LM iterations, the ratio to the
 control, and the arm-rate error at the end; then the Spook step itself (the compiled simulator,
 per step) as the peer the controller must keep up with.
 
-    python benchmarks/control.py                 # N = 1, 10, 50; 40 closed-loop steps each
+    python benchmarks/control.py                 # N = 1, 10, 50; 10 closed-loop steps each
     python benchmarks/control.py --horizons 1 10 --steps 20
 """
 
@@ -28,7 +28,7 @@ H = 1e-3
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--horizons", type=int, nargs="+", default=[1, 10, 50])
-    parser.add_argument("--steps", type=int, default=40, help="closed-loop steps per horizon (default 40)")
+    parser.add_argument("--steps", type=int, default=10, help="closed-loop steps per horizon (default 10)")
     args = parser.parse_args()
     model = furuta(dry=False)
     x0 = model.initial_state()
