@@ -86,7 +86,7 @@ def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     import pandas as pd
 
     try:
-        frame = pd.read_csv(path, float_precision="round_trip")
+        frame = pd.read_csv(path)  # pandas reads back the shortest round-trip repr it writes
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read the sweep results ({exc})") from None
     missing = [c for c in _KEY + ("status",) if c not in frame]
@@ -95,7 +95,7 @@ def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
                         "give --out a new file name or the file of an earlier sweep")
     for c in ("status", "error", "worker", "log", "scored_log"):
         if c in frame:
-            frame[c] = frame[c].fillna("").astype(str)
+            frame[c] = frame[c].astype(object).where(frame[c].notna(), "").astype(str)
     return frame.to_dict("records")
 
 
