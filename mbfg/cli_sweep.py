@@ -57,7 +57,7 @@ examples:
 """
 
 
-def _number_list(what: str, allow_default: bool = False):
+def _number_list(what: str, example: str):
     def parse(text: str) -> list[float]:
         items = [item.strip() for item in text.split(",")]
         values = []
@@ -66,7 +66,7 @@ def _number_list(what: str, allow_default: bool = False):
                 value = float(item)
             except ValueError:
                 raise argparse.ArgumentTypeError(
-                    f"expected comma-separated numbers > 0 ({what}), e.g. 1e-3,2e-3; got {item!r}") from None
+                    f"expected comma-separated numbers > 0 ({what}), e.g. {example}; got {item!r}") from None
             if not (math.isfinite(value) and value > 0):
                 raise argparse.ArgumentTypeError(f"expected finite numbers > 0 ({what}), got {item!r}")
             values.append(value)
@@ -88,12 +88,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("model", metavar="MODEL", help="built-in model name (see 'mbfg models') or path of a model file")
     p.add_argument("logs", nargs="+", metavar="LOG", help="recordings in the standard log format (CSV)")
-    p.add_argument("--dt", type=_number_list("time-steps [s]"), default=None, metavar="H,...",
+    p.add_argument("--dt", type=_number_list("time-steps [s]", "1e-3,2e-3"), default=None, metavar="H,...",
                    help="estimation time-steps [s], each a whole multiple of the sample period "
                         "(default: each log's period)")
-    p.add_argument("--weight", type=_number_list("state error weights"), default=[1e6], metavar="W,...",
+    p.add_argument("--weight", type=_number_list("state error weights", "1e4,1e6"), default=[1e6], metavar="W,...",
                    help="state error weights w (default: 1e6)")
-    p.add_argument("--eps", type=_number_list("compliances"), default=None, metavar="E,...",
+    p.add_argument("--eps", type=_number_list("compliances", "1e-8,1e-6"), default=None, metavar="E,...",
                    help="global compliances for every compliance parameter (default: the model's own)")
     p.add_argument("--free", metavar="NAME,...", help="parameters to estimate (default: the model's free ones)")
     p.add_argument("--params", metavar="FILE", help="parameter file: initial values, bounds, free flags")
