@@ -113,6 +113,27 @@ def test_a_rerun_computes_nothing_new(setup, grid) -> None:
     np.testing.assert_array_equal(a[cols[3:]].to_numpy(float), b[cols[3:]].to_numpy(float))  # CSV round trip
 
 
+def test_eps_is_the_global_compliance_of_every_hinge_row_and_a_tilt_comes_back_as_its_rotation() -> None:
+    """Seed 001 section 4.6 sweeps one hinge compliance: eps sets eps_lin and eps_rot (and nothing else)."""
+    from scipy.spatial.transform import Rotation
+
+    from mbfg.models import furuta
+    from mbfg.sweep_tasks import _with_eps, identified_values
+
+    model = furuta(dry=False)
+    soft = _with_eps(model, 1e-5)
+    before, after = model.parameters.numpy_values(), soft.parameters.numpy_values()
+    assert after["eps_lin"] == after["eps_rot"] == 1e-5
+    assert all(np.array_equal(before[n], after[n]) for n in before if n not in ("eps_lin", "eps_rot"))
+    assert _with_eps(model, 1e-5) is soft and _with_eps(model, None) is model  # one object per eps
+    rotvec = [0.01, -0.02, 0.0]
+    row = {"value:K": 0.05, "value:tilt[x]": rotvec[0], "value:tilt[y]": rotvec[1], "value:tilt[z]": rotvec[2],
+           "std:K": 1e-3, "value:b_1": math.nan}
+    values = identified_values(model, row)
+    assert values.keys() == {"K", model.tilt}
+    np.testing.assert_allclose(values[model.tilt], Rotation.from_rotvec(rotvec).as_matrix(), atol=1e-15)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
