@@ -313,7 +313,9 @@ def _estimates(problem, values: gtsam.Values, identified: RigidModel, sigma_y: f
             weight=problem.weight, sigmas=(max(sigma_y, 1e-300), max(sigma_p, 1e-300)),
             states=problem.state_list(values),
         )
-        cov = parameter_covariance(reweighted.graph, values, keys.parameter_keys(variables))
+        # The vectorized linearization over blocks: the parameter block B() stacks P and T in that order.
+        linear, _ = reweighted.vectorized.linearize(values)
+        cov = marginal_covariance(linear, [keys.B()])
     std = np.sqrt(np.clip(np.diag(cov), 0, None)) if n_p else np.zeros(0)
     estimates = [ParameterEstimate(n, float(v), float(s), u, float(lo), float(hi))
                  for n, v, s, u, (lo, hi) in zip(names, vals, std, units, bounds)]
@@ -330,7 +332,11 @@ def parameter_covariance(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values
     the parameters they involve have an infinite standard deviation (not
     excited) and NaN covariances with the others.
     """
-    linear = graph.linearize(values)
+    return marginal_covariance(graph.linearize(values), key_list)
+
+
+def marginal_covariance(linear: gtsam.GaussianFactorGraph, key_list: list[int]) -> np.ndarray:
+    """:func:`parameter_covariance` of a linearized graph (whitened): covariance of ``key_list``'s columns."""
     bayes_net = linear.marginalMultifrontalBayesNet(gtsam.Ordering(key_list), gtsam.EliminateQR)
     R, _ = bayes_net.matrix()
     # bayes_net orders its columns as key_list (the ordering we passed).

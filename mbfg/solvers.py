@@ -125,12 +125,18 @@ def bounded_levenberg_marquardt(
         accepted = False
         growth = 10.0 if damping_update == "tenfold" else 2.0
         while lam <= lambda_max:
-            delta, delta_linear = system.step(linear, diag, lam, values)
-            new_values = values.retract(delta)
-            for key, (lo, hi) in bounds.items():
-                # x + (bound - x) can miss the bound by one ulp; land on it exactly.
-                new_values.update(key, np.clip(new_values.atVector(key), lo, hi))
-            new_cost = system.error(new_values)
+            try:
+                delta, delta_linear = system.step(linear, diag, lam, values)
+            except RuntimeError:
+                # GTSAM found the damped system indeterminate (round-off in a stiff system under
+                # a tiny damping): a rejected trial, so more damping.
+                new_cost = np.inf
+            else:
+                new_values = values.retract(delta)
+                for key, (lo, hi) in bounds.items():
+                    # x + (bound - x) can miss the bound by one ulp; land on it exactly.
+                    new_values.update(key, np.clip(new_values.atVector(key), lo, hi))
+                new_cost = system.error(new_values)
             if np.isfinite(new_cost) and new_cost < cost:
                 accepted = True
                 break
@@ -244,12 +250,22 @@ class _Blocked:
     def step(self, linear: gtsam.GaussianFactorGraph, diag: np.ndarray, lam: float,
              values: gtsam.Values) -> tuple[gtsam.VectorValues, gtsam.VectorValues]:
         damped = self._damped(linear, diag, lam)
+        try:
+            return self._solve(damped, values, cholesky=True)
+        except RuntimeError:
+            # GTSAM's Cholesky met a pivot lost to round-off (J^T J of stiff constraint rows squares
+            # their condition number): the same elimination by QR works on J itself.
+            return self._solve(damped, values, cholesky=False)
+
+    def _solve(self, damped: gtsam.GaussianFactorGraph, values: gtsam.Values,
+               cholesky: bool) -> tuple[gtsam.VectorValues, gtsam.VectorValues]:
+        eliminate = () if cholesky else (gtsam.EliminateQR,)  # the default is GTSAM's sparse Cholesky
         if not self.bounded_blocks:
-            delta = damped.eliminateSequential(self.full_order).optimize()
+            delta = damped.eliminateSequential(self.full_order, *eliminate).optimize()
             return self.graph.blocks.split(delta), delta
-        # Eliminate every unbounded block (sparse Cholesky, explicit order): what remains is the
-        # damped system of the bounded blocks alone (its Schur complement), a few dozen columns.
-        conditionals, remaining = damped.eliminatePartialSequential(self.free_order)
+        # Eliminate every unbounded block in the explicit order: what remains is the damped system
+        # of the bounded blocks alone (its Schur complement), a few dozen columns.
+        conditionals, remaining = damped.eliminatePartialSequential(self.free_order, *eliminate)
         H, eta = remaining.hessian(self.small_order)
         x_small = self._bounded_small_solve(H, eta, values)
         given = gtsam.VectorValues()
