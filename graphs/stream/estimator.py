@@ -1,0 +1,570 @@
+"""The fixed-lag stream estimator (:class:`StreamEstimator`); see the package docstring.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import gtsam
+import numpy as np
+
+from mbfg import keys
+from mbfg.adapter import noise_model
+from mbfg.errors import DataError, ModelError
+from mbfg.factors._rigid import fixed_values, variables_for
+from mbfg.logs import Log
+from mbfg.progress import Progress
+from mbfg.rigid import RigidModel, State
+
+from mbfg.graphs.stream.config import DEFAULT_RELINEARIZE_THRESHOLD, _positive, _usable, read_calibration
+from mbfg.graphs.stream.faults import _FaultGate
+from mbfg.graphs.stream.growth import _GraphGrowth
+from mbfg.graphs.stream.readout import _Readout, _wrap
+from mbfg.graphs.stream.results import DEFAULT_SIGMA, Estimate, StreamReplay, StreamStatus, StreamStep
+from mbfg.graphs.stream.window import _ISAM2Window
+
+class StreamEstimator(_FaultGate, _GraphGrowth):
+    """Fixed-lag smoother of a rigid-body model over a stream of encoder samples (module docstring).
+
+    Args:
+        model: the model, with the parameter values to use (e.g. from
+            :meth:`from_calibration`).
+        lag: smoother lag [s]; the smoothed estimate is that of the state ``lag`` back.
+        h: model time-step [s], a whole multiple of ``period`` (default: ``period``).
+        period: sample period of the stream [s] (default: ``h``; one of them is needed).
+        ppr: encoder counts per revolution: the default observation noise of
+            the hinge readings is the quantization's, step / sqrt(12), step = 2 pi / ppr.
+        counts: hinge readings are raw encoder counts (converted with 2 pi /
+            ppr; needs ``ppr``), not radians.
+        counter_modulus: the counter wraps around after this many counts (e.g.
+            65536 for a 16-bit counter; needs ``counts``); wraps are unwrapped.
+            Readings in rad are unwrapped modulo 2 pi in any case.
+        sigma_observation: observation noise [rad, m], a scalar or one per
+            observation (default: quantization noise with ``ppr``, else
+            ``calibration_sigma`` if given, else :data:`DEFAULT_SIGMA`).
+        weight: a state error weight w: sigma_p = sigma_y / sqrt(w) (default 1e6).
+        sigma_impulse: impulse noise sigma_p [N s] instead of sigma_y / sqrt(w).
+        smoother: ``"incremental"`` (iSAM2) or ``"batch"`` (Levenberg-Marquardt
+            over the whole window at every sample: accurate, much slower).
+        refine: parameter names kept in the window as one Vector variable and
+            refined online (never marginalized), each with a prior at its
+            current value; bounds are not enforced online.
+        refine_sigmas: prior standard deviation per refined parameter [its unit]
+            (default: 10 % of its value).
+        covariance: compute marginal standard deviations of both estimates on
+            every sample (extra cost).
+        jump: the largest believable difference between a reading and the
+            filtered prediction [rad, m] (default: max(0.2, 50 sigma_y)).
+        resync: believe a channel again after this many jumps in a row.
+        relinearize_threshold, relinearize_skip: iSAM2's relinearization
+            (variables whose update exceeds the threshold are relinearized, checked
+            every ``relinearize_skip`` updates); a smaller threshold is closer to
+            the batch solution and costs more JAX linearizations. A float holds
+            for every variable; a mapping gives one per kind of variable:
+            ``"pose"`` (Pose3 tangent [rad, m]), ``"velocity"`` [rad/s, m/s] and
+            ``"parameters"`` (refined ones, their units); kinds left out keep the
+            default. The default relinearizes on pose changes (0.05) but hardly
+            on velocities (10): the velocity along a hinge's constrained axes of
+            a body with small inertia (the Furuta pendulum's spin about its long
+            axis) swings by rad/s from update to update without changing the
+            estimate, and a velocity threshold of 0.2 made the Furuta stream
+            relinearize ~20 factors per sample (the profile of
+            ``benchmarks/stream.py --only timing --relinearize-threshold 0.2``). With a
+            high ``weight`` (dynamics trusted) that mode is held, linearization
+            errors dominate, and a small threshold pays: the Furuta test in
+            ``tests/test_stream.py`` uses 0.01 for every kind with
+            ``relinearize_skip=1`` at w = 1e10.
+        wildfire_threshold: iSAM2's back-substitution stops where the solution
+            changes by less than this [tangent units]; 0 (default) updates the
+            whole window, so the smoothed state is the solution's, not a stale one.
+        max_iterations: Levenberg-Marquardt iterations per update (batch smoother).
+        update_every: update the smoother once every this many state-time
+            samples, with all of them at once (their impulse and observation
+            factors linearized in one vmapped JAX call per type): more samples
+            per wall second (``benchmarks/stream.py``), the estimates
+            ``update_every - 1`` samples later. The samples in between return
+            the last estimates, flagged ``"pending"``; :meth:`flush` takes the
+            waiting ones in at the end of a stream. The filtered estimate of a
+            state is then the one of the update that took it in (readings up to
+            ``update_every - 1`` states after it).
+        calibration_sigma: the calibration's estimated observation noise (used
+            by :meth:`from_calibration`).
+        on_warning: called with a message on the first fault of each kind
+            (default: ``warnings.warn(message, StreamWarning)``).
+
+    Raises:
+        ModelError: a bad setting (named).
+    """
+
+    def __init__(
+        self,
+        model: RigidModel,
+        *,
+        lag: float = 0.1,
+        h: float | None = None,
+        period: float | None = None,
+        ppr: int | None = None,
+        counts: bool = False,
+        counter_modulus: int | None = None,
+        sigma_observation: float | Sequence[float] | None = None,
+        weight: float = 1e6,
+        sigma_impulse: float | None = None,
+        smoother: str = "incremental",
+        refine: Sequence[str] = (),
+        refine_sigmas: Mapping[str, float] | None = None,
+        covariance: bool = False,
+        jump: float | None = None,
+        resync: int = 5,
+        relinearize_threshold: float | Mapping[str, float] | None = None,
+        relinearize_skip: int = 5,
+        wildfire_threshold: float = 0.0,
+        max_iterations: int = 5,
+        update_every: int = 1,
+        calibration_sigma: float | None = None,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> None:
+        self.model = model
+        if h is None and period is None:
+            raise ModelError("stream: give the model time-step h or the sample period [s]")
+        period = _positive("stream sample period", period if period is not None else h)
+        h = _positive("stream time-step h", h if h is not None else period)
+        stride = int(round(h / period))
+        if stride < 1 or abs(stride * period - h) > 1e-6 * h:
+            raise ModelError(f"stream: time-step h = {h:g} s must be a whole multiple of the sample period {period:g} s")
+        self.period, self.stride, self.h = period, stride, stride * period
+        self.lag = _positive("stream lag", lag)
+        if isinstance(update_every, bool) or not isinstance(update_every, (int, np.integer)) or update_every < 1:
+            raise ModelError(f"stream: update_every must be a whole number >= 1, got {update_every!r}")
+        self.update_every = int(update_every)
+        self.m = max(int(round(self.lag / self.h)), 1)
+        if smoother not in ("incremental", "gtsam-incremental", "batch"):
+            raise ModelError(f"stream: smoother must be 'incremental', 'gtsam-incremental' or 'batch', got {smoother!r}")
+        self.smoother_kind = smoother
+        n_obs = len(model.observations)
+        self.hinge = model.angle_observation_mask()
+        if ppr is not None:
+            if isinstance(ppr, bool) or not isinstance(ppr, (int, np.integer)) or ppr < 1:
+                raise ModelError(f"stream: encoder counts per revolution must be a whole number >= 1, got {ppr!r}")
+            if not self.hinge.any():
+                raise ModelError(f"stream: ppr is set but {model.name} observes no hinge angle")
+        if counts and ppr is None:
+            raise ModelError("stream: raw encoder counts need ppr, the counts per revolution")
+        if counter_modulus is not None:
+            if not counts:
+                raise ModelError("stream: counter_modulus needs raw encoder counts (counts=True and ppr)")
+            if isinstance(counter_modulus, bool) or not isinstance(counter_modulus, (int, np.integer)) \
+                    or counter_modulus < 2:
+                raise ModelError(f"stream: counter_modulus must be a whole number >= 2, got {counter_modulus!r}")
+        self.ppr, self.counts, self.counter_modulus = ppr, bool(counts), counter_modulus
+        self.step_rad = 2.0 * math.pi / ppr if ppr else None
+        if sigma_observation is None:
+            if ppr is not None:
+                base = calibration_sigma if calibration_sigma else DEFAULT_SIGMA
+                sig = np.where(self.hinge, self.step_rad / math.sqrt(12.0), base)
+            else:
+                sig = np.full(n_obs, calibration_sigma if calibration_sigma else DEFAULT_SIGMA)
+        else:
+            sig = np.broadcast_to(np.asarray(sigma_observation, dtype=float), (n_obs,)).copy()
+        if not np.all(np.isfinite(sig)) or np.any(sig <= 0):
+            raise ModelError(f"stream: observation noise must be positive, got {sigma_observation!r}")
+        self.sigma_observation = sig
+        self.weight = _positive("stream state error weight", weight)
+        # One scale for the impulse sigma: the channels' RMS sigma (they are equal for like encoders).
+        sigma_y = float(np.sqrt(np.mean(sig**2)))
+        self.sigma_impulse = (_positive("stream impulse noise", sigma_impulse) if sigma_impulse is not None
+                              else sigma_y / math.sqrt(self.weight))
+        self.jump = _positive("stream jump threshold", jump) if jump is not None else max(0.2, 50.0 * sigma_y)
+        if isinstance(resync, bool) or not isinstance(resync, (int, np.integer)) or resync < 1:
+            raise ModelError(f"stream: resync must be a whole number >= 1, got {resync!r}")
+        self.resync = int(resync)
+        self.covariance = bool(covariance)
+        self.on_warning = on_warning
+
+        refine = tuple(refine)
+        for name in refine:
+            if name not in model.parameters:
+                raise ModelError(f"stream: {model.name} has no parameter {name!r} to refine; "
+                                 f"its parameters: {', '.join(model.parameters)}")
+            if name == model.tilt:
+                raise ModelError(f"stream: the tilt {name!r} cannot be refined online (only scalar parameters)")
+        self.variables = variables_for(model, refine)
+        self.fixed = fixed_values(model)
+        self.parameters = model.parameters.numpy_values()
+        self._refine_prior = None
+        if refine:
+            p0 = np.array([float(self.parameters[n]) for n in refine])
+            sigmas = []
+            for name, value in zip(refine, p0):
+                s = (refine_sigmas or {}).get(name)
+                s = 0.1 * abs(value) if s is None or not (math.isfinite(s) and s > 0) else float(s)
+                if not s > 0:
+                    raise ModelError(f"stream: parameter {name!r} is 0; give its prior sigma in refine_sigmas")
+                sigmas.append(s)
+            self._refine_prior = (p0, np.array(sigmas))
+
+        self._obs_noise = noise_model(self.sigma_observation, n_obs)
+        self._imp_noise = noise_model(self.sigma_impulse, 12 * model.nb)
+        self._readout = _Readout(model)
+        if smoother in ("incremental", "gtsam-incremental"):
+            params = gtsam.ISAM2Params()
+            params.setRelinearizeThreshold(self._threshold_map(relinearize_threshold, len(refine)))
+            params.relinearizeSkip = int(relinearize_skip)
+            # QR: the impulse rows (sigma_p ~ 1e-3 sigma_y) make the normal equations too stiff for Cholesky.
+            params.setFactorization("QR")
+            # Back-substitute the whole window on every update: with iSAM2's default "wildfire" threshold
+            # (1e-3) changes below it stop propagating, and the oldest (smoothed) state lags the solution.
+            params.setOptimizationParams(gtsam.ISAM2GaussNewtonParams(float(wildfire_threshold)))
+            # Reuse the slots of marginalized factors, or the factor arrays grow with the stream.
+            params.findUnusedFactorSlots = True
+            if smoother == "incremental":
+                self._make_smoother = lambda: _ISAM2Window(self._window_lag(), params, [keys.P()])
+            else:
+                self._make_smoother = lambda: gtsam.IncrementalFixedLagSmoother(self._window_lag(), params)
+        else:
+            lm = gtsam.LevenbergMarquardtParams()
+            lm.setMaxIterations(int(max_iterations))
+            self._make_smoother = lambda: gtsam.BatchFixedLagSmoother(self._window_lag(), lm)
+        self.status = StreamStatus()
+        self._warned: set[str] = set()
+        self._smoother: Any = None
+        self._t0: float | None = None  # time of grid slot 0
+        self._last_j = -1  # last accepted grid slot
+        self._k = -1  # newest state index in the graph
+        self._k_start = 0  # state index of the current smoother's first state
+        self._u = np.zeros(len(model.controls))  # the last control received
+        self._u_graph = self._u  # the control at the newest state in the smoother
+        self._pending: list[tuple[int, np.ndarray, np.ndarray]] = []  # (k, readings, controls) awaiting an update
+        self._rollout: Callable[..., Any] | None = None  # compiled Spook steps (update_every > 1)
+        self._raw_prev: np.ndarray | None = None  # last finite raw reading per channel (counts or rad)
+        self._unwrapped = np.full(n_obs, np.nan)  # last unwrapped reading [rad, m]
+        self._refs: dict[int, np.ndarray] = {}  # per state: the readings' turn reference for unwrapping
+        self._jumps_in_row = np.zeros(n_obs, dtype=int)
+        self._filtered: Estimate | None = None
+        self._smoothed: Estimate | None = None
+        self._restart_velocity: np.ndarray | None = None
+        self._refined: dict[str, float] | None = None
+
+    # ------------------------------------------------------------------ construction helpers
+    def _threshold_map(self, threshold: float | Mapping[str, float] | None, n_refined: int) -> gtsam.ISAM2ThresholdMap:
+        """iSAM2's per-symbol relinearization thresholds (one entry per key letter the window uses)."""
+        per_kind = dict(DEFAULT_RELINEARIZE_THRESHOLD)
+        if isinstance(threshold, Mapping):
+            unknown = set(threshold) - set(per_kind)
+            if unknown:
+                raise ModelError(f"stream: relinearize_threshold has unknown kind(s) {sorted(unknown)}; "
+                                 f"expected some of {sorted(per_kind)}")
+            per_kind.update(threshold)
+        elif threshold is not None:
+            per_kind = dict.fromkeys(per_kind, threshold)
+        for kind, value in per_kind.items():
+            _positive(f"stream relinearize_threshold[{kind!r}]", value)
+        dims = {"x": ("pose", 6), "v": ("velocity", 6 * self.model.nb), "p": ("parameters", max(n_refined, 1))}
+        out = gtsam.ISAM2ThresholdMap()
+        for letter, (kind, dim) in dims.items():
+            out.insert((letter, np.full(dim, float(per_kind[kind]))))
+        return out
+
+    @classmethod
+    def from_calibration(cls, model: RigidModel, calibration: str | os.PathLike[str] | Mapping[str, Any],
+                         **kwargs: Any) -> StreamEstimator:
+        """An estimator with the parameters, h and noise estimates of a calibration (``mbfg calibrate --json``).
+
+        The impulse noise sigma_p is the calibration's estimate
+        (``sigma_impulse``, seed 001 eq. 3.23), the observation noise its
+        ``sigma_observation`` where no ``ppr`` gives the quantization noise.
+        ``kwargs`` override (``h``, ``sigma_impulse``, ...); a ``weight`` w
+        replaces the estimated sigma_p by sigma_y / sqrt(w). Parameters named in
+        ``refine`` get the calibration's standard deviations as prior sigmas.
+        A calibration without a usable ``sigma_impulse`` falls back on its
+        ``weight``.
+        """
+        from mbfg.parameters import load_parameter_file
+
+        doc = read_calibration(calibration)
+        if isinstance(calibration, Mapping):
+            changes = {k: (v["value"] if isinstance(v, Mapping) else v) for k, v in doc["parameters"].items()}
+            where = "calibration"
+        else:
+            changes = load_parameter_file(calibration)
+            where = os.fspath(calibration)
+        if "tilt" in changes and isinstance(changes["tilt"], list) and len(changes["tilt"]) == 3:
+            from scipy.spatial.transform import Rotation
+
+            # The JSON holds the tilt as a rotation vector [rad].
+            changes["tilt"] = Rotation.from_rotvec(np.asarray(changes["tilt"], dtype=float)).as_matrix()
+        try:
+            fitted = model.with_parameters(changes)
+        except ModelError as exc:
+            raise ModelError(f"{where}: {exc}") from None
+        settings: dict[str, Any] = {}
+        for key in ("h", "weight"):
+            if _usable(doc.get(key)):
+                settings[key] = float(doc[key])
+        sigma = doc.get("sigma_observation")
+        if _usable(sigma):
+            settings["calibration_sigma"] = float(sigma)
+        sigma_p = doc.get("sigma_impulse")
+        if _usable(sigma_p) and kwargs.get("weight") is None and kwargs.get("sigma_impulse") is None:
+            settings["sigma_impulse"] = float(sigma_p)
+        stds = {}
+        for name, entry in doc["parameters"].items():
+            if isinstance(entry, Mapping) and isinstance(entry.get("std"), (int, float)):
+                stds[name] = float(entry["std"])
+        if kwargs.get("refine"):
+            settings["refine_sigmas"] = {n: stds.get(n) for n in kwargs["refine"]}
+        settings.update({k: v for k, v in kwargs.items() if v is not None})
+        return cls(fitted, **settings)
+
+    def _window_lag(self) -> float:
+        # Keys stamped before t_new - lag are marginalized: m + update_every states stay, so that the smoothed
+        # state of every sample of an update is still there (the half step absorbs rounding).
+        return (self.m + self.update_every - 0.5) * self.h
+
+    # ------------------------------------------------------------------ the stream
+    @property
+    def initialized(self) -> bool:
+        """True once a complete sample has started the smoother."""
+        return self._smoother is not None
+
+    def push(self, t: float, readings: Sequence[float | None], controls: Sequence[float] | None = None) -> StreamStep:
+        """Feed one sample: time [s], one reading per observation (raw counts with ``ppr``, else rad / m;
+        None for a reading the sensor did not deliver, NaN/inf for a broken one: a fault), and the
+        controls of this instant (held until the next state time; None: the last ones).
+
+        Never raises on a bad sample: it is handled, counted and flagged (module docstring).
+        """
+        st = self.status
+        st.samples += 1
+        flags: list[str] = []
+        try:
+            t = float(t)
+            missing = np.array([v is None for v in readings], dtype=bool)
+            y = np.array([math.nan if v is None else v for v in readings], dtype=float).reshape(-1)
+            u = self._u if controls is None else np.asarray(controls, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            return self._drop("malformed", "a sample that is not numbers", flags, math.nan)
+        if y.shape != (len(self.model.observations),) or u.shape != (len(self.model.controls),):
+            return self._drop("malformed", f"a sample with {y.size} readings and {u.size} controls (expected "
+                              f"{len(self.model.observations)} and {len(self.model.controls)})", flags, t)
+        if not math.isfinite(t):
+            st.nonfinite += 1
+            return self._drop(None, None, flags + ["nonfinite"], t, warn=("nonfinite", "a non-finite time"))
+        bad = ~np.isfinite(y) & ~missing
+        if not np.all(np.isfinite(u)):
+            u = self._u
+            bad_u = True
+        else:
+            bad_u = False
+        if bad.any() or bad_u:
+            st.nonfinite += 1
+            flags.append("nonfinite")
+            what = ", ".join(n for n, b in zip(self.model.observations, bad) if b) or "control"
+            self._warn("nonfinite", f"stream: a non-finite reading ({what}) at t = {t:g} s was dropped")
+        y = np.where(bad, np.nan, y)
+
+        if self._t0 is None:
+            if np.isnan(y).any():  # the first state needs every reading
+                st.waiting += 1
+                return StreamStep(t, tuple(flags + ["waiting"]), None, None)
+            self._t0 = t
+        j_float = (t - self._t0) / self.period
+        j = int(round(j_float))
+        if j <= self._last_j:
+            kind, counter = ("duplicate", "duplicates") if j == self._last_j else ("out_of_order", "out_of_order")
+            setattr(st, counter, getattr(st, counter) + 1)
+            return self._drop(None, None, flags + [kind], t,
+                              warn=(kind, f"stream: a {kind.replace('_', '-')} sample (t = {t:g} s) was dropped"))
+        if abs(j_float - j) > 0.25:
+            st.off_grid += 1
+            flags.append("off_grid")
+            self._warn("off_grid", f"stream: sample t = {t:g} s is {abs(j_float - j) * self.period:.3g} s off the "
+                       f"{self.period:g} s grid; placed on the nearest slot")
+        if self._last_j >= 0 and j > self._last_j + 1:
+            st.gaps += 1
+            st.missing_samples += j - self._last_j - 1
+            flags.append("gap")
+        self._last_j = j
+        y = self._unwrap(y)
+        held_u = u  # (the last control when this one is not finite)
+        if j % self.stride:
+            st.between += 1
+            return StreamStep(t, tuple(flags + ["between"]), self._filtered, self._smoothed, self._refined)
+        k = j // self.stride
+        try:
+            if self._smoother is None:
+                if np.isnan(y).any():
+                    st.waiting += 1
+                    return StreamStep(t, tuple(flags + ["waiting"]), self._filtered, self._smoothed, self._refined)
+                self._start(k, y, held_u)
+                added, smoothed_added = self._read([k])
+            else:
+                y = self._gate(y, k, flags)
+                if "resync" in flags and not np.isnan(y).any():
+                    # The readings moved for good: start afresh from them, the velocity carried over.
+                    self._update()
+                    self._restart_velocity = self._filtered.velocity.copy()
+                    self._k = k
+                    self._start(k, y, held_u)
+                    added, smoothed_added = self._read([k])
+                else:
+                    self._pending.append((k, y, np.asarray(held_u, dtype=float).copy()))
+                    if len(self._pending) < self.update_every:
+                        self._u = np.asarray(held_u, dtype=float).copy()
+                        return StreamStep(t, tuple(flags + ["pending"]), self._filtered, self._smoothed,
+                                          self._refined)
+                    added, smoothed_added = self._update()
+            self._u = np.asarray(held_u, dtype=float).copy()
+        except Exception as exc:  # noqa: BLE001 - a stream must go on; the failure is counted and reported
+            return self._solver_failed(t, exc, flags)
+        return StreamStep(t, tuple(flags), self._filtered, self._smoothed, self._refined, updated=True,
+                          added=added, smoothed_added=smoothed_added)
+
+    def _solver_failed(self, t: float, exc: Exception, flags: list[str]) -> StreamStep:
+        """Count and report a failed update; the smoother restarts at the next complete sample, its velocity
+        prior centred on the last estimate."""
+        self.status.solver_failures += 1
+        self._warn("solver", f"stream: the smoother failed at t = {t:g} s ({type(exc).__name__}: {exc}); "
+                   "restarting at the next complete sample")
+        if self._filtered is not None:
+            self._restart_velocity = self._filtered.velocity.copy()
+        self._smoother = None
+        self._pending = []
+        return StreamStep(t, tuple(flags + ["solver_failure"]), self._filtered, self._smoothed, self._refined)
+
+    def flush(self) -> StreamStep | None:
+        """Update the smoother with the state-time samples waiting for the next update (``update_every`` > 1;
+        at the end of a stream). Returns their step (None when none wait). Never raises, as :meth:`push`."""
+        if not self._pending or self._smoother is None:
+            return None
+        t = self._t0 + self._pending[-1][0] * self.h
+        try:
+            added, smoothed_added = self._update()
+        except Exception as exc:  # noqa: BLE001 - as in push
+            return self._solver_failed(t, exc, [])
+        return StreamStep(t, (), self._filtered, self._smoothed, self._refined, updated=True, added=added,
+                          smoothed_added=smoothed_added)
+
+    # ------------------------------------------------------------------ read-out
+    def _estimates(self, ks: Sequence[int], covariance: bool) -> tuple[Estimate, ...]:
+        """Estimates of the states ``ks``, read out together."""
+        if not ks:
+            return ()
+        est = self._smoother
+        nb = self.model.nb
+        T_world_body = np.array([[est.calculateEstimatePose3(keys.X(k, i)).matrix() for i in range(nb)] for k in ks])
+        vel = np.array([est.calculateEstimateVector(keys.V(k)) for k in ks])
+        R_world_body, r_world_body = T_world_body[:, :, :3, :3], T_world_body[:, :, :3, 3]
+        out = self._readout(R_world_body, r_world_body, vel, jacobians=covariance)
+        q, qd = out[0], out[1]
+        refs = np.array([self._refs.get(k, np.full(q.shape[1], np.nan)) for k in ks])
+        # Angles next to the encoder's turn count (states without a reference keep (-pi, pi]).
+        q = np.where(self.hinge & np.isfinite(refs), refs + _wrap(q - refs), q)
+        estimates = []
+        for j, k in enumerate(ks):
+            q_std = qd_std = None
+            if covariance:
+                C = self._joint_covariance(self._state_keys(k))
+                Jq, Jv = out[2][j], out[3][j]
+                q_std = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", Jq, C, Jq), 0, None))
+                qd_std = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", Jv, C, Jv), 0, None))
+            estimates.append(Estimate(self._t0 + k * self.h, k, q[j], qd[j], q_std, qd_std,
+                                      R_world_body[j], r_world_body[j], vel[j]))
+        return tuple(estimates)
+
+    def _joint_covariance(self, key_list: list[int]) -> np.ndarray:
+        """Joint marginal covariance of ``key_list`` in GTSAM tangent coordinates, blocks in that order."""
+        if self.smoother_kind != "batch":
+            joint = self._smoother.getISAM2().jointMarginalCovariance(key_list)
+        else:
+            marginals = gtsam.Marginals(self._smoother.getFactors(), self._smoother.calculateEstimate())
+            joint = marginals.jointMarginalCovariance(key_list)
+        return np.block([[joint.at(a, b) for b in key_list] for a in key_list])
+
+    def _oldest_in_window(self) -> int:
+        """Index of the oldest state the smoother still holds: it keeps m + update_every states."""
+        return max(self._k_start, self._k - self.m - self.update_every + 1)
+
+    def _read(self, ks: Sequence[int]) -> tuple[tuple[Estimate, ...], tuple[Estimate, ...]]:
+        """Filtered estimates of the states ks and smoothed ones of the states a lag before them (those in
+        this smoother); the newest of each become :attr:`_filtered` and :attr:`_smoothed`."""
+        # A gap among the samples may have pushed some of their smoothed states out of the window.
+        oldest = self._oldest_in_window()
+        lagged = [k - self.m for k in ks if k - self.m >= oldest]
+        both = self._estimates(list(ks) + lagged, self.covariance)
+        added, smoothed_added = both[: len(ks)], both[len(ks) :]
+        self._filtered = added[-1]
+        if smoothed_added:
+            self._smoothed = smoothed_added[-1]
+        if self._refine_prior is not None:
+            chi = np.asarray(self._smoother.calculateEstimateVector(keys.P()))
+            self._refined = {n: float(v) for n, v in zip(self.variables.free, chi)}
+        return added, smoothed_added
+
+    # ------------------------------------------------------------------ whole logs, end of stream
+    def window(self, covariance: bool | None = None) -> list[Estimate]:
+        """Estimates of the last m + 1 states in the window, oldest first (at the end of a stream: its final
+        smoothing; samples still waiting for an update are not in it, see :meth:`flush`)."""
+        if self._smoother is None:
+            return []
+        cov = self.covariance if covariance is None else covariance
+        first = max(self._k - self.m, self._k_start)
+        return list(self._estimates(range(first, self._k + 1), cov))
+
+    def replay(self, log: Log, *, quiet: bool = True) -> StreamReplay:
+        """Push every row of ``log`` (readings in rad / m; converted to counts for an estimator that reads
+        raw counts), and collect the filtered and smoothed estimate of every state.
+
+        Raises:
+            DataError: the log's columns are not the model's observations and controls.
+        """
+        if tuple(log.observations) != tuple(self.model.observations) or tuple(log.controls) != tuple(self.model.controls):
+            raise DataError(
+                f"{log.source}: columns {list(log.observations) + list(log.controls)} do not match the model "
+                f"{self.model.name!r} ({list(self.model.observations) + list(self.model.controls)})"
+            )
+        y = log.y
+        if self.counts:
+            y = np.where(self.hinge, y / self.step_rad, y)  # the encoder's counts
+        filtered: dict[int, Estimate] = {}
+        smoothed: dict[int, Estimate] = {}
+        step_s = np.zeros(len(log.t))
+        progress = Progress(f"stream {self.model.name}", len(log.t), quiet=quiet)
+        for i in range(len(log.t)):
+            start = time.perf_counter()
+            row = [None if math.isnan(v) else float(v) for v in y[i]]  # an empty cell: a missing reading
+            out = self.push(log.t[i], row, log.u[i] if log.u.shape[1] else None)
+            step_s[i] = time.perf_counter() - start
+            for est in out.added:
+                filtered[est.k] = est
+            for est in out.smoothed_added:
+                smoothed[est.k] = est
+            progress.update(i + 1, stream_s=log.t[i] - log.t[0])
+        last = self.flush()
+        if last is not None:
+            filtered.update((est.k, est) for est in last.added)
+        for est in self.window(covariance=False):
+            smoothed[est.k] = est
+        ks = sorted(filtered)
+        if not ks:
+            raise DataError(f"{log.source}: no complete sample to start the stream from")
+
+        def pick(src: dict[int, Estimate], attr: str) -> np.ndarray:
+            return np.stack([getattr(src[k], attr) if k in src else np.full(len(self.model.observations), np.nan)
+                             for k in ks])
+
+        def states(src: dict[int, Estimate]) -> State:
+            nb = self.model.nb
+            nan = State(np.full((nb, 3), np.nan), np.full((nb, 4), np.nan), np.full((nb, 3), np.nan),
+                        np.full((nb, 3), np.nan))
+            rows = [src[k].state if k in src else nan for k in ks]
+            return State(*(np.stack([np.asarray(s[f]) for s in rows]) for f in range(4)))
+
+        return StreamReplay(
+            np.array([filtered[k].t for k in ks]),
+            pick(filtered, "coordinates"), pick(filtered, "rates"), pick(smoothed, "coordinates"),
+            pick(smoothed, "rates"), states(filtered), states(smoothed), step_s, self.status, self._refined,
+        )

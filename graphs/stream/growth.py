@@ -1,0 +1,173 @@
+"""Growing the window's graph one update at a time: starts, predictions, new states and factors.
+"""
+
+from __future__ import annotations
+
+
+from collections.abc import Sequence
+
+import gtsam
+import numpy as np
+
+from mbfg import keys
+from mbfg import quaternion as quat
+from mbfg.adapter import PerFactor
+from mbfg.factors._rigid import state_values
+from mbfg.factors.impulse import impulse_factor, impulse_keys, impulse_type
+from mbfg.factors.initial_state import initial_state_type
+from mbfg.factors.observation import observation_factor, observation_keys, observation_type
+from mbfg.graphs.joint import initial_states
+from mbfg.rigid import State
+
+from mbfg.graphs.stream.results import VELOCITY_PRIOR_SIGMA, Estimate
+
+class _GraphGrowth:
+    """The graph growth of :class:`StreamEstimator` (a mixin): new smoothers, predictions, updates."""
+
+    def _state_keys(self, k: int) -> list[int]:
+        return [keys.X(k, i) for i in range(self.model.nb)] + [keys.V(k)]
+
+    def _insert_state(self, values: gtsam.Values, k: int, poses: Sequence[gtsam.Pose3], vel: np.ndarray) -> None:
+        for i, pose in enumerate(poses):
+            values.insert(keys.X(k, i), pose)
+        values.insert(keys.V(k), np.asarray(vel, dtype=float))
+
+    def _start(self, k: int, y: np.ndarray, u: np.ndarray) -> None:
+        """A new smoother whose first state is x_k at the readings y (initial-state factor, observation, prior)."""
+        (x0,) = initial_states(self.model, y[None], self.h, self.parameters)
+        vals = state_values(self.model, x0)
+        vel = self._restart_velocity if self._restart_velocity is not None else vals[-1]
+        graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
+        self._insert_state(values, k, [gtsam.Pose3(T) for T in vals[:-1]], vel)
+        pkeys = keys.parameter_keys(self.variables)
+        graph.push_back(initial_state_type(self.variables).make(self._state_keys(k) + pkeys, self._imp_noise,
+                                                                self.fixed, float(self.h)))
+        graph.push_back(observation_factor(self.variables, k, y, self._obs_noise, self.fixed))
+        graph.push_back(gtsam.PriorFactorVector(keys.V(k), np.asarray(vel, dtype=float),
+                                                gtsam.noiseModel.Isotropic.Sigma(len(vel), VELOCITY_PRIOR_SIGMA)))
+        stamps = {key: k * self.h for key in self._state_keys(k)}
+        if self._refine_prior is not None:
+            p0, sig = self._refine_prior
+            if self._refined is not None:  # a restart keeps what was learned
+                p0 = np.array([self._refined[n] for n in self.variables.free])
+            values.insert(keys.P(), p0)
+            graph.push_back(gtsam.PriorFactorVector(keys.P(), p0, gtsam.noiseModel.Diagonal.Sigmas(sig)))
+            stamps[keys.P()] = k * self.h
+        self._smoother = self._make_smoother()
+        self._k_start, self._k = k, k
+        self._u_graph = np.asarray(u, dtype=float).copy()
+        self._pending = []
+        self._refs = {k: y.copy()}
+        self._restart_velocity = None
+        self._smoother.update(graph, values, stamps)
+        self.status.states += 1
+        self.status.updates += 1
+
+    def _predict(self, k_from: int, controls: Sequence[np.ndarray]) -> list[tuple[list[gtsam.Pose3], np.ndarray]]:
+        """Predictions of x_{k_from+1} .. x_{k_from+n} from the estimate of x_{k_from}, ``controls`` (n, n_u)
+        the u of each step: (poses, velocity) per step.
+
+        One state per update: constant velocity, positions by the Spook update q_{k+1} = q_k + h v (2.16).
+        Several (``update_every`` > 1): Spook steps of the model (:func:`mbfg.spook.step`, one compiled
+        scan of ``update_every`` steps per call). The new states' factors are linearized at these values
+        and relinearized only past the pose threshold; extrapolated over several steps at constant
+        velocity (error about a (n h)^2 / 2) or at the last step's acceleration (the Furuta pendulum's
+        velocity along its constrained axes swings by rad/s between updates) they lose accuracy
+        (tests/test_stream.py compares update_every 5 with 1).
+        """
+        est = self._smoother
+        nb = self.model.nb
+        vel = np.asarray(est.calculateEstimateVector(keys.V(k_from)))
+        poses = [est.calculateEstimatePose3(keys.X(k_from, i)) for i in range(nb)]
+        if self.update_every == 1:
+            out = []
+            for n in range(1, len(controls) + 1):
+                moved = []
+                for i, pose in enumerate(poses):
+                    v, w = vel[6 * i : 6 * i + 3], vel[6 * i + 3 : 6 * i + 6]
+                    R = pose.rotation().compose(gtsam.Rot3.Expmap(w * n * self.h))  # omega is in the body frame
+                    moved.append(gtsam.Pose3(R, pose.translation() + v * n * self.h))
+                out.append((moved, vel))
+            return out
+        from mbfg.spook import _compiled_scan
+
+        V = vel.reshape(nb, 6)
+        x = State(np.stack([p.translation() for p in poses]),
+                  np.stack([quat.from_matrix(p.rotation().matrix()) for p in poses]), V[:, :3], V[:, 3:])
+        N = self.update_every
+        u = np.asarray(controls, dtype=float).reshape(len(controls), -1)
+        chunks = -(-len(u) // N)
+        padded = np.concatenate([u, np.repeat(u[-1:], chunks * N - len(u), axis=0)])
+        h = np.asarray(self.h, dtype=float)
+        if self._rollout is None:
+            self._rollout = _compiled_scan(self.model, x, padded[:N], self.fixed, h)[0]
+        out = []
+        for c in range(chunks):
+            x, (xs, _, _) = self._rollout(x, padded[c * N : (c + 1) * N], self.fixed, h)
+            r, e, v, w = (np.asarray(a) for a in xs)
+            for n in range(N):
+                moved = [gtsam.Pose3(gtsam.Rot3.Quaternion(*e[n, i]), r[n, i]) for i in range(nb)]
+                out.append((moved, np.concatenate([v[n], w[n]], axis=1).reshape(-1)))
+        return out[: len(u)]
+
+    def _update(self) -> tuple[tuple[Estimate, ...], tuple[Estimate, ...]]:
+        """Take the waiting samples into the smoother; their filtered and smoothed estimates."""
+        if not self._pending:
+            return (), ()
+        pending, self._pending = self._pending, []
+        self._extend(pending)
+        return self._read([k for k, _, _ in pending])
+
+    def _extend(self, pending: Sequence[tuple[int, np.ndarray, np.ndarray]]) -> None:
+        """Add the states x_{k_last+1} .. x_k of the samples (k, readings, controls) in ``pending`` (bridged
+        states without a sample included), their impulse factors, and their readings' observation factors.
+
+        With ``update_every`` new states (no gap) the impulse and observation factors are linearized
+        together, one vmapped JAX call per type (:meth:`FactorType.make_many`); otherwise one by one.
+        """
+        graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
+        stamps: dict[int, float] = {}
+        k_last, k_end = self._k, pending[-1][0]
+        samples = {k: (y, u) for k, y, u in pending}
+        impulse_keys_, controls = [], []
+        u = self._u_graph
+        ref = self._refs[k_last]
+        for kk in range(k_last + 1, k_end + 1):
+            impulse_keys_.append(impulse_keys(self.variables, kk - 1))
+            controls.append(u)  # u_{kk-1}
+            for key in self._state_keys(kk):
+                stamps[key] = kk * self.h
+            if kk in samples:
+                y, u = samples[kk]
+                ref = np.where(np.isfinite(y), y, ref)
+            self._refs[kk] = ref
+        for kk, (poses, vel) in zip(range(k_last + 1, k_end + 1), self._predict(k_last, controls)):
+            self._insert_state(values, kk, poses, vel)
+        observed = [(k, y) for k, y, _ in pending if np.isfinite(y).any()]
+        if len(impulse_keys_) == self.update_every > 1:
+            itype = impulse_type(self.variables)
+            for f in itype.make_many(impulse_keys_, self._imp_noise, self.fixed, PerFactor(np.stack(controls)),
+                                     float(self.h), regroup=False, per_variable=True):
+                graph.push_back(f)
+        else:
+            for kk, u_k in zip(range(k_last + 1, k_end + 1), controls):
+                graph.push_back(impulse_factor(self.variables, kk - 1, u_k, self.h, self._imp_noise, self.fixed))
+        if len(observed) == self.update_every > 1:
+            ys = np.stack([y for _, y in observed])
+            for f in observation_type(self.variables).make_many(
+                    [observation_keys(self.variables, k) for k, _ in observed], self._obs_noise, self.fixed,
+                    PerFactor(np.nan_to_num(ys)), PerFactor(np.isfinite(ys).astype(float)), regroup=False,
+                    per_variable=True):
+                graph.push_back(f)
+        else:
+            for k, y in observed:
+                graph.push_back(observation_factor(self.variables, k, y, self._obs_noise, self.fixed))
+        if self._refine_prior is not None:
+            stamps[keys.P()] = k_end * self.h  # the parameters stay in the window
+        self._smoother.update(graph, values, stamps)
+        self._k, self._u_graph = k_end, u
+        oldest = self._oldest_in_window()
+        for kk in [kk for kk in self._refs if kk < oldest - 1]:
+            del self._refs[kk]
+        self.status.states += k_end - k_last
+        self.status.updates += 1

@@ -1,0 +1,98 @@
+"""Coordinates and rates of states read out in NumPy (no JAX call per sample).
+"""
+
+from __future__ import annotations
+
+
+import numpy as np
+
+from mbfg import quaternion as quat
+from mbfg._jax import jax
+from mbfg.rigid import WORLD, Hinge, RigidModel, State
+
+def _wrap(x: np.ndarray | float) -> np.ndarray:
+    return np.arctan2(np.sin(x), np.cos(x))
+
+
+def _hinge_angles(R_a: np.ndarray, R_b: np.ndarray) -> np.ndarray:
+    """NumPy twin of :func:`mbfg.rigid.hinge_angle` over a leading axis: rotations (n, 3, 3) of frames a
+    and b; the rotation of b about a's z axis (n,) [rad]."""
+    R_ab = np.einsum("nji,njk->nik", R_a, R_b)
+    return np.arctan2(R_ab[:, 1, 0] - R_ab[:, 0, 1], R_ab[:, 0, 0] + R_ab[:, 1, 1])
+
+
+class _Readout:
+    """Coordinates, rates and their Jacobians from states, in NumPy (no JAX call per sample).
+
+    For each observation: a hinge angle (from the bodies' rotations, as
+    :meth:`RigidModel.observe`) and its rate ``n . (omega_b - omega_a)``
+    (world angular velocities, n the hinge axis), or a CoM coordinate and its
+    velocity. The Jacobians are with respect to the GTSAM tangent of the
+    state's variables [pose_0 (omega, v), ..., pose_{nb-1}, V (6 nb)], for the
+    marginal standard deviations. Vectorized over states: one read-out per
+    smoother update, whatever the number of states it adds.
+    """
+
+    def __init__(self, model: RigidModel) -> None:
+        self.model, self.nb = model, model.nb
+        joints = {j.name: j for j in model.joints}
+        self.channels: list[tuple] = []
+        for name in model.observations:
+            j = joints.get(name)
+            if isinstance(j, Hinge):
+                ia = None if j.a.body == WORLD else model.body_index[j.a.body]
+                ib = model.body_index[j.b.body]
+                self.channels.append(("hinge", ia, j.a.R(), ib, j.b.R()))
+            else:
+                body, _, axis = name.rpartition(".")
+                self.channels.append(("com", model.body_index[body], "xyz".index(axis)))
+
+    def __call__(self, R_world_body: np.ndarray, r_world_body: np.ndarray, vel: np.ndarray,
+                 jacobians: bool = False):
+        """From R_world_body (n, nb, 3, 3), r_world_body (n, nb, 3) [m] and V (n, 6 nb) [m/s, rad/s]:
+        coordinates (n, n_obs), rates (n, n_obs) [and J_q, J_v (n, n_obs, 12 nb)]."""
+        n, nb, n_obs = len(R_world_body), self.nb, len(self.channels)
+        vel = vel.reshape(n, nb, 6)
+        w_world = np.einsum("nbij,nbj->nbi", R_world_body, vel[:, :, 3:])
+        q, qd = np.zeros((n, n_obs)), np.zeros((n, n_obs))
+        if jacobians:
+            Jq, Jv = np.zeros((n, n_obs, 12 * nb)), np.zeros((n, n_obs, 12 * nb))
+        for c, ch in enumerate(self.channels):
+            if ch[0] == "hinge":
+                _, ia, R_a_frame, ib, R_b_frame = ch
+                R_world_a = np.broadcast_to(np.eye(3), (n, 3, 3)) if ia is None else R_world_body[:, ia]
+                R_world_fa = R_world_a @ R_a_frame
+                axis = R_world_fa[:, :, 2]  # the hinge axis in the world
+                q[:, c] = _hinge_angles(R_world_fa, R_world_body[:, ib] @ R_b_frame)
+                w_rel = w_world[:, ib] - (0.0 if ia is None else w_world[:, ia])
+                qd[:, c] = np.einsum("ni,ni->n", axis, w_rel)
+                if jacobians:
+                    # R_i Exp(delta) turns body i by R_i delta (world): the angle by n . R_i delta.
+                    for i, sign in ((ib, 1.0), (ia, -1.0)):
+                        if i is None:
+                            continue
+                        dq_domega = sign * np.einsum("ni,nij->nj", axis, R_world_body[:, i])
+                        Jq[:, c, 6 * i : 6 * i + 3] += dq_domega
+                        Jv[:, c, 6 * nb + 6 * i + 3 : 6 * nb + 6 * i + 6] += dq_domega
+            else:
+                _, i, axis = ch
+                q[:, c], qd[:, c] = r_world_body[:, i, axis], vel[:, i, axis]
+                if jacobians:
+                    Jq[:, c, 6 * i + 3 : 6 * i + 6] = R_world_body[:, i, axis]  # Pose3 retract moves t by R dv
+                    Jv[:, c, 6 * nb + 6 * i + axis] = 1.0
+        if jacobians:
+            return q, qd, Jq, Jv
+        return q, qd
+
+
+def joint_coordinates(model: RigidModel, states: State) -> tuple[np.ndarray, np.ndarray]:
+    """Observed coordinates and their rates (n, n_obs) [rad, m; rad/s, m/s] of states with a leading axis n.
+
+    The estimator's own read-out (hinge angles wrapped to (-pi, pi]), for
+    comparing a batch solution or a simulation with the stream's estimates.
+    """
+    n = len(states.r)
+    # One vmapped call: a JAX call per state and body costs more than the read-out itself.
+    R_world_body = np.asarray(jax.vmap(quat.to_matrix)(np.asarray(states.e).reshape(-1, 4))).reshape(n, -1, 3, 3)
+    vel = np.concatenate([np.asarray(states.v), np.asarray(states.w)], axis=2).reshape(n, -1)
+    return _Readout(model)(R_world_body, np.asarray(states.r), vel)
