@@ -279,9 +279,10 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
         options = dict(max_iterations=max_iterations)
         futures: dict[Any, dict[str, Any]] = {}
         cal_futures = {}
+        prefer = _placement(todo_cal, recordings, list(client.scheduler_info().get("workers", {})))
         for name, hh, w, e in todo_cal:
             f = client.submit(calibration_task, shared, recordings[name], name, hh, w, e, free, options, cache,
-                              pure=False, priority=1)
+                              pure=False, priority=1, workers=prefer.get((name, hh, w, e)), allow_other_workers=True)
             cal_futures[(name, hh, w, e)] = f
             futures[f] = _row("calibration", name, name, hh, w, e)
         for (name, hh, w, e), other in todo_cv:
@@ -305,6 +306,22 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
             if cluster is not None:
                 cluster.close()
     return done
+
+
+def _placement(cells: list, recordings: dict[str, Log], workers: list[str]) -> dict[tuple, list[str]]:
+    """A preferred worker per calibration cell: cells that compile the same functions (same number of
+    time-steps, same eps) on the same worker, in equal shares. A worker compiles once per distinct
+    shape, so this halves the compiles of a 2 h x n w grid on 2 workers. A preference only (the
+    scheduler may run a cell elsewhere); none with fewer than 2 workers."""
+    if len(workers) < 2 or len(cells) < 2:
+        return {}
+    def steps(cell: tuple) -> int:
+        log = recordings[cell[0]]
+        return int(round((log.t[-1] - log.t[0]) / cell[1]))
+
+    order = sorted(cells, key=lambda c: (steps(c), str(c[3]), c[2], c[0]))
+    share = math.ceil(len(order) / len(workers))
+    return {cell: [workers[i // share]] for i, cell in enumerate(order)}
 
 
 def _progress(row: Mapping[str, Any], done: int, total: int, elapsed: float) -> None:
