@@ -32,28 +32,12 @@ def _state(model, rng: np.random.Generator) -> State:
 
 
 @pytest.mark.parametrize("name", ["furuta-viscous", "double-pendulum-torque"])
-def test_seed_004_step_in_schur_form_is_the_spook_step_and_zeroes_the_step_residual(name):
-    model = _rigid_model(name)
-    p = model.parameters.arrays()
-
-    @jax.jit
-    def both(x, a):
-        x_spook, info = spook.step(model, x, a, p, H)
-        x_ctrl, lam = control.step(model, x, a, p, H)
-        return x_spook, info.lam_A[control.constraint_rows(model)], x_ctrl, lam, step_residual(model, x, a, x_ctrl, p, H)
-
-    rng = np.random.default_rng(4)
-    for _ in range(3):
-        a = jnp.asarray(rng.uniform(-1.0, 1.0, len(model.controls)))
-        x_spook, lam_spook, x_ctrl, lam, residual = both(_state(model, rng), a)
-        for u, v in zip(x_spook, x_ctrl):
-            np.testing.assert_allclose(v, u, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(lam, lam_spook, rtol=1e-10, atol=1e-15)
-        assert np.abs(residual).max() < 1e-12  # Q = 0 and R_q = 0 on the step
-
-
-@pytest.mark.parametrize("name", ["furuta-viscous", "double-pendulum-torque"])
-def test_seed_004_gradients_direct_and_adjoint_match_jax_and_finite_differences(name):
+def test_seed_004_step_is_the_spook_step_and_its_gradients_match_jax_and_finite_differences(name):
+    # One compiled function per model checks both (the compilation is most of the cost):
+    # - the step in the seed's Schur form equals the Spook step (states, multipliers) and zeroes the
+    #   step factor's residual (Q = 0, R_q = 0);
+    # - dL/da by the direct and the adjoint method equals JAX's derivative of the Spook step and
+    #   central differences (L is quadratic in a at a fixed state: exact up to round-off), to 1e-8.
     model = _rigid_model(name)
     p = model.parameters.arrays()
     n_a = len(model.controls)
@@ -66,14 +50,17 @@ def test_seed_004_gradients_direct_and_adjoint_match_jax_and_finite_differences(
         return 0.5 * (r_v @ r_v + r_f @ r_f)
 
     @jax.jit
-    def gradients(x, a, obj):
+    def check(x, a, obj):
+        x_spook, info = spook.step(model, x, a, p, H)
+        x_ctrl, lam = control.step(model, x, a, p, H)
+        steps = (x_spook, info.lam_A[hol], x_ctrl, lam, step_residual(model, x, a, x_ctrl, p, H))
         L_d, g_d = control.gradient_direct(model, x, a, p, H, obj)
         L_a, g_a = control.gradient_adjoint(model, x, a, p, H, obj)
         g_jax = jax.grad(spook_cost, argnums=1)(x, a, obj)
-        step = 1e-2  # L is quadratic in a at a fixed state: central differences are exact up to round-off
+        step = 1e-2
         E = step * jnp.eye(n_a)
         g_fd = jax.vmap(lambda e: spook_cost(x, a + e, obj) - spook_cost(x, a - e, obj))(E) / (2 * step)
-        return L_d, L_a, spook_cost(x, a, obj), g_d, g_a, g_jax, g_fd
+        return steps, (L_d, L_a, spook_cost(x, a, obj), g_d, g_a, g_jax, g_fd)
 
     rng = np.random.default_rng(40)
     joints = [j.name for j in model.joints]
@@ -84,7 +71,12 @@ def test_seed_004_gradients_direct_and_adjoint_match_jax_and_finite_differences(
         obj = control.Objective(P, jnp.asarray(rng.normal(size=2)),
                                 jnp.asarray(control.force_projection(model, [f"{joints[0]}.fx", f"{joints[-1]}.fz"])),
                                 jnp.asarray(rng.normal(size=2)))
-        L_d, L_a, L_ref, g_d, g_a, g_jax, g_fd = (np.asarray(v) for v in gradients(x, a, obj))
+        (x_spook, lam_spook, x_ctrl, lam, residual), grads = check(x, a, obj)
+        for u, v in zip(x_spook, x_ctrl):
+            np.testing.assert_allclose(v, u, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(lam, lam_spook, rtol=1e-10, atol=1e-15)
+        assert np.abs(residual).max() < 1e-12
+        L_d, L_a, L_ref, g_d, g_a, g_jax, g_fd = (np.asarray(v) for v in grads)
         np.testing.assert_allclose([L_d, L_a], [L_ref, L_ref], rtol=1e-10)
         scale = np.abs(g_jax).max()
         for label, g in (("direct", g_d), ("adjoint", g_a), ("finite differences", g_fd)):
