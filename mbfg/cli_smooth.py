@@ -4,14 +4,17 @@
 
     some_reader | mbfg smooth MODEL --params CALIB.json [--lag S] [--ppr N [--counts [--wrap M]]]
                               [--dt H] [--period P] [--std] [--smoother incremental|batch]
+                              [--columns t,NAMES...] [--max-gap S]
                               [--input FILE|-] [--output FILE|-] [--quiet] | plotter
 
 Input: the standard log format (:mod:`mbfg.logs`): a header line naming ``t``,
 the model's observations and its controls (other columns are ignored), then
-one sample per line. Unlike ``read_log``, a bad line does not stop the
-command: it is a fault of the stream, handled and counted
-(:mod:`mbfg.graphs.stream`). Output: one CSV line per input data line, flushed
-at once, so the command can sit in a pipe.
+one sample per line (or no header, with ``--columns``). Unlike ``read_log``, a
+bad line (wrong cells, bytes that are not UTF-8) does not stop the command: it
+is a fault of the stream, handled and counted (:mod:`mbfg.graphs.stream`).
+Output: one CSV line per input data line, flushed at once, so the command can
+sit in a pipe. The JAX functions are compiled before the first line is read;
+Ctrl-C ends a live pipe with the fault summary, the output flushed.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import io
 import math
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from mbfg.errors import DataError, ModelError
 
@@ -37,16 +40,21 @@ did instead).
 
 Input (--input, default standard input): the standard log format, read line
 by line as it arrives: a header 't,<observations...>,<controls...>' (other
-columns are ignored), then one sample per line. Readings are angles [rad]
+columns are ignored), then one sample per line; or, with --columns naming
+them, samples without a header line. Readings are angles [rad]
 (or CoM coordinates [m]); --ppr N says the encoders have N counts per
 revolution (their quantization noise, step^2/12, is then the observation
 noise); with --counts the hinge readings are raw counts, and with --wrap M a
-counter that wraps around after M counts is unwrapped. An empty cell is a missing reading. Bad samples never stop the
-command: a gap in the times is bridged by the dynamics; a non-finite or
-non-numeric reading is dropped (a warning the first time); a duplicate or
-out-of-order time is dropped; a reading far from the prediction is left out
-(a jump); a line with the wrong number of cells is skipped. A summary of these
-faults goes to stderr at the end.
+counter that wraps around after M counts is unwrapped. Bad samples never
+stop the command, and each is counted: an empty cell is a missing reading
+(flag missing); a gap in the times up to --max-gap is bridged by the model's
+dynamics; a time further than that from the last one, forward or back, is a
+leap, dropped, unless 5 samples in a row go on from it (then the window
+restarts there, flag restart); a non-finite or non-numeric reading is dropped
+(a warning the first time); a duplicate or out-of-order time is dropped; a
+reading far from the prediction is left out (a jump); a line with the wrong
+number of cells or bytes that are not UTF-8 is skipped (malformed). A summary
+of these faults goes to stderr at the end, and on Ctrl-C.
 
 Output (--output, default standard output): a header, then one line per
 input data line, flushed at once:
@@ -55,10 +63,13 @@ input data line, flushed at once:
   their rates [rad/s, m/s], with --std std_<name> and std_d<name>; then
   t_smoothed and the same columns with the suffix _smoothed for the state one
   lag back; then flags ('|'-separated: gap, nonfinite, duplicate, out_of_order,
-  off_grid, jump, resync, malformed, solver_failure, waiting, between,
-  pending).
+  off_grid, jump, resync, malformed, solver_failure, missing, leap, restart,
+  waiting, between, pending; pending also marks a fault line that repeats the
+  estimates while samples wait for an update).
 Cells are empty while there is no estimate yet (before the first complete
-sample, and for the smoothed columns until one lag has passed).
+sample, and for the smoothed columns until one lag has passed, also after a
+restart of the window). Times are the step index times h, rounded to the
+decimals of the sample period.
 """
 
 EPILOG = """\
@@ -66,7 +77,8 @@ examples:
   mbfg simulate pendulum --duration 2 --dt 0.001 --init theta=2.5 --ppr 2048 --out log.csv
   mbfg calibrate pendulum log.csv --free J,b --out calib.json
   mbfg smooth pendulum --params calib.json --lag 0.05 --input log.csv --output estimates.csv
-  tail -f rig.csv | mbfg smooth furuta-viscous --params calib.json --ppr 2048 --std | plotter
+  tail -n +1 -f rig.csv | mbfg smooth furuta-viscous --params calib.json --ppr 2048 --std
+  tail -f rig.csv | mbfg smooth furuta-viscous --params calib.json --columns t,theta,alpha,tau
 """
 
 
@@ -108,10 +120,23 @@ def add_parser(sub: Any) -> None:
                         "'pending'; default: %(default)s)")
     p.add_argument("--smoother", choices=("incremental", "batch"), default="incremental",
                    help="iSAM2 (default) or Levenberg-Marquardt over the whole window at every sample (slow)")
+    p.add_argument("--columns", type=_column_names, default=None, metavar="t,NAMES...",
+                   help="the input's columns, for a stream without a header line (a header line, if one comes, "
+                        "must name the same)")
+    p.add_argument("--max-gap", type=_positive_float, default=0.25, metavar="S",
+                   help="longest gap in the times bridged by the dynamics [s]; a time further than this from the "
+                        "last is dropped as a leap (default: %(default)s)")
     p.add_argument("--input", default="-", metavar="FILE", help="input log ('-', the default: standard input)")
     p.add_argument("--output", default="-", metavar="FILE", help="output CSV ('-', the default: standard output)")
     p.add_argument("--quiet", action="store_true", help="no progress lines (the warnings and summary still go to stderr)")
     p.set_defaults(handler=run)
+
+
+def _column_names(text: str) -> list[str]:
+    names = [c.strip() for c in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated column names, got {text!r}")
+    return names
 
 
 def _eprint(*parts: object) -> None:
@@ -141,11 +166,13 @@ def _cells(estimate, n: int, std: bool) -> list[str]:
     return out
 
 
-def _open_input(path: str) -> TextIO:
+def _open_input(path: str) -> BinaryIO | TextIO:
+    """The input as bytes (each line decoded on its own, so that a line that is not UTF-8 is one malformed
+    sample, on standard input as from a file); a text stream without a byte buffer as it is."""
     if path == "-":
-        return sys.stdin
+        return getattr(sys.stdin, "buffer", sys.stdin)
     try:
-        return open(path, encoding="utf-8-sig", newline="")
+        return open(path, "rb")
     except FileNotFoundError:
         raise DataError(f"--input {path}: log file not found") from None
     except IsADirectoryError:
@@ -187,6 +214,29 @@ def _number(cell: str) -> float:
     return float(cell)
 
 
+def _decode(raw: bytes | str, first: bool) -> str | None:
+    """A line as text; None for bytes that are not UTF-8 (a malformed sample). The first line may start
+    with a byte-order mark."""
+    if isinstance(raw, str):
+        return raw
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text.removeprefix("\ufeff") if first else text
+
+
+def _is_header(cells: list[str]) -> bool:
+    """A line of names, not numbers (a header line)."""
+    for cell in cells:
+        try:
+            _number(cell.strip())
+        except ValueError:
+            if cell.strip():
+                return True
+    return False
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``smooth`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.cli import _rigid_model
@@ -199,38 +249,70 @@ def run(args: argparse.Namespace) -> int:
         raise ModelError("--wrap needs --counts (only a raw counter wraps around)")
     estimator = StreamEstimator.from_calibration(
         model, args.params, lag=args.lag, ppr=args.ppr, counts=args.counts, counter_modulus=args.wrap, h=args.dt,
-        weight=args.weight,
+        weight=args.weight, max_gap=args.max_gap,
         period=args.period, covariance=args.std, smoother=args.smoother, update_every=args.update_every,
         on_warning=lambda message: _eprint(f"mbfg smooth: warning: {message}"),
     )
     source = "standard input" if args.input == "-" else args.input
+    columns = getattr(args, "columns", None)
+    if columns is not None:
+        _columns("--columns", columns, model)
     inp = _open_input(args.input)
     out = _open_output(args.output)
     n = len(model.observations)
+    # Compile before the first sample: in a live pipe, seconds of compiling would build a backlog.
+    if not args.quiet:
+        _eprint(f"mbfg smooth: compiling the {model.name} stream (JAX) before reading {source} ...")
+    warm = estimator.warm_up()
+    if not args.quiet:
+        _eprint(f"mbfg smooth: compiled in {warm:.1f} s")
     start = time.perf_counter()
     last_report = start
     lines = 0
+    interrupted = False
     own_process = getattr(args, "own_process", False)
+    header: list[str] | None = None
+
+    def begin(names: list[str]) -> tuple[int, list[int], list[int]]:
+        if not args.quiet:
+            _eprint(f"mbfg smooth: {model.name}, lag {estimator.lag:g} s ({estimator.m} steps of "
+                    f"{estimator.h:g} s), reading {source}")
+        found = _columns(source, names, model)
+        out.write(",".join(_header(model, args.std)) + "\n")
+        out.flush()
+        return found
+
+    may_have_header = columns is not None  # with --columns the stream may still start with a header line
     try:
-        header: list[str] | None = None
+        if columns is not None:
+            header = columns
+            i_t, i_y, i_u = begin(header)
+        first = True
         for raw in inp:
-            if not raw.strip():
+            text = _decode(raw, first)
+            first = False
+            if text is not None and not text.strip():
                 continue
-            try:
-                cells = next(csv.reader(io.StringIO(raw)))
-            except (csv.Error, StopIteration):
-                cells = None
-            if header is None:
+            cells: list[str] | None = None
+            if text is not None:
+                try:
+                    cells = next(csv.reader(io.StringIO(text)))
+                except (csv.Error, StopIteration):
+                    cells = None
+            if header is None or (may_have_header and cells is not None and _is_header(cells)):
                 if cells is None:
-                    raise DataError(f"{source}, line 1: not a CSV header")
-                header = [c.strip() for c in cells]
-                i_t, i_y, i_u = _columns(source, header, model)
-                if not args.quiet:
-                    _eprint(f"mbfg smooth: {model.name}, lag {estimator.lag:g} s ({estimator.m} steps of "
-                            f"{estimator.h:g} s), reading {source}")
-                out.write(",".join(_header(model, args.std)) + "\n")
-                out.flush()
+                    raise DataError(f"{source}, line 1: not a CSV header (not UTF-8 text, or not CSV)")
+                names = [c.strip() for c in cells]
+                if may_have_header:  # --columns given and a header came as well: the same, then skipped
+                    may_have_header = False
+                    if names != columns:
+                        raise DataError(f"{source}, line 1: the header names {', '.join(names)}, but --columns "
+                                        f"said {', '.join(columns)}")
+                    continue
+                header = names
+                i_t, i_y, i_u = begin(header)
                 continue
+            may_have_header = False
             lines += 1
             t_text = cells[i_t].strip() if cells is not None and len(cells) == len(header) else ""
             try:
@@ -242,12 +324,14 @@ def run(args: argparse.Namespace) -> int:
             except ValueError:
                 # A malformed line is a fault of the stream; the estimator counts it.
                 t = math.nan
-                step = estimator.report_malformed(t, f"line {lines + 1} of {source} (not a sample: {raw.strip()[:40]!r})")
+                shown = repr(raw.strip()[:40]) if text is None else repr(text.strip()[:40])
+                what = "not UTF-8" if text is None else "not a sample"
+                step = estimator.report_malformed(t, f"line {lines + 1} of {source} ({what}: {shown})")
             else:
                 step = estimator.push(t, y, u)
                 if own_process and estimator.status.updates >= 2:
                     # The first update that grows the window has compiled every factor type: keep the
-                    # full collections off JAX's objects from now on (graphs/stream.py, "Long streams").
+                    # full collections off JAX's objects from now on (graphs/stream/__init__.py, "Long streams").
                     gc.collect()
                     gc.freeze()
                     own_process = False
@@ -261,15 +345,24 @@ def run(args: argparse.Namespace) -> int:
                 last_report = now
                 _eprint(f"[smooth {model.name}] {lines} samples, {now - start:.1f} s wall")
         if header is None:
-            raise DataError(f"{source}: the log is empty; expected a header line 't,<observations...>,<controls...>'")
-        estimator.flush()  # the samples still waiting for an update (--update-every), for the summary
+            raise DataError(f"{source}: the log is empty; expected a header line 't,<observations...>,<controls...>'"
+                            " (or --columns naming them)")
+    except KeyboardInterrupt:
+        # Ctrl-C ends a live pipe ('tail -n +1 -f log.csv | mbfg smooth ...'): what was estimated is
+        # written and flushed, and the summary follows.
+        interrupted = True
     finally:
+        estimator.flush()  # the samples still waiting for an update (--update-every), for the summary
+        try:
+            out.flush()
+        except (OSError, ValueError):
+            pass
         if out is not sys.stdout:
             out.close()
-        if inp is not sys.stdin:
+        if inp is not sys.stdin and inp is not getattr(sys.stdin, "buffer", None):
             inp.close()
     wall = time.perf_counter() - start
     st = estimator.status
     rate = f", {lines / wall:.0f} samples per wall second" if wall > 0 else ""
-    _eprint(f"mbfg smooth: {st.summary()}; {wall:.1f} s wall{rate}")
-    return 0
+    _eprint(f"mbfg smooth: {'interrupted; ' if interrupted else ''}{st.summary()}; {wall:.1f} s wall{rate}")
+    return 130 if interrupted else 0

@@ -310,7 +310,7 @@ def test_each_fault_is_handled_counted_and_flagged(model, truth) -> None:
     assert "gap" in steps["gap"].flags and "nonfinite" in steps["nan"].flags
     assert "jump" in steps["jump"].flags and "duplicate" in steps["duplicate"].flags
     assert "out_of_order" in steps["out_of_order"].flags and "malformed" in steps["malformed"].flags
-    assert steps["missing"].flags == () and steps["missing"].updated
+    assert steps["missing"].flags == ("missing",) and steps["missing"].updated and est.status.missing == 1
     # One warning per kind of fault, not one per sample.
     kinds = [str(w.message).split(" at ")[0].split(" (")[0] for w in caught]
     assert len(kinds) == len(set(kinds)), kinds

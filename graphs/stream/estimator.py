@@ -20,7 +20,13 @@ from mbfg.logs import Log
 from mbfg.progress import Progress
 from mbfg.rigid import RigidModel, State
 
-from mbfg.graphs.stream.config import DEFAULT_RELINEARIZE_THRESHOLD, _positive, _usable, read_calibration
+from mbfg.graphs.stream.config import (
+    DEFAULT_RELINEARIZE_THRESHOLD,
+    _decimals,
+    _positive,
+    _usable,
+    read_calibration,
+)
 from mbfg.graphs.stream.faults import _FaultGate
 from mbfg.graphs.stream.growth import _GraphGrowth
 from mbfg.graphs.stream.readout import _Readout, _wrap
@@ -59,7 +65,14 @@ class StreamEstimator(_FaultGate, _GraphGrowth):
             every sample (extra cost).
         jump: the largest believable difference between a reading and the
             filtered prediction [rad, m] (default: max(0.2, 50 sigma_y)).
-        resync: believe a channel again after this many jumps in a row.
+        resync: believe a channel again after this many jumps in a row; restart
+            the window on a new clock after this many samples in a row on it.
+        max_gap: the longest gap [s] bridged by the model's dynamics (Spook
+            steps, one state per time-step); a sample further than this from
+            the last one, forward or back, is a leap: dropped and counted
+            (``leaps``), unless ``resync`` samples in a row go on from it, when
+            the window restarts there (``restarts``, flag ``restart``). Bounds the
+            states one sample can add, whatever its time says.
         relinearize_threshold, relinearize_skip: iSAM2's relinearization
             (variables whose update exceeds the threshold are relinearized, checked
             every ``relinearize_skip`` updates); a smaller threshold is closer to
@@ -119,6 +132,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth):
         covariance: bool = False,
         jump: float | None = None,
         resync: int = 5,
+        max_gap: float = 0.25,
         relinearize_threshold: float | Mapping[str, float] | None = None,
         relinearize_skip: int = 5,
         wildfire_threshold: float = 0.0,
@@ -181,6 +195,8 @@ class StreamEstimator(_FaultGate, _GraphGrowth):
         if isinstance(resync, bool) or not isinstance(resync, (int, np.integer)) or resync < 1:
             raise ModelError(f"stream: resync must be a whole number >= 1, got {resync!r}")
         self.resync = int(resync)
+        self.max_gap = _positive("stream max_gap", max_gap)
+        self._max_gap_slots = max(int(round(self.max_gap / self.period)), 1)
         self.covariance = bool(covariance)
         self.on_warning = on_warning
 
@@ -228,6 +244,11 @@ class StreamEstimator(_FaultGate, _GraphGrowth):
             lm = gtsam.LevenbergMarquardtParams()
             lm.setMaxIterations(int(max_iterations))
             self._make_smoother = lambda: gtsam.BatchFixedLagSmoother(self._window_lag(), lm)
+        self._reset_stream()
+
+    def _reset_stream(self) -> None:
+        """The state of a stream that has not begun (construction, and after :meth:`warm_up`)."""
+        n_obs = len(self.model.observations)
         self.status = StreamStatus()
         self._warned: set[str] = set()
         self._smoother: Any = None
@@ -235,7 +256,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth):
         self._last_j = -1  # last accepted grid slot
         self._k = -1  # newest state index in the graph
         self._k_start = 0  # state index of the current smoother's first state
-        self._u = np.zeros(len(model.controls))  # the last control received
+        self._u = np.zeros(len(self.model.controls))  # the last control received
         self._u_graph = self._u  # the control at the newest state in the smoother
         self._pending: list[tuple[int, np.ndarray, np.ndarray]] = []  # (k, readings, controls) awaiting an update
         self._rollout: Callable[..., Any] | None = None  # compiled Spook steps (update_every > 1)
@@ -247,6 +268,10 @@ class StreamEstimator(_FaultGate, _GraphGrowth):
         self._smoothed: Estimate | None = None
         self._restart_velocity: np.ndarray | None = None
         self._refined: dict[str, float] | None = None
+        self._leap_run: tuple[int, int] | None = None  # (last slot, samples in a row) on a leapt-to clock
+        self._unwrapped_source = np.zeros(n_obs, dtype=bool)  # a channel has shown an angle beyond pi
+        self._t_decimals = 12  # decimals of the output times (those of the period and of t_0)
+        self._pred_cache: tuple[Any, list] | None = None  # the last model rollout (key, states)
 
     # ------------------------------------------------------------------ construction helpers
     def _threshold_map(self, threshold: float | Mapping[str, float] | None, n_refined: int) -> gtsam.ISAM2ThresholdMap:
@@ -365,14 +390,29 @@ class StreamEstimator(_FaultGate, _GraphGrowth):
             what = ", ".join(n for n, b in zip(self.model.observations, bad) if b) or "control"
             self._warn("nonfinite", f"stream: a non-finite reading ({what}) at t = {t:g} s was dropped")
         y = np.where(bad, np.nan, y)
+        if missing.any():
+            st.missing += 1
+            flags.append("missing")
 
         if self._t0 is None:
             if np.isnan(y).any():  # the first state needs every reading
                 st.waiting += 1
                 return StreamStep(t, tuple(flags + ["waiting"]), None, None)
             self._t0 = t
+            self._t_decimals = max(_decimals(self.period), _decimals(t))
         j_float = (t - self._t0) / self.period
         j = int(round(j_float))
+        if self._last_j >= 0 and abs(j - self._last_j) > self._max_gap_slots:
+            dropped = self._leap(t, j, flags)
+            if dropped is not None:
+                return dropped
+            if j <= self._last_j:  # a clock set back: the grid re-based, so that state indices keep growing
+                self._t0 = t - (self._last_j + 1) * self.period
+                self._t_decimals = max(_decimals(self.period), _decimals(t))
+                j_float = (t - self._t0) / self.period
+                j = self._last_j + 1
+        else:
+            self._leap_run = None  # back on the clock: a leap was one bad time
         if j <= self._last_j:
             kind, counter = ("duplicate", "duplicates") if j == self._last_j else ("out_of_order", "out_of_order")
             setattr(st, counter, getattr(st, counter) + 1)
@@ -383,17 +423,27 @@ class StreamEstimator(_FaultGate, _GraphGrowth):
             flags.append("off_grid")
             self._warn("off_grid", f"stream: sample t = {t:g} s is {abs(j_float - j) * self.period:.3g} s off the "
                        f"{self.period:g} s grid; placed on the nearest slot")
-        if self._last_j >= 0 and j > self._last_j + 1:
+        gap = self._last_j >= 0 and j > self._last_j + 1
+        if gap:
             st.gaps += 1
             st.missing_samples += j - self._last_j - 1
             flags.append("gap")
         self._last_j = j
-        y = self._unwrap(y)
         held_u = u  # (the last control when this one is not finite)
-        if j % self.stride:
+        k, between = divmod(j, self.stride)
+        pred = None
+        early: tuple[tuple[Estimate, ...], tuple[Estimate, ...]] = ((), ())
+        try:
+            if gap and not between and self._smoother is not None:
+                if self._pending:  # the samples before the gap first: an update never straddles a gap
+                    early = self._update()
+                pred = self._predicted_coordinates(k)
+        except Exception as exc:  # noqa: BLE001 - a stream must go on; the failure is counted and reported
+            return self._solver_failed(t, exc, flags)
+        y = self._unwrap(y, pred)
+        if between:
             st.between += 1
             return StreamStep(t, tuple(flags + ["between"]), self._filtered, self._smoothed, self._refined)
-        k = j // self.stride
         try:
             if self._smoother is None:
                 if np.isnan(y).any():
@@ -402,7 +452,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth):
                 self._start(k, y, held_u)
                 added, smoothed_added = self._read([k])
             else:
-                y = self._gate(y, k, flags)
+                y = self._gate(y, k, flags, pred)
                 if "resync" in flags and not np.isnan(y).any():
                     # The readings moved for good: start afresh from them, the velocity carried over.
                     self._update()
@@ -415,13 +465,38 @@ class StreamEstimator(_FaultGate, _GraphGrowth):
                     if len(self._pending) < self.update_every:
                         self._u = np.asarray(held_u, dtype=float).copy()
                         return StreamStep(t, tuple(flags + ["pending"]), self._filtered, self._smoothed,
-                                          self._refined)
+                                          self._refined, updated=bool(early[0]), added=early[0],
+                                          smoothed_added=early[1])
                     added, smoothed_added = self._update()
             self._u = np.asarray(held_u, dtype=float).copy()
         except Exception as exc:  # noqa: BLE001 - a stream must go on; the failure is counted and reported
             return self._solver_failed(t, exc, flags)
         return StreamStep(t, tuple(flags), self._filtered, self._smoothed, self._refined, updated=True,
-                          added=added, smoothed_added=smoothed_added)
+                          added=early[0] + added, smoothed_added=early[1] + smoothed_added)
+
+    def warm_up(self) -> float:
+        """Compile what the stream will call (the first state, one update of ``update_every`` samples, a
+        bridged gap) on synthetic samples at the model's initial state, then forget them: the first real
+        sample is then answered at once instead of after seconds of JAX compiling. Returns the seconds
+        it took. Call it before the stream begins (it resets the stream)."""
+        start = time.perf_counter()
+        from mbfg.graphs.stream.readout import joint_coordinates
+
+        x0 = self.model.initial_state()
+        q, _ = joint_coordinates(self.model, State(*(np.asarray(a)[None] for a in x0)))
+        y = np.where(self.hinge, q[0] / self.step_rad, q[0]) if self.counts else q[0]
+        u = np.zeros(len(self.model.controls)) if self.model.controls else None
+        on_warning, self.on_warning = self.on_warning, (lambda message: None)
+        try:
+            n = 3 * self.update_every + 2
+            slots = list(range(n)) + [n + 2 + i for i in range(self.update_every)]  # a gap of two states
+            for j in slots:
+                self.push(j * self.h, [float(v) for v in y], u)
+            self.flush()
+        finally:
+            self.on_warning = on_warning
+        self._reset_stream()
+        return time.perf_counter() - start
 
     def _solver_failed(self, t: float, exc: Exception, flags: list[str]) -> StreamStep:
         """Count and report a failed update; the smoother restarts at the next complete sample, its velocity
@@ -433,6 +508,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth):
             self._restart_velocity = self._filtered.velocity.copy()
         self._smoother = None
         self._pending = []
+        self._smoothed = None  # the restart's window has no smoothed state yet: no stale values meanwhile
         return StreamStep(t, tuple(flags + ["solver_failure"]), self._filtered, self._smoothed, self._refined)
 
     def flush(self) -> StreamStep | None:
@@ -471,7 +547,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth):
                 Jq, Jv = out[2][j], out[3][j]
                 q_std = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", Jq, C, Jq), 0, None))
                 qd_std = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", Jv, C, Jv), 0, None))
-            estimates.append(Estimate(self._t0 + k * self.h, k, q[j], qd[j], q_std, qd_std,
+            estimates.append(Estimate(round(self._t0 + k * self.h, self._t_decimals), k, q[j], qd[j], q_std, qd_std,
                                       R_world_body[j], r_world_body[j], vel[j]))
         return tuple(estimates)
 
@@ -493,6 +569,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth):
         this smoother); the newest of each become :attr:`_filtered` and :attr:`_smoothed`."""
         # A gap among the samples may have pushed some of their smoothed states out of the window.
         oldest = self._oldest_in_window()
+        ks = [k for k in ks if k >= oldest]  # (a bridged gap longer than the window: its first ones are gone)
         lagged = [k - self.m for k in ks if k - self.m >= oldest]
         both = self._estimates(list(ks) + lagged, self.covariance)
         added, smoothed_added = both[: len(ks)], both[len(ks) :]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -38,10 +39,54 @@ class _FaultGate:
             self._warn(kind, f"stream: {message} was dropped")
         if warn is not None:
             self._warn(*warn)
+        if self._pending:  # the estimates repeated here are not those of the samples waiting for an update
+            flags = flags + ["pending"]
         return StreamStep(t, tuple(flags), self._filtered, self._smoothed, self._refined)
 
-    def _unwrap(self, y: np.ndarray) -> np.ndarray:
-        """Raw readings -> unwrapped [rad, m]: counter wrap-around, counts to radians, angles modulo 2 pi."""
+    def _leap(self, t: float, j: int, flags: list[str]) -> StreamStep | None:
+        """A time more than ``max_gap`` from the last accepted one (forward or back): a bad clock, or a stream
+        that really went on elsewhere (a long outage, a restarted rig). The sample is dropped (fault
+        ``leaps``) unless it is the ``resync``-th in a row on the new clock (consecutive slots, within
+        ``max_gap`` of each other): then the window restarts there (flag ``restart``) and None is returned
+        so that the caller takes the sample in. Never a bridge of thousands of states."""
+        cand = self._leap_run
+        if cand is not None and 0 < j - cand[0] <= self._max_gap_slots:
+            run = (j, cand[1] + 1)
+        else:
+            run = (j, 1)
+        if run[1] >= self.resync:
+            self._leap_run = None
+            self.status.restarts += 1
+            self._warn("restart", f"stream: the clock went on at t = {t:g} s for {self.resync} samples in a row; "
+                       "the window restarts there")
+            if self._smoother is not None:
+                try:
+                    self._update()  # the samples waiting before the leap, then a fresh window
+                except Exception:  # noqa: BLE001 - the restart discards that window anyway
+                    pass
+            self._smoother = None
+            self._pending = []
+            self._restart_velocity = None  # unknown after a leap: the weak prior, the readings decide
+            self._smoothed = None  # no stale smoothed values after the restart (the cells stay empty)
+            self._filtered = None
+            self._jumps_in_row[:] = 0
+            self._last_j = j - 1 if j > self._last_j else self._last_j  # (push re-bases a clock set back)
+            flags.append("restart")
+            return None
+        self._leap_run = run
+        self.status.leaps += 1
+        return self._drop(None, None, flags + ["leap"], t,
+                          warn=("leap", f"stream: sample t = {t:g} s is {abs(j - self._last_j) * self.period:.3g} s "
+                                f"from the last one (more than max_gap = {self.max_gap:g} s); dropped"))
+
+    def _unwrap(self, y: np.ndarray, pred: np.ndarray | None = None) -> np.ndarray:
+        """Raw readings -> unwrapped [rad, m]: counter wrap-around, counts to radians, angles modulo 2 pi.
+
+        Between consecutive samples the shortest way round is taken. After a gap the turn is resolved from
+        the reading where it can be: raw counts without a modulus are absolute, and readings in rad from a
+        source that has shown angles beyond pi are taken as they come; only a wrapping counter or a source
+        of angles within one turn needs the model's prediction ``pred`` (n_obs,) [rad, m] of the new
+        state, and then the branch nearest it is taken."""
         out = y.copy()
         if self._raw_prev is None:
             self._raw_prev = np.full_like(y, np.nan)
@@ -50,18 +95,31 @@ class _FaultGate:
             if np.isnan(raw):
                 continue
             prev_raw, prev = self._raw_prev[c], self._unwrapped[c]
+            guess = None if pred is None or not np.isfinite(pred[c]) else float(pred[c])
             if self.counts and self.hinge[c]:
                 if np.isnan(prev_raw):
                     counts = raw
+                elif self.counter_modulus is not None:
+                    M = self.counter_modulus
+                    base_counts, base_raw = (prev / self.step_rad, prev_raw)
+                    if guess is not None:  # the counter has wrapped an unknown number of times: the model's turn
+                        d = raw - base_raw - (guess / self.step_rad - base_counts)
+                        counts = guess / self.step_rad + ((d + M / 2) % M - M / 2)
+                    else:
+                        d = raw - base_raw
+                        counts = base_counts + ((d + M / 2) % M - M / 2)  # the shortest way round the counter
                 else:
-                    d = raw - prev_raw
-                    if self.counter_modulus is not None:
-                        M = self.counter_modulus
-                        d = (d + M / 2) % M - M / 2  # the shortest way round the counter
-                    counts = prev / self.step_rad + d
+                    counts = prev / self.step_rad + (raw - prev_raw)  # absolute counts: no ambiguity
                 value = counts * self.step_rad
-            elif self.hinge[c] and not np.isnan(prev):
-                value = prev + float(_wrap(raw - prev_raw))  # a reading wrapped to one turn is unwrapped
+            elif self.hinge[c]:
+                if abs(raw) > math.pi + 1e-9:
+                    self._unwrapped_source[c] = True
+                if self._unwrapped_source[c] or np.isnan(prev):
+                    value = raw  # the source counts turns itself (or this is the first reading)
+                elif guess is not None:
+                    value = guess + float(_wrap(raw - guess))
+                else:
+                    value = prev + float(_wrap(raw - prev_raw))  # a reading wrapped to one turn is unwrapped
             else:
                 value = raw
             self._raw_prev[c] = raw
@@ -69,13 +127,16 @@ class _FaultGate:
             out[c] = value
         return out
 
-    def _gate(self, y: np.ndarray, k: int, flags: list[str]) -> np.ndarray:
-        """Readings too far from the filtered prediction are left out (``jump``); ``resync`` in a row are believed."""
+    def _gate(self, y: np.ndarray, k: int, flags: list[str], pred: np.ndarray | None = None) -> np.ndarray:
+        """Readings too far from the prediction are left out (``jump``); ``resync`` in a row are believed.
+
+        pred (n_obs,): the model's prediction of state k (after a gap); else the filtered estimate
+        extrapolated at its rates."""
         f = self._filtered
         if f is None:
             return y
-        dt = (k - f.k) * self.h
-        pred = f.coordinates + f.rates * dt
+        if pred is None:
+            pred = f.coordinates + f.rates * (k - f.k) * self.h
         innovation = y - pred
         innovation = np.where(self.hinge, _wrap(innovation), innovation)
         out = y.copy()

@@ -32,7 +32,10 @@ class StreamStatus:
     time), duplicates, out_of_order, off_grid (more than a quarter period off
     the sample grid; placed on the nearest slot), jumps (readings left out),
     resyncs (channels believed again after ``resync`` jumps), malformed (wrong
-    number of values), solver_failures (restarts).
+    number of values), solver_failures (restarts), missing (samples with a
+    reading not delivered: None, an empty cell), leaps (samples dropped for a
+    time more than ``max_gap`` from the last one) and restarts (windows
+    restarted on a new clock after ``resync`` such samples in a row).
     """
 
     samples: int = 0
@@ -50,9 +53,12 @@ class StreamStatus:
     resyncs: int = 0
     malformed: int = 0
     solver_failures: int = 0
+    missing: int = 0
+    leaps: int = 0
+    restarts: int = 0
 
     FAULTS = ("gaps", "nonfinite", "duplicates", "out_of_order", "off_grid", "jumps", "malformed",
-              "solver_failures")
+              "solver_failures", "missing", "leaps")
 
     @property
     def faults(self) -> int:
@@ -69,6 +75,8 @@ class StreamStatus:
             f"{self.nonfinite} non-finite", f"{self.duplicates} duplicate", f"{self.out_of_order} out-of-order",
             f"{self.off_grid} off-grid", f"{self.jumps} jump{'s' * (self.jumps != 1)} ({self.resyncs} resyncs)",
             f"{self.malformed} malformed", f"{self.solver_failures} solver restarts",
+            f"{self.missing} with a missing reading",
+            f"{self.leaps} time leap{'s' * (self.leaps != 1)} ({self.restarts} window restarts)",
         ]
         head = f"{self.samples} samples, {self.states} states, {self.updates} updates"
         if self.waiting:
@@ -116,7 +124,8 @@ class StreamStep:
     t: the sample's time [s]; flags: faults and notes of this sample
     (``"gap"``, ``"nonfinite"``, ``"duplicate"``, ``"out_of_order"``,
     ``"off_grid"``, ``"jump"``, ``"resync"``, ``"malformed"``,
-    ``"solver_failure"``, ``"waiting"``, ``"between"``); filtered: the newest
+    ``"solver_failure"``, ``"missing"``, ``"leap"``, ``"restart"``, ``"waiting"``,
+    ``"between"``, ``"pending"``); filtered: the newest
     state's estimate; smoothed: the state one lag back (None until the window
     is full); parameters: the refined parameters (online refinement only).
     A dropped sample returns the latest estimates again, as does a sample
