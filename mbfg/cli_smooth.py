@@ -24,6 +24,8 @@ import csv
 import gc
 import io
 import math
+import os
+import select
 import sys
 import time
 from typing import Any, BinaryIO, TextIO
@@ -226,6 +228,30 @@ def _decode(raw: bytes | str, first: bool) -> str | None:
     return text.removeprefix("\ufeff") if first else text
 
 
+def _lines(inp: BinaryIO | TextIO):
+    """The input's lines as they arrive. From a file descriptor, read with select() and a timeout, so that a
+    Ctrl-C is acted on at once even while the pipe is idle ('tail -f' with nothing new) and the signal was
+    delivered to another thread (JAX's); other streams (a test's in-memory stdin) line by line."""
+    try:
+        fd = inp.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield from inp
+        return
+    rest = b""
+    while True:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        *whole, rest = (rest + chunk).split(b"\n")
+        for line in whole:
+            yield line + b"\n"
+    if rest:
+        yield rest
+
+
 def _is_header(cells: list[str]) -> bool:
     """A line of names, not numbers (a header line)."""
     for cell in cells:
@@ -288,7 +314,7 @@ def run(args: argparse.Namespace) -> int:
             header = columns
             i_t, i_y, i_u = begin(header)
         first = True
-        for raw in inp:
+        for raw in _lines(inp):
             text = _decode(raw, first)
             first = False
             if text is not None and not text.strip():

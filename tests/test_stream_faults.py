@@ -248,6 +248,7 @@ def test_headerless_stream_with_columns_then_ctrl_c_prints_the_summary_and_flush
                     break
                 time.sleep(0.05)
             os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1.0)  # the pipe still open, as tail -f keeps it
 
     feeder = threading.Thread(target=feed)
     feeder.start()

@@ -44,8 +44,17 @@ state index k (:mod:`mbfg.keys`), the smoother's timestamps are ``k * h``.
 Faults (never raised; counted in :attr:`StreamEstimator.status`, flagged on the
 returned step):
 
-- a gap (samples missing): the missing states are bridged by impulse factors
-  alone (the dynamics), with the last control held;
+- a gap (samples missing) up to ``max_gap``: the missing states are bridged
+  by impulse factors alone (the dynamics), with the last control held, their
+  values predicted by the model's Spook steps; the new sample's jump gate and
+  the turn of its readings are judged against that prediction where the
+  readings cannot tell (a counter that wraps, angles within one turn);
+- a leap (a time more than ``max_gap`` from the last one, forward or back):
+  the sample is dropped; after ``resync`` samples in a row on the new clock
+  the window restarts there (its smoothed estimate empty until a lag has
+  passed), so a bad time never makes thousands of states;
+- a missing reading (None, an empty cell): left out of its observation
+  factor, counted;
 - a non-finite reading: that reading is dropped (a warning the first time);
   a non-finite control is replaced by the last one; a non-finite time drops the sample;
 - a duplicate or out-of-order timestamp (on or before the last sample's grid
