@@ -296,10 +296,18 @@ def noise_model(sigma: float | Sequence[float] | gtsam.noiseModel.Base, dim: int
     return gtsam.noiseModel.Diagonal.Sigmas(np.ascontiguousarray(sigmas))
 
 
-#: Factors per vmapped call: longer groups are evaluated in chunks of this many (the last one
-#: padded with copies of its last row, so every chunk has the one compiled shape). A vmapped
+#: Factors per vmapped call: longer groups are evaluated in chunks of this many. A vmapped
 #: call over thousands of factors is slower per factor than a few calls over fewer.
 CHUNK = 2048
+#: Groups of up to this many factors are evaluated at their own size (a stream's few new
+#: factors); longer ones are padded to the next power of two (at most CHUNK), so that logs of
+#: different lengths share compiled shapes (and JAX's persistent compilation cache).
+EXACT_UP_TO = 64
+
+
+def _call_size(n: int) -> int:
+    """The batch size of the vmapped calls for a group of n factors."""
+    return n if n <= EXACT_UP_TO else min(CHUNK, 1 << (n - 1).bit_length())
 
 
 class FactorGroup:
@@ -353,15 +361,17 @@ class FactorGroup:
 
     # -- vectorized evaluation -------------------------------------------------------
     def _chunk_plan(self, n: int) -> list[tuple[int, int, tuple[Any, ...]]]:
-        """(start, stop, constants of the chunk) per chunk of at most CHUNK factors."""
-        if n <= CHUNK:
+        """(start, stop, constants of the chunk) per vmapped call of :func:`_call_size` factors; the last
+        call is padded with copies of the last factor."""
+        size = _call_size(n)
+        if size == n:
             return [(0, n, self.constants)]
         plan = []
-        for start in range(0, n, CHUNK):
-            idx = np.minimum(np.arange(start, start + CHUNK), n - 1)
+        for start in range(0, n, size):
+            idx = np.minimum(np.arange(start, start + size), n - 1)
             cs = tuple(jax.tree_util.tree_map(lambda a: a[idx], c) if per else c  # noqa: B023
                        for c, per in zip(self.constants, self._per_factor))
-            plan.append((start, min(start + CHUNK, n), cs))
+            plan.append((start, min(start + size, n), cs))
         return plan
 
     def read(self, values: gtsam.Values, cache: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
@@ -383,14 +393,15 @@ class FactorGroup:
 
     def evaluate(self, xs: tuple[np.ndarray, ...], linearize: bool) -> np.ndarray:
         """Residuals (N, m), or with ``linearize`` (N, m, 1 + sum of tangent dims) = [r | H_1 | H_2 | ...],
-        unwhitened, at the stacked variables ``xs`` (:meth:`read`); chunked by CHUNK."""
+        unwhitened, at the stacked variables ``xs`` (:meth:`read`), in calls of :func:`_call_size` factors."""
         fn = self._linearize_fn if linearize else self._error_fn
         n = len(self.keys)
-        if len(self._chunks) == 1:
+        size = _call_size(n)
+        if size == n:
             return np.asarray(fn(xs, self.constants))
         parts = []
         for start, stop, cs in self._chunks:
-            idx = np.minimum(np.arange(start, start + CHUNK), n - 1)
+            idx = np.minimum(np.arange(start, start + size), n - 1)
             parts.append(np.asarray(fn(tuple(x[idx] for x in xs), cs))[: stop - start])
         return np.concatenate(parts)
 
