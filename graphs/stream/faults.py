@@ -79,14 +79,15 @@ class _FaultGate:
                           warn=("leap", f"stream: sample t = {t:g} s is {abs(j - self._last_j) * self.period:.3g} s "
                                 f"from the last one (more than max_gap = {self.max_gap:g} s); dropped"))
 
-    def _unwrap(self, y: np.ndarray, pred: np.ndarray | None = None) -> np.ndarray:
+    def _unwrap(self, y: np.ndarray, pred: np.ndarray | None = None, gap: bool = False) -> np.ndarray:
         """Raw readings -> unwrapped [rad, m]: counter wrap-around, counts to radians, angles modulo 2 pi.
 
         Between consecutive samples the shortest way round is taken. After a gap the turn is resolved from
         the reading where it can be: raw counts without a modulus are absolute, and readings in rad from a
-        source that has shown angles beyond pi are taken as they come; only a wrapping counter or a source
-        of angles within one turn needs the model's prediction ``pred`` (n_obs,) [rad, m] of the new
-        state, and then the branch nearest it is taken."""
+        source that counts turns itself (it has shown angles beyond pi, and never a step of more than pi
+        between consecutive samples) are taken as they come; a wrapping counter, or a source of angles
+        within one turn or with turns that are not motion, needs the model's prediction ``pred`` (n_obs,)
+        [rad, m] of the new state, and the branch nearest it is taken. gap: samples are missing before y."""
         out = y.copy()
         if self._raw_prev is None:
             self._raw_prev = np.full_like(y, np.nan)
@@ -113,10 +114,14 @@ class _FaultGate:
                 value = counts * self.step_rad
             elif self.hinge[c]:
                 if abs(raw) > math.pi + 1e-9:
-                    self._unwrapped_source[c] = True
-                if self._unwrapped_source[c] or np.isnan(prev):
-                    value = raw  # the source counts turns itself (or this is the first reading)
-                elif guess is not None:
+                    self._beyond_pi[c] = True
+                if not gap and not np.isnan(prev_raw) and abs(raw - prev_raw) > math.pi:
+                    self._turn_steps[c] = True  # turns that are not motion: the source does not count turns
+                if np.isnan(prev):
+                    value = raw
+                elif gap and self._beyond_pi[c] and not self._turn_steps[c]:
+                    value = raw  # the source counts turns itself: the reading says which turn
+                elif gap and guess is not None:
                     value = guess + float(_wrap(raw - guess))
                 else:
                     value = prev + float(_wrap(raw - prev_raw))  # a reading wrapped to one turn is unwrapped
