@@ -10,7 +10,8 @@ Sections (each can be picked with --only):
    seconds per wall second), the slowest sample and Python's full garbage
    collections during the stream,
    after a warm-up stream that compiles every factor type (no figure includes
-   JAX compilation). Where the Furuta pendulum at 0.1 s lag is below 2x real
+   JAX compilation). Each row is also split per sample into our JAX
+   linearizations, iSAM2's own update, the read-out and the rest. Where the Furuta pendulum at 0.1 s lag is below 2x real
    time, a cProfile of its run (1 and 10 samples per update) says where the time goes.
    After the warm-up the process calls ``gc.freeze()``, as ``mbfg smooth`` does
    (``--no-gc-freeze``: not).
@@ -118,6 +119,44 @@ class _FullCollections:
             self.seconds += time.perf_counter() - self._start
 
 
+class _Split:
+    """Wall time of the parts of the stream's updates while active [s]: ``linearize`` (our JAX factor
+    evaluations, vmapped groups and single factors, wherever GTSAM calls them), ``isam2`` (the iSAM2
+    window's update and marginalization without the linearizations inside it), ``readout`` (filtered
+    and smoothed states from the window). The rest of a push is Python bookkeeping."""
+
+    def __enter__(self) -> _Split:
+        from mbfg.adapter import FactorGroup
+        from mbfg.graphs.stream.readout import _Readout
+        from mbfg.graphs.stream.window import _ISAM2Window
+
+        self.seconds = {"linearize": 0.0, "isam2": 0.0, "readout": 0.0}
+        self._patched = [(FactorGroup, "evaluate", "linearize"), (FactorGroup, "_alone", "linearize"),
+                         (_ISAM2Window, "update", "isam2"), (_Readout, "__call__", "readout")]
+        self._originals = [getattr(cls, name) for cls, name, _ in self._patched]
+        for (cls, name, part), original in zip(self._patched, self._originals):
+            setattr(cls, name, self._timed(original, part))
+        return self
+
+    def _timed(self, original, part: str):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            inner = self.seconds["linearize"]
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent = time.perf_counter() - start
+                if part == "isam2":  # the linearizations iSAM2 calls are counted as such
+                    spent -= self.seconds["linearize"] - inner
+                self.seconds[part] += spent
+
+        return timed
+
+    def __exit__(self, *exc: object) -> None:
+        for (cls, name, _), original in zip(self._patched, self._originals):
+            setattr(cls, name, original)
+
+
 def _stream(model, log: Log, lag: float, **kwargs) -> tuple[np.ndarray, StreamEstimator, dict]:
     """Wall time of each push [s], the estimator, and the estimates {"filtered"/"smoothed": {k: Estimate}}."""
     kwargs.setdefault("h", H)
@@ -143,6 +182,8 @@ def timing(quick: bool, profile_lines: int, settings: dict, freeze: bool = True)
     print("   p99 is then the time of an update, the latency the batching adds")
     print("   max: the slowest sample; full gc: Python's full garbage collections during the stream (number, "
           "seconds);")
+    print("   per sample: each row's stream split into our JAX linearizations, iSAM2's update without them,")
+    print("   the read-out of the estimates, and the rest (Python bookkeeping), over all its samples")
     print(f"   gc.freeze() after the warm-up: {'yes' if freeze else 'no (--no-gc-freeze)'}")
     print(f"{'model':<16} {'h [ms]':>6} {'lag [s]':>7} {'update every':>12} {'window':>6} {'mean [ms]':>10} "
           f"{'p99 [ms]':>9} {'max [ms]':>9} {'full gc':>10} {'real-time x':>12}  rate error filtered / smoothed")
@@ -160,7 +201,7 @@ def timing(quick: bool, profile_lines: int, settings: dict, freeze: bool = True)
             gc.collect()
             gc.freeze()
         for h, lag, n in cases:
-            with _FullCollections() as full_gc:
+            with _FullCollections() as full_gc, _Split() as split:
                 times, est, estimates = _stream(model, log, lag, h=h, update_every=n, **settings)
             steady = times[est.m * est.stride:]  # once the window is full
             mean = steady.mean()
@@ -173,6 +214,11 @@ def timing(quick: bool, profile_lines: int, settings: dict, freeze: bool = True)
             print(f"{model.name:<16} {1e3 * h:>6g} {lag:>7g} {n:>12} {est.m + est.update_every:>6} {1e3 * mean:>10.3f} "
                   f"{1e3 * np.percentile(steady, 99):>9.3f} {1e3 * steady.max():>9.1f} "
                   f"{f'{full_gc.count} / {full_gc.seconds:.2f}':>10} {H / mean:>12.2f}  {err}", flush=True)
+            per_sample = {part: 1e3 * seconds / len(times) for part, seconds in split.seconds.items()}
+            rest = 1e3 * times.mean() - sum(per_sample.values())
+            print(f"{'':<16} per sample [ms] over the whole stream: linearize {per_sample['linearize']:.3f}, iSAM2 "
+                  f"{per_sample['isam2']:.3f}, read-out {per_sample['readout']:.3f}, the rest {rest:.3f}",
+                  flush=True)
             if model.name == "furuta-viscous" and lag == 0.1 and h == H and n in (1, 10) and H / mean < 2.0 \
                     and profile_lines:
                 prof = cProfile.Profile()

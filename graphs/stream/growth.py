@@ -163,8 +163,9 @@ class _GraphGrowth:
         observed = [(k, y) for k, y, _ in pending if np.isfinite(y).any()]
         if len(impulse_keys_) == self.update_every > 1:
             itype = impulse_type(self.variables)
+            # The impulse type's own Jacobian passes (one per state part and the parameters).
             for f in itype.make_many(impulse_keys_, self._imp_noise, self.fixed, PerFactor(np.stack(controls)),
-                                     float(self.h), regroup=False, per_variable=True):
+                                     float(self.h), regroup=False):
                 graph.push_back(f)
         else:
             for kk, u_k in zip(range(k_last + 1, k_end + 1), controls):
@@ -173,8 +174,7 @@ class _GraphGrowth:
             ys = np.stack([y for _, y in observed])
             for f in observation_type(self.variables).make_many(
                     [observation_keys(self.variables, k) for k, _ in observed], self._obs_noise, self.fixed,
-                    PerFactor(np.nan_to_num(ys)), PerFactor(np.isfinite(ys).astype(float)), regroup=False,
-                    per_variable=True):
+                    PerFactor(np.nan_to_num(ys)), PerFactor(np.isfinite(ys).astype(float)), regroup=False):
                 graph.push_back(f)
         else:
             for k, y in observed:
