@@ -20,7 +20,8 @@ compliance ``eps`` and a damping ``tau`` (2.9-2.11):
   (F.4) with optional Stribeck curve (seed 001 eq. 4.1).
 - :class:`Ball` (3 rows), :class:`Lock` (6 rows).
 - :class:`Contact`: a point on a body above a plane, ``c(q) >= 0`` with Coulomb
-  friction (2.21, 2.24).
+  friction (2.21, 2.24); no impulse while the gap stays open over the step (seed 002's
+  discrete contact rule, :func:`contact_normal_b`).
 
 Everything numeric in a model may be a number or the name of a parameter of
 its :class:`~mbfg.parameters.ParameterSet` (``"-name"`` negates), so models
@@ -680,7 +681,7 @@ class RigidModel:
                 tau = jnp.asarray(resolve(c.tau, p), dtype=float)
                 gamma = 1.0 / (1.0 + 4.0 * tau / h)
                 B = B.at[i0].set(C)
-                b = b.at[i0].set(4.0 / h * gamma * gap - gamma * Jv[pos.start])  # (2.21)
+                b = b.at[i0].set(contact_normal_b(gap, Jv[pos.start], gamma, h))
                 T = J_pos[pos.start + 1 : pos.stop]
                 mu = jnp.asarray(resolve(c.mu, p), dtype=float)
                 data = _friction_data((4.0 / h**2 * eps * gamma)[None], mu[None], 2, resolve(c.friction_compliance, p))
@@ -876,6 +877,30 @@ def _plane_basis(normal: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.nd
     t1 = np.cross(n, helper)
     t1 /= np.linalg.norm(t1)
     return n, t1, np.cross(n, t1)
+
+
+def contact_normal_b(gap: jnp.ndarray, Cv: jnp.ndarray, gamma: jnp.ndarray, h: Any) -> jnp.ndarray:
+    """The constant b of a contact's normal row ``C v_{k+1} + Sigma lam + b = w >= 0`` (scalars; b [m/s]).
+
+    ``b = max(gap / h, min(spook, 0))`` with Spook's stabilization ``spook = 4/h gamma gap - gamma C v_k``
+    (2.21), gap [m] and C v_k [m/s]:
+
+    - open gap (``gap > 0``): ``b = gap / h``, seed 002's discrete rule
+      ``0 <= h lam_n  perp  psi_n(q_{k+1}) >= 0`` linearized, ``gap + h C v_{k+1} >= 0``: no
+      impulse while the step ends with the gap still open, whatever tau and h. Spook's value
+      would limit the approach speed to about gap / tau there, pushing at a distance.
+    - penetration (``gap <= 0``): Spook's stabilization, which relaxes the overlap in about tau,
+      clipped to ``[gap / h, 0]``: never above 0, so that an approach cannot go on (after the
+      step that closes a gap the body still moves at the closing speed, and Spook's
+      -gamma C v_k would let a fraction gamma of it through: the impact that Spook leaves to
+      a separate impulse step, seed 000 after 2.21), and never below seed 002's one-step removal
+      ``gap / h``. For a resting contact (C v_k = 0, tau >= 0.75 h) neither clip is active.
+
+    b is continuous in (gap, C v_k) (both sides are 0 at gap = 0) and piecewise linear; ``maximum``
+    and ``minimum``, no Python branch, so it vmaps and differentiates on every piece.
+    """
+    spook = 4.0 / h * gamma * gap - gamma * Cv  # (2.21)
+    return jnp.maximum(gap / h, jnp.minimum(spook, 0.0))
 
 
 def _friction_data(sigma_N: jnp.ndarray, U: jnp.ndarray, m: int, eps_t: Any) -> complementarity.GroupData:
