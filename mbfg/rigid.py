@@ -214,6 +214,9 @@ class Contact:
             both senses each (a four-sided friction pyramid).
         eps, tau: compliance [m/N] and damping [s] of the normal row.
         friction_compliance: Sigma_t of the tangential rows [m/(N s)] (creep while sticking).
+        radius: a sphere of this radius [m] centred at ``point``: gap ``n . (p - origin) - radius``.
+            Friction acts through the centre (the rows' tangents are those of ``point``), so it
+            exerts no torque: the sphere slides without rolling, as a block would.
     """
 
     name: str
@@ -225,6 +228,7 @@ class Contact:
     eps: ParamLike = 1e-8
     tau: ParamLike = 2e-3
     friction_compliance: ParamLike = 1e-5
+    radius: ParamLike = 0.0
 
 
 @dataclass(frozen=True)
@@ -447,7 +451,7 @@ class RigidModel:
             if c.body not in self.body_index:
                 raise ModelError(f"{self.name}: {where} names unknown body {c.body!r}")
             check_positive(f"{where} eps", c.eps)
-            check_params(f"{where}", (c.point, c.mu, c.tau, c.friction_compliance))
+            check_params(f"{where}", (c.point, c.mu, c.tau, c.friction_compliance, c.radius))
             if np.linalg.norm(c.normal) < 1e-12:
                 raise ModelError(f"{self.name}: {where} normal has zero length")
         for f in self.applied:
@@ -546,7 +550,8 @@ class RigidModel:
             i = self.body_index[c.body]
             point = r[i] + R[i] @ resolve3(c.point, p)
             n, t1, t2 = _plane_basis(c.normal)
-            out.append(jnp.stack([n @ (point - jnp.asarray(c.origin)), t1 @ point, t2 @ point]))
+            gap = n @ (point - jnp.asarray(c.origin)) - resolve(c.radius, p)
+            out.append(jnp.stack([gap, t1 @ point, t2 @ point]))
         return jnp.concatenate(out) if out else jnp.zeros(0)
 
     def _lifted_positions(self, state: State, p: Mapping[str, Any]) -> Callable[[jnp.ndarray], jnp.ndarray]:

@@ -66,3 +66,42 @@ def test_contact_normal_b_is_seed_002_when_open_spook_clipped_when_penetrating()
     np.testing.assert_array_equal(b[6:], 0.0)  # continuous at gap = 0
     grad = jax.grad(lambda g: contact_normal_b(g, -0.1, gamma, h))(0.3)
     assert grad == 1 / h
+
+
+# ----------------------------------------------------------------- a sphere on a tilted plane
+
+
+def _sphere_on_incline(angle: float, mu: float):
+    from mbfg.parameters import ParameterSet
+    from mbfg.rigid import Body, Contact, RigidModel, parameter
+
+    n = (np.sin(angle), 0.0, np.cos(angle))  # the plane through the origin, tilted about y
+    params = ParameterSet([parameter("R", 0.1, "m", 0.0), parameter("mu", mu, "", 0.0, 1.0),
+                           parameter("g", 9.81, "m/s^2", 0.0)])
+    m, J = 2.0, 0.4 * 2.0 * 0.1**2  # a solid sphere of 2 kg, radius 0.1 m
+    centre = tuple(0.1 * np.asarray(n))  # touching the plane, at rest
+    return RigidModel("sphere-incline", [Body("ball", m, (J, J, J), position=centre)],
+                      contacts=[Contact("plane", "ball", normal=n, mu="mu", radius="R", eps=1e-8, tau=0.01)],
+                      parameters=params), np.asarray(n)
+
+
+def test_sphere_on_tilted_plane_slides_at_g_sin_minus_mu_cos_and_sticks_when_tan_below_mu() -> None:
+    """Coulomb block on an incline (the sphere's friction acts through its centre, so it slides
+    without rolling): at rest if tan(angle) <= mu, else accelerating down the slope at
+    g (sin(angle) - mu cos(angle)); the centre stays at the radius from the plane."""
+    h, T = 2e-3, 1.0
+    for angle, mu in ((0.5, 0.3), (0.5, 0.8), (0.3, 0.1)):
+        model, n = _sphere_on_incline(angle, mu)
+        traj = simulate(model, T, h, chunk=500)
+        r = traj.states.r[:, 0]
+        down = np.array([np.cos(angle), 0.0, -np.sin(angle)])  # the downhill direction in the plane
+        s = (r - r[0]) @ down
+        height = r @ n
+        np.testing.assert_allclose(height, 0.1, atol=1e-6)  # on the plane: gap 0 up to the compliance
+        if np.tan(angle) < mu:
+            assert np.abs(s).max() < 1e-6  # sticks (up to the friction compliance's creep)
+        else:
+            a = 9.81 * (np.sin(angle) - mu * np.cos(angle))
+            acc = 2 * np.polyfit(traj.t[10:], s[10:], 2)[0]
+            assert abs(acc - a) < 1e-3 * a, (angle, mu, acc, a)
+            np.testing.assert_allclose(s, 0.5 * a * traj.t**2, atol=a * h * T)  # first order in h
