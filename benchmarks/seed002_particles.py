@@ -4,6 +4,7 @@ Run from the repository root::
 
     python benchmarks/seed002_particles.py                 # the single particle at the seed's noise levels
     python benchmarks/seed002_particles.py --particles 3   # also 3 particles, each its own mu, in one graph
+    python benchmarks/seed002_particles.py --weight 1e2    # the state error weight w (default 1e-5)
 
 (a) Seed 002's particle (``mbfg.models.particle``: m = 1, q0 = (0, 3), push (5, -9.81 m), mu = 0.2,
 h = 0.05 s, N = 100 steps) is simulated, uniform noise in [-eps, eps] is added to x and z, and mu
@@ -64,7 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--particles", type=int, nargs="*", default=[], help="multi-particle cases (e.g. 2 3 5)")
     parser.add_argument("--max-iterations", type=int, default=40)
-    parser.add_argument("--weight", type=float, default=1e2, help="state error weight w")
+    parser.add_argument("--weight", type=float, default=1e-5, help="state error weight w (default 1e-5)")
     args = parser.parse_args()
 
     model = particle()
