@@ -332,6 +332,7 @@ BUILTIN: dict[str, Callable[[], RigidModel]] = {
     "furuta": lambda: furuta(True),
     "furuta-viscous": lambda: furuta(False),
     "particle": particle,
+    "dfki-double-pendulum": lambda: __import__("mbfg.dfki", fromlist=["x"]).dfki_double_pendulum(),
 }
 
 
