@@ -919,6 +919,11 @@ def _model_with_params(name: str, params: str | None):
     if not params:
         return model
     changes = load_parameter_file(params)
+    if name == "dfki-double-pendulum":
+        from mbfg.dfki import is_lab_file, lab_to_parameters
+
+        if is_lab_file(changes):  # the lab's own model_parameters.yml
+            changes = lab_to_parameters(changes)
     key = None
     if name in BUILTIN:
         try:

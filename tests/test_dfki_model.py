@@ -90,3 +90,15 @@ def test_frictionless_swing_converges_to_the_labs_lagrangian_ode():
     print(f"\nmax angle error vs lab ODE at h = 2, 1 ms: {errors[0]:.3e}, {errors[1]:.3e}; order {order:.2f}")
     assert 0.8 < order < 1.2  # Spook is first order: the error is the integrator's, not the model's
     assert errors[1] < 1e-2
+
+
+def test_cli_params_accepts_the_labs_yaml(tmp_path):
+    from mbfg.cli import _model_with_params
+
+    lab = _lab_file()
+    v = _model_with_params("dfki-double-pendulum", str(LAB_FILE)).parameters.numpy_values()
+    assert v == load_model("dfki-double-pendulum").parameters.numpy_values()
+    changed = tmp_path / "lab.yml"
+    changed.write_text(LAB_FILE.read_text().replace(f"cf1: {lab['cf1']}", "cf1: 0.186"))
+    w = _model_with_params("dfki-double-pendulum", str(changed)).parameters.numpy_values()
+    np.testing.assert_allclose(w["mu_r1"], 2 * v["mu_r1"], rtol=1e-12)
