@@ -1,6 +1,17 @@
-"""JAX set-up shared by every module: float64 everywhere."""
+"""JAX set-up shared by every module: float64 everywhere, and a persistent compilation cache.
+
+Compiling the residuals of a model takes seconds to tens of seconds (the 13-parameter Furuta
+impulse factor about 15 s on 2 cores); JAX's persistent compilation cache keeps the compiled
+programs on disk, so a second run of the same command, or a sweep's next calibration of the
+same model, loads them instead. The cache folder is, in this order: ``JAX_COMPILATION_CACHE_DIR``
+(JAX's own setting) if set, ``MBFG_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/mbfg/jax``
+(``~/.cache/mbfg/jax``). ``MBFG_CACHE_DIR=off`` turns the cache off. A folder that cannot be
+created leaves the cache off, without an error.
+"""
 
 from __future__ import annotations
+
+import os
 
 import jax
 
@@ -9,4 +20,28 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
-__all__ = ["jax", "jnp"]
+
+def cache_dir() -> str | None:
+    """The persistent compilation cache folder in use (None: off)."""
+    return jax.config.jax_compilation_cache_dir or None
+
+
+def _configure_cache() -> None:
+    if jax.config.jax_compilation_cache_dir:  # the user's JAX_COMPILATION_CACHE_DIR
+        return
+    chosen = os.environ.get("MBFG_CACHE_DIR")
+    if chosen is not None and chosen.strip().lower() in ("off", "0", "none", ""):
+        return
+    if chosen is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        chosen = os.path.join(base, "mbfg", "jax")
+    try:
+        os.makedirs(chosen, exist_ok=True)
+    except OSError:
+        return
+    jax.config.update("jax_compilation_cache_dir", chosen)
+
+
+_configure_cache()
+
+__all__ = ["cache_dir", "jax", "jnp"]
