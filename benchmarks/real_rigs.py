@@ -4,6 +4,7 @@ Run from the repository root::
 
     python benchmarks/real_rigs.py                 # both rigs, 4 s of each recording at h = 4 ms
     python benchmarks/real_rigs.py --rig dfki --seconds 10
+    python benchmarks/real_rigs.py --rig dfki --lab-model --seconds 2   # the lab's model, free simulation
 
 1. DFKI double pendulum (``double-pendulum-torque``, measured motor torques as the
    known input): ``trajectory_00.csv`` resampled to its 2 ms grid
@@ -120,6 +121,64 @@ def dfki(seconds: float, h: float, max_iterations: int, save_dir: str | None = N
         print(f"{k:8} {ours[k]:>12.5g} {theirs[k]:>12.5g}")
 
 
+def every(log: Log, k: int) -> Log:
+    """Every k-th sample of a log (a uniform log at k times its step)."""
+    return replace(log, t=log.t[::k], y=log.y[::k], u=log.u[::k])
+
+
+def free_sim_line(label: str, model, log: Log, seconds: float) -> None:
+    from mbfg.validation import free_simulation
+
+    fs = free_simulation(model, log, seconds=seconds)
+    print(f"{label:34} " + "  ".join(f"{o}: RMS {fs.rms[o]:.3g} rad, drift > 0.1 rad at {fs.drift_time[o]:.3g} s"
+                                     for o in fs.rms))
+
+
+def dfki_lab(seconds: float, h: float, max_iterations: int, weight: float, sim_seconds: float) -> None:
+    """``dfki-double-pendulum`` (the lab's model: viscous + Coulomb, geared rotors) from the lab's values."""
+    from mbfg.dfki import SLIDING, lab_combinations
+    from mbfg.identifiability import combination, result_combinations
+    from mbfg.models import load_model
+
+    print(f"\n# DFKI double pendulum as the lab models it (dfki-double-pendulum): {seconds:g} s of trajectory_00, "
+          f"h = {h:g} s, w = {weight:g}; validation on trajectory_01")
+    lab = dfki_reference_parameters(DFKI / "model_parameters.yml")
+    model = load_model("dfki-double-pendulum")
+    k = int(round(h / DFKI_PERIOD))
+    train = window(resample_uniform(load_dfki_double_pendulum(DFKI / "trajectory_00.csv"), DFKI_PERIOD), 0.0, seconds)
+    full_val = resample_uniform(load_dfki_double_pendulum(DFKI / "trajectory_01.csv"), DFKI_PERIOD)
+    val = window(full_val, 0.0, seconds)
+    t0 = time.perf_counter()
+    result = calibrate(model, train, h=h, weight=weight, max_iterations=max_iterations)
+    wall = time.perf_counter() - t0
+    report(result, model, val, wall)
+    v = result.model.parameters.numpy_values()
+    names = [p.name for p in result.parameters]
+    vals = [p.value for p in result.parameters]
+    fixed = {n: x for n, x in v.items() if n not in names}
+    start = lab_combinations(model.parameters.numpy_values())
+    print("\nidentifiable combinations (planar motion; joint-axis inertias incl. the rotor Ir on link 1):")
+    print(f"{'':16} {'mbfg':>11} {'std':>9} {'lab':>11} {'diff %':>7}")
+    for key in ("I1 + m2 l1^2", "I2"):
+        val_, std = combination(lambda p, key=key: lab_combinations(p)[key], names, vals, result.covariance,
+                                fixed=fixed)
+        print(f"{key:16} {val_:>11.5g} {std:>9.2g} {start[key]:>11.5g} {100 * (val_ / start[key] - 1):>7.1f}")
+    loads = {1: (v["m1"] + v["m2"]) * v["g"], 2: v["m2"] * v["g"]}
+    print("Coulomb friction, sliding torque mu_r * static load / (pi/2) [N m] (the lab's cf):")
+    for i in (1, 2):
+        cf = v[f"mu_r{i}"] * loads[i] / SLIDING
+        print(f"cf{i:<14} {cf:>11.4g} {'':>9} {lab[f'cf{i}']:>11.4g} {100 * (cf / lab[f'cf{i}'] - 1):>7.1f}")
+    for i in (1, 2):
+        print(f"b{i:<15} {v[f'b{i}']:>11.4g} {'':>9} {lab[f'b{i}']:>11.4g}")
+    print("combinations the data determine / leave free (mbfg.identifiability):")
+    for c in result_combinations(result):
+        print(f"  {'determined' if c.determined else 'FREE      '} rel. std {c.relative_std:.2g}: {c.label}")
+    print(f"\nfree simulation on trajectory_01 (first {sim_seconds:g} s, h = {h:g} s, measured torques):")
+    sim_log = every(window(full_val, 0.0, sim_seconds + h), k)
+    free_sim_line("lab's model (defaults)", model, sim_log, sim_seconds)
+    free_sim_line("identified (dry + viscous)", result.model, sim_log, sim_seconds)
+
+
 def qube(seconds: float, h: float, max_iterations: int, start: float, viscous: bool = False,
          save_dir: str | None = None) -> None:
     print(f"\n# QUBE-Servo: {seconds:g} s of {QUBE_FILES[0]} from t = {start:g} s, h = {h:g} s; "
@@ -133,6 +192,11 @@ def qube(seconds: float, h: float, max_iterations: int, start: float, viscous: b
     result = calibrate(model, train, free=free, h=h, max_iterations=max_iterations)
     report(result, model, val, time.perf_counter() - t0)
     save(result, save_dir, "qube")
+    k = int(round(h / QUBE_PERIOD))
+    sim_log = every(window(load_qube(QUBE / QUBE_FILES[1]), start, min(2.0, seconds - h) + h), k)
+    print(f"free simulation on {QUBE_FILES[1]} from t = {start:g} s:")
+    free_sim_line("start (vendor's nominal values)", model, sim_log, min(2.0, seconds - h))
+    free_sim_line("identified", result.model, sim_log, min(2.0, seconds - h))
 
 
 def main() -> None:
@@ -145,9 +209,15 @@ def main() -> None:
     parser.add_argument("--qube-viscous", action="store_true",
                         help="the QUBE as furuta(dry=False): viscous hinges only (the model benchmarks/stream.py uses)")
     parser.add_argument("--save", metavar="DIR", default=None, help="write <rig>_calibration.json files to DIR")
+    parser.add_argument("--lab-model", action="store_true",
+                        help="DFKI: the dfki-double-pendulum model (the lab's: Coulomb + viscous, rotors)")
+    parser.add_argument("--weight", type=float, default=1e3, help="state error weight w for --lab-model (default 1e3)")
+    parser.add_argument("--sim-seconds", type=float, default=2.0, help="free-simulation span [s] (default 2)")
     parser.add_argument("--max-iterations", type=int, default=30, help="LM iterations at most (default 30)")
     args = parser.parse_args()
-    if args.rig in ("dfki", "both"):
+    if args.rig in ("dfki", "both") and args.lab_model:
+        dfki_lab(args.seconds, args.dt, args.max_iterations, args.weight, args.sim_seconds)
+    elif args.rig in ("dfki", "both"):
         dfki(args.seconds, args.dt, args.max_iterations, args.save)
     if args.rig in ("qube", "both"):
         qube(args.seconds, args.dt, args.max_iterations, args.qube_start, args.qube_viscous, args.save)
