@@ -15,7 +15,8 @@ from mbfg.errors import ModelError
 from mbfg.models import STIFF, load_model
 from mbfg.spook import simulate
 
-LAB_FILE = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "dfki_double_pendulum" / "model_parameters.yml"
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+LAB_FILE = DATA / "dfki_double_pendulum" / "model_parameters.yml"
 
 
 def _lab_file() -> dict[str, float]:
