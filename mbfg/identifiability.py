@@ -110,7 +110,10 @@ def result_combinations(result, *, threshold: float = 1.0) -> list[Combination]:
     """:func:`base_combinations` of a :class:`mbfg.calibration.CalibrationResult`."""
     names = [p.name for p in result.parameters]
     values = [p.value for p in result.parameters]
-    return base_combinations(names, values, result.covariance, threshold=threshold)
+    # As calibration's singular values: a parameter at zero (e.g. on its bound) is scaled by its std.
+    scale = [abs(p.value) if p.value != 0 else (p.std if np.isfinite(p.std) and p.std > 0 else 1.0)
+             for p in result.parameters]
+    return base_combinations(names, values, result.covariance, scale=scale, threshold=threshold)
 
 
 def not_excited_combinations(result, *, threshold: float = 1.0) -> list[str]:
