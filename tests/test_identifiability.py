@@ -56,3 +56,15 @@ def test_combination_std_is_the_delta_method_of_a_linear_function():
 def test_shape_mismatch_raises():
     with pytest.raises(MbfgError, match="covariance"):
         base_combinations(["a", "b"], [1.0, 2.0], np.eye(3))
+
+
+def test_not_excited_flag_names_the_undetermined_combination():
+    from types import SimpleNamespace
+
+    from mbfg.identifiability import not_excited_combinations
+
+    Rm = np.array([[1.0, 1.0], [1.0, -1.0]]) / np.sqrt(2)
+    C = Rm @ np.diag([1e-8, 4.0]) @ Rm.T  # J1 + J2 known to 1e-4, J1 - J2 to 2 (values 1, 1)
+    est = [SimpleNamespace(name=n, value=1.0, std=float(np.sqrt(C[i, i]))) for i, n in enumerate(["J1", "J2"])]
+    result = SimpleNamespace(parameters=est, covariance=C)
+    assert not_excited_combinations(result) in (["J1 - J2"], ["-J1 + J2"])
