@@ -177,6 +177,11 @@ def dfki_lab(seconds: float, h: float, max_iterations: int, weight: float, sim_s
     sim_log = every(window(full_val, 0.0, sim_seconds + h), k)
     free_sim_line("lab's model (defaults)", model, sim_log, sim_seconds)
     free_sim_line("identified (dry + viscous)", result.model, sim_log, sim_seconds)
+    viscous = model.without_dry_friction()
+    visc = calibrate(viscous, train, h=h, weight=weight, max_iterations=max_iterations, free=("J1", "J2", "b1", "b2"),
+                     quiet=True)
+    free_sim_line(f"identified viscous-only ({visc.iterations} it.)", visc.model, sim_log, sim_seconds)
+    free_sim_line("lab's values, Coulomb dropped", viscous, sim_log, sim_seconds)
 
 
 def qube(seconds: float, h: float, max_iterations: int, start: float, viscous: bool = False,
