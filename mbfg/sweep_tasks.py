@@ -33,14 +33,8 @@ COLUMNS = ("kind", "log", "scored_log", "h", "weight", "eps", "status", "error",
 
 
 def default_cache_dir() -> str:
-    """The sweep's JAX compilation cache folder when none is given, resolved on each worker's own
-    machine: that of :mod:`mbfg._jax` (``JAX_COMPILATION_CACHE_DIR``, ``MBFG_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/mbfg/jax``, i.e. ``~/.cache/mbfg/jax``)."""
-    from mbfg._jax import cache_dir
-
-    folder = cache_dir()
-    if folder:
-        return folder
+    """The sweep's JAX compilation cache folder when none is given: ``$XDG_CACHE_HOME/mbfg/jax``
+    (``~/.cache/mbfg/jax``), resolved on each worker's own machine."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "mbfg", "jax")
 

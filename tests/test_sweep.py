@@ -8,7 +8,6 @@ the in-process tests, and the CLI test starts a real scheduler and workers.
 from __future__ import annotations
 
 import math
-import os
 import socket
 import subprocess
 import sys
@@ -37,9 +36,7 @@ def setup(tmp_path_factory):
     for i, theta in enumerate((2.0, 1.4)):
         traj = simulate(model, 0.3, 1e-3, initial=model.initial_state({"theta": theta}))
         logs[f"rec{i}"] = traj.to_log(noise=NOISE, seed=i, source=f"rec{i}")
-    # The test session's compilation cache (tests/conftest.py): the workers then share the compiled
-    # programs of the in-process reference calibrations, and the reverse.
-    return start, logs, os.environ["JAX_COMPILATION_CACHE_DIR"]
+    return start, logs, tmp_path_factory.mktemp("jax-cache")
 
 
 @pytest.fixture(scope="module")
