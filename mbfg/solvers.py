@@ -173,12 +173,6 @@ def bounded_levenberg_marquardt(
     return LMResult(values, len(history) - 1, converged, history, message)
 
 
-def _damping_scale(d: np.ndarray, lam: float) -> np.ndarray:
-    """sqrt(lam D) with Marquardt's D = diag(J^T J) of one variable, floored so that directions the
-    data does not see are damped too."""
-    return np.sqrt(lam * np.maximum(d, 1e-12 * max(float(d.max()), 1e-300) + 1e-30))
-
-
 class _Ordinary:
     """The generic path: GTSAM linearizes the graph; damped QR with a COLAMD ordering; stiff rows for the box."""
 

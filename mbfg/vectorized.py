@@ -84,13 +84,6 @@ class Blocks:
                 offset += self.dims[key]
         return out
 
-    def join(self, delta: gtsam.VectorValues) -> gtsam.VectorValues:
-        """A solution over the GTSAM variables as one over blocks (the inverse of :meth:`split`)."""
-        out = gtsam.VectorValues()
-        for block, keys in self.members.items():
-            out.insert(block, np.concatenate([delta.at(key) for key in keys]))
-        return out
-
 
 def _sigmas(noise: gtsam.noiseModel.Base, name: str) -> np.ndarray:
     """Per-row sigmas of a Gaussian (unit, isotropic or diagonal) noise model, for whitening in NumPy."""
@@ -146,7 +139,8 @@ class _GroupLayout:
                 raise MbfgError(f"{name}: variables {slots[s]} and {j} share a block in the first factor only")
         self.slot_keys = block_keys[:, slots]  # (N, number of slots)
         if len(slots) > 3:
-            _jacobian_factor([(0, np.zeros((1, 1)))] * len(slots), np.zeros(1), gtsam.noiseModel.Unit.Create(1), name)
+            raise MbfgError(f"{name}: a factor touches {len(slots)} blocks of the linear system; GTSAM's Python "
+                            f"JacobianFactor takes at most 3 (stack its variables into fewer blocks)")
 
     def scatter(self, out: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
         """(r (N, m), per slot (N, m, block size)) from a group's [r | H_1 | ...] (N, m, 1 + sum dims)."""
