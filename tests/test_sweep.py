@@ -181,7 +181,7 @@ def test_mbfg_sweep_on_a_real_dask_scheduler_and_workers_with_cross_validation(s
         assert run.returncode == 0, run.stderr
         assert "crossval on" in run.stderr  # progress lines
         rows = read_results(out)
-        assert len(rows) == 4 and all(r["status"] == "ok" for r in rows), rows
+        assert len(rows) == 4 and all(r["status"] == "ok" for r in rows), [(r["kind"], r["status"], r["error"]) for r in rows]
         assert all(r["worker"].startswith("tcp://127.0.0.1:") for r in rows)  # run by the separate workers
         for r in rows:
             if r["kind"] == "crossval":
