@@ -101,13 +101,15 @@ def variables_for(model: RigidModel, free: Sequence[str] | None = None) -> Varia
 
 def state_values(model: RigidModel, state: State) -> list[np.ndarray]:
     """The GTSAM variable values of a state: nb pose matrices (4, 4) and the velocity (6 nb,)."""
+    R = quat.to_matrix_np(np.asarray(state.e))
+    r = np.asarray(state.r, dtype=float)
     out = []
     for i in range(model.nb):
         T = np.eye(4)
-        T[:3, :3] = np.asarray(quat.to_matrix(np.asarray(state.e[i])))
-        T[:3, 3] = np.asarray(state.r[i])
+        T[:3, :3] = R[i]
+        T[:3, 3] = r[i]
         out.append(T)
-    out.append(np.asarray(State(*(np.asarray(a) for a in state)).velocity()))
+    out.append(np.concatenate([np.asarray(state.v, dtype=float), np.asarray(state.w, dtype=float)], axis=1).reshape(-1))
     return out
 
 

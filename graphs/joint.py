@@ -206,30 +206,28 @@ def filtered_observations(t: np.ndarray, y: np.ndarray, cutoff_hz: float) -> np.
 
 
 def initial_states(model: RigidModel, y: np.ndarray, h: float, parameters: Mapping[str, Any]) -> list[State]:
-    """States at zero constraint violation matching readings y (n, n_obs), velocities by eq. 4.3."""
+    """States at zero constraint violation matching readings y (n, n_obs), velocities by eq. 4.3
+    (NumPy arrays)."""
     hinges = {j.name for j in model.hinges}
-    states = []
-    for row in y:
+    n = len(y)
+    r = np.empty((n, model.nb, 3))
+    e = np.empty((n, model.nb, 4))
+    for k, row in enumerate(y):
         coords = {name: float(v) for name, v in zip(model.observations, row) if name in hinges}
-        x = model.initial_state(coords, parameters=parameters)
-        r = np.array(x.r)
+        x = model.initial_state(coords, parameters=parameters, numpy=True)
+        r[k], e[k] = x.r, x.e
         for name, v in zip(model.observations, row):
             if name not in hinges:  # a CoM coordinate "body.x"
                 body, _, axis = name.rpartition(".")
-                r[model.body_index[body], "xyz".index(axis)] = v
-        states.append(State(r, np.asarray(x.e), np.zeros((model.nb, 3)), np.zeros((model.nb, 3))))
-    out = []
-    for k, x in enumerate(states):
-        prev = states[max(k - 1, 0)] if k > 0 else None
-        nxt = states[1] if k == 0 and len(states) > 1 else None
-        a, b = (prev, x) if prev is not None else (x, nxt)
-        if b is None:
-            out.append(x)
-            continue
-        v = (np.asarray(b.r) - np.asarray(a.r)) / h
-        w = np.stack([np.asarray(quat.boxminus(b.e[i], a.e[i])) for i in range(model.nb)]) / h
-        out.append(State(x.r, x.e, v, w))
-    return out
+                r[k, model.body_index[body], "xyz".index(axis)] = v
+    if n < 2:
+        return [State(r[k], e[k], np.zeros((model.nb, 3)), np.zeros((model.nb, 3))) for k in range(n)]
+    # Backward differences, the first state's forward: state k's velocity takes it from k-1 to k.
+    prev = np.concatenate([[0], np.arange(n - 1)])
+    nxt = np.concatenate([[1], np.arange(1, n)])
+    v = (r[nxt] - r[prev]) / h
+    w = quat.boxminus_np(e[nxt], e[prev]) / h
+    return [State(r[k], e[k], v[k], w[k]) for k in range(n)]
 
 
 def smooth_initial_states(

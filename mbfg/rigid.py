@@ -764,6 +764,7 @@ class RigidModel:
         coordinates: Mapping[str, float] | None = None,
         rates: Mapping[str, float] | None = None,
         parameters: Mapping[str, Any] | None = None,
+        numpy: bool = False,
     ) -> State:
         """A state at zero constraint violation from joint angles and rates.
 
@@ -776,6 +777,7 @@ class RigidModel:
             coordinates: hinge angles [rad] by joint name (0 if absent).
             rates: hinge angle rates [rad/s] by joint name, CoM velocities [m/s] as ``"body.x"``.
             parameters: parameter values (default: the model's own).
+            numpy: return NumPy arrays (set-up code building thousands of states), not JAX arrays.
         """
         coordinates, rates = dict(coordinates or {}), dict(rates or {})
         known = {j.name for j in self.hinges} | {f"{b.name}.{ax}" for b in self.bodies for ax in "xyz"}
@@ -816,6 +818,8 @@ class RigidModel:
             placed[ib] = True
         e = np.stack([quat.from_matrix(Ri) for Ri in R])
         w_body = np.einsum("bji,bj->bi", R, w_world)
+        if numpy:
+            return State(r, e, v_lin, w_body)
         return State(jnp.asarray(r), jnp.asarray(e), jnp.asarray(v_lin), jnp.asarray(w_body))
 
     def check_state(self, state: State) -> None:

@@ -68,6 +68,25 @@ def test_rotation_matrix_quaternion_round_trip() -> None:
         np.testing.assert_allclose(quat.from_matrix(quat.to_matrix(e)), e, atol=1e-12)
 
 
+def test_numpy_set_up_helpers_equal_eq_2_15_and_the_rotation_matrix_in_jax() -> None:
+    """boxminus_np / to_matrix_np (batched NumPy, for building thousands of states) against the
+    single-quaternion JAX functions, at angles from 1e-7 rad (the series branch) to near pi,
+    with e and -e (the same rotation)."""
+    rng = np.random.default_rng(5)
+    e0 = np.stack([np.asarray(quat.exp(rng.normal(size=3))) for _ in range(40)])
+    scales = np.concatenate([np.full(10, 1e-7), np.full(10, 0.3), np.full(10, 2.0), np.full(10, 3.1)])
+    psi = rng.normal(size=(40, 3))
+    psi *= (scales / np.linalg.norm(psi, axis=1))[:, None]
+    e1 = np.stack([np.asarray(quat.boxplus(a, p)) for a, p in zip(e0, psi)])
+    e1[::2] *= -1.0
+    got = quat.boxminus_np(e1.reshape(4, 10, 4), e0.reshape(4, 10, 4)).reshape(40, 3)
+    want = np.stack([np.asarray(quat.boxminus(b, a)) for a, b in zip(e0, e1)])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got, psi, atol=1e-9)
+    np.testing.assert_allclose(quat.to_matrix_np(e1), np.stack([np.asarray(quat.to_matrix(b)) for b in e1]),
+                               atol=1e-15)
+
+
 # ----------------------------------------------------------------- convergence to the references
 
 
