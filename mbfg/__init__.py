@@ -1,5 +1,17 @@
 """mbfg: multibody estimation problems as GTSAM factor graphs with JAX residuals."""
 
+import os as _os
+
+# factors/, graphs/ and datasets/ sit beside mbfg/ in a source checkout and are installed inside
+# the package (pyproject's package-dir). A process started in the checkout's root (`python -m mbfg`,
+# a Dask worker) finds ./mbfg before the installed package; its subpackages then come from the
+# checkout's folders too, instead of failing with "No module named 'mbfg.graphs'".
+_here, _root = _os.path.dirname(__file__), _os.path.dirname(_os.path.dirname(__file__))
+if not _os.path.isdir(_os.path.join(_here, "graphs")) and all(
+    _os.path.isfile(_os.path.join(_root, *parts)) for parts in (("graphs", "__init__.py"), ("pyproject.toml",))
+):
+    __path__.append(_root)  # type: ignore[name-defined]  # noqa: F821
+
 from mbfg import _jax  # noqa: F401  (float64 before anything touches JAX)
 from mbfg.adapter import POSE3, REGISTRY, ROT3, VECTOR, FactorType, VarKind, noise_model
 from mbfg.errors import DataError, MbfgError, ModelError
@@ -47,9 +59,7 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # mbfg.graphs is installed inside the package from the top-level graphs/ folder; importing it
-    # lazily keeps `import mbfg` light and working from a source checkout's root, where ./mbfg
-    # (without graphs/) comes first on sys.path, as in `python -m mbfg` there.
+    # Imported lazily: `import mbfg` stays light.
     if name == "StreamEstimator":
         from mbfg.graphs.stream import StreamEstimator
 

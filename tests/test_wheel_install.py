@@ -176,3 +176,14 @@ def test_installed_wheel_adds_no_top_level_factors_graphs_or_datasets(fresh_venv
         assert provided_elsewhere, f"`import {name}` succeeds in the fresh venv: {where}"
         assert fresh_venv.resolve().as_posix() not in where, f"the wheel installed a top-level {name!r}: {where}"
         assert REPO.as_posix() not in where, f"top-level {name!r} resolves into the repository: {where}"
+
+
+def test_a_process_started_in_the_checkout_root_imports_the_subpackages_from_it(fresh_venv):
+    """`python -m mbfg` or a Dask worker started in the repository's root finds ./mbfg before the
+    installed package; mbfg.graphs and mbfg.factors must then resolve to the checkout's folders."""
+    script = "import mbfg.graphs.joint, mbfg.factors.impulse, mbfg.datasets; print(mbfg.graphs.__file__)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["JAX_PLATFORMS"] = "cpu"
+    done = _run([str(fresh_venv / "bin" / "python"), "-c", script], cwd=REPO, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert Path(done.stdout.strip().splitlines()[-1]).resolve() == (REPO / "graphs" / "__init__.py").resolve()
