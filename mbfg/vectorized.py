@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 import gtsam
 import numpy as np
 
-from mbfg.adapter import FactorGroup
+from mbfg.adapter import FactorGroup, VarKind
 from mbfg.errors import MbfgError
 
 
@@ -142,15 +142,95 @@ class _GroupLayout:
             raise MbfgError(f"{name}: a factor touches {len(slots)} blocks of the linear system; GTSAM's Python "
                             f"JacobianFactor takes at most 3 (stack its variables into fewer blocks)")
 
+    def _view_columns(self, mine: list[int]) -> tuple[int, int] | None:
+        """The columns of ``[r | H_1 | ...]`` that are a slot's whole block as they stand, if its
+        variables (indices ``mine``) come one after another in block order and fill it."""
+        starts = np.cumsum([1, *self.dims])
+        offset = 0
+        for a, j in enumerate(mine):
+            if j != mine[0] + a or self.offsets[j] != offset:
+                return None
+            offset += self.dims[j]
+        if offset != self.slot_sizes[self.slot_of[mine[0]]]:
+            return None
+        return int(starts[mine[0]]), int(starts[mine[0]]) + offset
+
     def scatter(self, out: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-        """(r (N, m), per slot (N, m, block size)) from a group's [r | H_1 | ...] (N, m, 1 + sum dims)."""
+        """(r (N, m), per slot (N, m, block size)) from a group's [r | H_1 | ...] (N, m, 1 + sum dims).
+
+        A slot whose variables come one after another in block order and fill the block (an impulse
+        factor's state blocks) is a view of ``out``; the others are assembled."""
         n, m = out.shape[:2]
-        A = [np.zeros((n, m, size)) for size in self.slot_sizes]
-        col = 1
-        for j, dim in enumerate(self.dims):
-            A[self.slot_of[j]][:, :, self.offsets[j] : self.offsets[j] + dim] += out[:, :, col : col + dim]
-            col += dim
+        starts = np.cumsum([1, *self.dims])
+        A = []
+        for s, size in enumerate(self.slot_sizes):
+            mine = [j for j, slot in enumerate(self.slot_of) if slot == s]
+            view = self._view_columns(mine)
+            if view is not None:
+                A.append(out[:, :, view[0] : view[1]])
+                continue
+            block = np.zeros((n, m, size))
+            for j in mine:
+                block[:, :, self.offsets[j] : self.offsets[j] + self.dims[j]] += out[:, :, starts[j] : starts[j + 1]]
+            A.append(block)
         return out[:, :, 0], A
+
+
+class _Snapshot:
+    """A ``gtsam.Values`` read in bulk: every Pose3 in one call (``utilities.extractPose3``), every
+    vector of a symbol letter in one (``utilities.extractVectors``); a group's inputs are then
+    rows picked by index, with no per-variable Python. Anything else is read per key."""
+
+    def __init__(self, values: gtsam.Values) -> None:
+        self.values = values
+        self._poses: tuple[np.ndarray, np.ndarray] | None = None
+        self._vectors: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+        self._keys: np.ndarray | None = None
+
+    def _all_keys(self) -> np.ndarray:
+        if self._keys is None:
+            self._keys = np.asarray(self.values.keys(), dtype=np.uint64)  # sorted, as GTSAM stores them
+        return self._keys
+
+    def _pose_table(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._poses is None:
+            rows = gtsam.utilities.extractPose3(self.values)  # (n, 12): R row-major, then t
+            T = np.zeros((len(rows), 4, 4))
+            T[:, :3, :3] = rows[:, :9].reshape(-1, 3, 3)
+            T[:, :3, 3] = rows[:, 9:]
+            T[:, 3, 3] = 1.0
+            self._poses = (np.asarray(gtsam.utilities.allPose3s(self.values).keys(), dtype=np.uint64), T)
+        return self._poses
+
+    def _vector_table(self, letter: str) -> tuple[np.ndarray, np.ndarray] | None:
+        if letter not in self._vectors:
+            keys = self._all_keys()
+            mine = keys[(keys >> np.uint64(56)) == np.uint64(ord(letter))]
+            try:
+                rows = np.asarray(gtsam.utilities.extractVectors(self.values, letter))
+            except RuntimeError:  # vectors of different sizes under one letter
+                rows = None
+            self._vectors[letter] = None if rows is None or len(rows) != len(mine) else (mine, rows)
+        return self._vectors[letter]
+
+    def column(self, kind: VarKind, keys: np.ndarray) -> np.ndarray:
+        """The variables ``keys`` (N,) of one kind stacked: (N, n), (N, 3, 3) or (N, 4, 4)."""
+        table = None
+        if kind is VarKind.POSE3:
+            table = self._pose_table()
+        elif kind is VarKind.VECTOR:
+            letters = {int(k) >> 56 for k in (keys[0], keys[-1])}
+            if len(letters) == 1 and len(keys) > 8:
+                table = self._vector_table(chr(letters.pop()))
+        if table is not None:
+            table_keys, rows = table
+            at = np.minimum(np.searchsorted(table_keys, keys), len(table_keys) - 1)
+            if np.array_equal(table_keys[at], keys):
+                return rows[at]
+        if keys[0] == keys[-1] and np.all(keys == keys[0]):  # the parameters, the tilt: one variable
+            x = kind.read(self.values, int(keys[0]))
+            return np.broadcast_to(x, (len(keys), *np.shape(x)))
+        return np.stack([kind.read(self.values, int(k)) for k in keys])
 
 
 class VectorizedGraph:
@@ -176,6 +256,12 @@ class VectorizedGraph:
         self._columns = [[blocks.columns(layout.slot_keys[:, s]) for s in range(layout.slot_keys.shape[1])]
                          for layout in self._layouts]
         self._unit = {}
+        self._keys = [np.asarray(g.keys, dtype=np.uint64) for g in self.groups]
+
+    @staticmethod
+    def _read(group: FactorGroup, keys: np.ndarray, snapshot: _Snapshot) -> tuple[np.ndarray, ...]:
+        """A group's inputs, as ``FactorGroup.read``, from a bulk snapshot of the values."""
+        return tuple(snapshot.column(kind, keys[:, j]) for j, kind in enumerate(group.ft.kinds))
 
     def nonlinear_graph(self) -> gtsam.NonlinearFactorGraph:
         """The same problem as one ordinary GTSAM graph (CustomFactors and the others)."""
@@ -188,10 +274,10 @@ class VectorizedGraph:
 
     def error(self, values: gtsam.Values) -> float:
         """0.5 * the sum of squared whitened residuals, as ``NonlinearFactorGraph.error``."""
-        cache: dict[int, np.ndarray] = {}
+        snapshot = _Snapshot(values)
         total = self.others.error(values)
-        for group, w in zip(self.groups, self._whiten):
-            r = group.evaluate(group.read(values, cache), linearize=False) * w
+        for group, w, keys in zip(self.groups, self._whiten, self._keys):
+            r = group.evaluate(self._read(group, keys, snapshot), linearize=False) * w
             total += 0.5 * float(np.sum(r * r))
         return total
 
@@ -205,14 +291,15 @@ class VectorizedGraph:
         columns laid end to end (``blocks.start``)."""
         linear = gtsam.GaussianFactorGraph()
         diag = np.zeros(self.blocks.total)
-        cache: dict[int, np.ndarray] = {}
-        for group, layout, w, columns in zip(self.groups, self._layouts, self._whiten, self._columns):
-            r, A = layout.scatter(group.evaluate(group.read(values, cache), linearize=True))
-            r = r * w
-            A = [a * w[None, :, None] for a in A]
+        snapshot = _Snapshot(values)
+        for group, layout, w, columns, keys in zip(self.groups, self._layouts, self._whiten, self._columns,
+                                                   self._keys):
+            out = group.evaluate(self._read(group, keys, snapshot), linearize=True) * w[None, :, None]
+            r, A = layout.scatter(out)
             b = -r
             for a, cols in zip(A, columns):
-                np.add.at(diag, cols, np.einsum("nij,nij->nj", a, a))
+                diag += np.bincount(cols.ravel(), weights=np.einsum("nij,nij->nj", a, a).ravel(),
+                                    minlength=diag.size)
             unit = self._unit_noise(r.shape[1])
             keys = layout.slot_keys.tolist()
             for i in range(r.shape[0]):
