@@ -32,6 +32,7 @@ import numpy as np
 
 from mbfg import keys
 from mbfg.logs import Log
+from mbfg.parameters import ROTATION
 from mbfg.rigid import RigidModel
 from mbfg.solvers import LMResult
 
@@ -135,9 +136,24 @@ class CalibrationResult:
             else:
                 params[p.name] = {"value": p.value, "std": p.std, "unit": p.unit, "lower": _finite(p.lower),
                                   "upper": _finite(p.upper), "excited": p.excited, "at_bound": p.at_bound}
+        # The parameters held at their given values, so that the file alone is the whole model
+        # (crossval, smooth and simulate read it; parameters.result_changes).
+        fixed: dict[str, Any] = {}
+        for name, par in self.model.parameters.items():
+            if name in params:
+                continue
+            if par.kind == ROTATION:
+                from scipy.spatial.transform import Rotation
+
+                rotvec = Rotation.from_matrix(np.asarray(par.default)).as_rotvec()
+                fixed[name] = {"value": [float(x) for x in rotvec], "unit": "rad (rotation vector)"}
+            else:
+                fixed[name] = {"value": float(par.default), "unit": par.unit, "lower": _finite(par.lower),
+                               "upper": _finite(par.upper)}
         return {
             "model": self.model.name,
             "parameters": params,
+            "fixed": fixed,
             "cost": self.cost,
             "cost_observation": self.cost_observation,
             "cost_impulse": self.cost_impulse,

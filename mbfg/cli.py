@@ -200,7 +200,9 @@ deviation, unit, bounds; 'not excited' where std > |value|, the data cannot
 tell the value from zero; 'at its bound' where the value ended on a bound,
 where the linearized std means nothing) and the cost per time-step; with --json
 instead one JSON object: {"model", "parameters": {NAME: {"value", "std", "unit",
-"lower", "upper", "excited", "at_bound"}}, "cost", "cost_observation",
+"lower", "upper", "excited", "at_bound"}}, "fixed": {NAME: {"value", "unit",
+"lower", "upper"}} (every other parameter of the model, at the value it was
+held at: the file is the whole model), "cost", "cost_observation",
 "cost_impulse", "iterations", "start_iterations", "converged", "wall_s", "h",
 "weight", "sigma_observation", "sigma_impulse", "singular_values",
 "not_excited", "at_bound", "log", "params", "priors"} (a free
@@ -236,7 +238,8 @@ scores about the variance of the observation noise [rad^2 or m^2]; compare
 scores computed with the same --dt and --weight.
 
 --params is usually the JSON of 'mbfg calibrate --out' (any parameter file is
-accepted). --dt and --weight default to the h and w of that calibration when
+accepted); a calibration result gives the whole model, estimated and fixed
+parameters, and one made for another model is refused. --dt and --weight default to the h and w of that calibration when
 the file records them, else to the log's sample period and 1e6.
 
 Output on stdout: 'score VALUE'; with --json one JSON object {"score", "log",
@@ -804,7 +807,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     model = _rigid_model(args.model)
     values = model.parameters
     if args.params:
-        changes = load_parameter_file(args.params)
+        changes = load_parameter_file(args.params, model)
         try:
             values = model.with_parameters(changes).parameters  # checks names, bounds, positivity
         except ModelError as exc:
@@ -918,7 +921,7 @@ def _model_with_params(name: str, params: str | None):
     model = _rigid_model(name)
     if not params:
         return model
-    changes = load_parameter_file(params)
+    changes = load_parameter_file(params, model)
     if name == "dfki-double-pendulum":
         from mbfg.dfki import is_lab_file, lab_to_parameters
 

@@ -182,11 +182,46 @@ def _number(name: str, value: Any) -> float:
     return float(value)
 
 
-def load_parameter_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+def is_calibration_result(doc: Any) -> bool:
+    """Whether a parsed file is the JSON of ``mbfg calibrate`` (top-level ``parameters`` and ``model``)."""
+    return isinstance(doc, Mapping) and isinstance(doc.get("parameters"), Mapping) and "model" in doc
+
+
+def result_changes(doc: Mapping[str, Any], model: Any | None, where: str) -> dict[str, Any]:
+    """The whole parameter set of a calibration result (``CalibrationResult.to_dict``): the
+    estimated values (``parameters``) and those held fixed (``fixed``), as changes ``{name: value}``.
+
+    With ``model`` (anything with ``name`` and ``parameters``), a result of another model, or one
+    that lacks a parameter of the model, raises :class:`ModelError` naming it: falling back on a
+    built-in default would score or smooth with a model the calibration never saw.
+    """
+    if model is not None and doc.get("model") != model.name:
+        raise ModelError(f"{where}: a calibration of model {doc.get('model')!r}, not of {model.name!r}; "
+                         f"use it with {doc.get('model')!r} or calibrate {model.name!r}")
+    if not isinstance(doc.get("fixed"), Mapping):
+        raise ModelError(f"{where}: the calibration result has no 'fixed' object (the parameters held at their "
+                         f"given values); it names only {', '.join(doc['parameters'])}. Calibrate again with "
+                         f"this mbfg, which writes the whole parameter set")
+    changes: dict[str, Any] = {}
+    for section in ("fixed", "parameters"):
+        for name, entry in doc[section].items():
+            changes[str(name)] = entry["value"] if isinstance(entry, Mapping) and "value" in entry else entry
+    if model is not None:
+        unknown = [name for name in changes if name not in model.parameters]
+        if unknown:
+            raise ModelError(f"{where}: parameter(s) {', '.join(unknown)} are not parameters of {model.name!r}")
+        missing = [name for name in model.parameters if name not in changes]
+        if missing:
+            raise ModelError(f"{where}: the calibration result lacks parameter(s) {', '.join(missing)} of "
+                             f"{model.name!r}")
+    return changes
+
+
+def load_parameter_file(path: str | os.PathLike[str], model: Any | None = None) -> dict[str, Any]:
     """Read a parameter file (YAML or JSON, see module docstring) into a changes mapping.
 
-    A calibration result (the JSON of ``mbfg calibrate``, with a top-level
-    ``parameters`` entry of ``{name: {"value", "std"}}``) is accepted too.
+    A calibration result (the JSON of ``mbfg calibrate``) gives its whole parameter set,
+    checked against ``model`` when one is given (:func:`result_changes`).
     """
     from mbfg.mbse_yaml import _parse_yaml  # YAML 1.2 numbers (1e-4 is a number), duplicate keys rejected
 
@@ -205,9 +240,8 @@ def load_parameter_file(path: str | os.PathLike[str]) -> dict[str, Any]:
             raise ModelError(f"{path}: not valid JSON ({exc})") from None
     else:
         doc = _parse_yaml(text, path)
-    if isinstance(doc, Mapping) and isinstance(doc.get("parameters"), Mapping):
-        doc = {k: ({"value": v["value"]} if isinstance(v, Mapping) and "value" in v else v)
-               for k, v in doc["parameters"].items()}
+    if is_calibration_result(doc):
+        return {name: {"value": value} for name, value in result_changes(doc, model, path).items()}
     if not isinstance(doc, Mapping):
         raise ModelError(f"{path}: expected a mapping of parameter names to values")
     changes: dict[str, Any] = {}

@@ -38,21 +38,26 @@ def _fails(capsys, *argv: object) -> str:
     return err
 
 
-def _simulate(path: Path, theta: float, seed: int) -> None:
+D_RIG = 0.15  # [m] the rig's pivot-to-CoM distance, not the built-in 0.12: held fixed, given by file
+
+
+def _simulate(path: Path, theta: float, seed: int, rig: Path) -> None:
     code = main(["simulate", "pendulum", "--duration", "1", "--dt", "0.001", "--init", f"theta={theta}",
-                 "--noise", str(SIGMA), "--seed", str(seed), "--out", str(path), "--quiet"])
+                 "--noise", str(SIGMA), "--seed", str(seed), "--params", str(rig), "--out", str(path), "--quiet"])
     assert code == 0
 
 
 @pytest.fixture(scope="module")
 def calibration(tmp_path_factory) -> dict:
-    """Two simulated logs, a start file with J +25 % and b -50 %, and one calibration from it."""
+    """Two simulated logs of a rig with d = D_RIG, a start file with that d (fixed), J +25 % and
+    b -50 %, and one calibration from it."""
     folder = tmp_path_factory.mktemp("calibrate")
-    log, other = folder / "log.csv", folder / "other.csv"
-    _simulate(log, 2.5, 0)
-    _simulate(other, 2.0, 1)
+    log, other, rig = folder / "log.csv", folder / "other.csv", folder / "rig.yaml"
+    rig.write_text(f"d: {D_RIG!r}\n")
+    _simulate(log, 2.5, 0, rig)
+    _simulate(other, 2.0, 1, rig)
     start = folder / "start.yaml"
-    start.write_text(f"J: {TRUTH['J'] * 1.25!r}\nb: {TRUTH['b'] * 0.5!r}\n")
+    start.write_text(f"d: {D_RIG!r}\nJ: {TRUTH['J'] * 1.25!r}\nb: {TRUTH['b'] * 0.5!r}\n")
     out = folder / "out.json"
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
@@ -104,6 +109,48 @@ def test_crossval_on_another_log(capsys, calibration):
     assert math.isfinite(score)
     assert SIGMA**2 / 3 < score < 3 * SIGMA**2, score
     assert err.strip().splitlines()[-1].startswith("mbfg crossval: score ")
+
+
+def _score(capsys, params: Path, model: str = "pendulum", log_key: str = "other", calibration=None) -> float:
+    code, out, err = _run(capsys, "crossval", model, calibration[log_key], "--params", params, "--json", "--quiet")
+    assert code == 0, err
+    return json.loads(out)["score"]
+
+
+def test_issue_27_the_result_file_is_the_whole_model_for_crossval_and_smooth(capsys, calibration, tmp_path):
+    """Round trip: a calibration with a fixed parameter from a file (d) writes every parameter; crossval
+    and the stream from that file alone use the same model as the merged parameters; without d the
+    built-in default would have been scored (the silent wrong answer); another model's result, or
+    one lacking a parameter, is refused by name."""
+    from mbfg.graphs.stream import StreamEstimator
+
+    doc = json.loads(calibration["out"].read_text())
+    model = pendulum()
+    assert set(doc["fixed"]) | set(doc["parameters"]) == set(model.parameters)
+    assert not set(doc["fixed"]) & set(doc["parameters"])
+    assert doc["fixed"]["d"] == {"value": D_RIG, "unit": "m", "lower": 0.0, "upper": None}
+    merged = {name: entry["value"] for part in ("fixed", "parameters") for name, entry in doc[part].items()}
+    merged_file = tmp_path / "merged.yaml"
+    merged_file.write_text("".join(f"{name}: {value!r}\n" for name, value in merged.items()))
+    alone = _score(capsys, calibration["out"], calibration=calibration)
+    assert alone == pytest.approx(_score(capsys, merged_file, calibration=calibration), rel=1e-9)
+    estimated_only = tmp_path / "estimated.yaml"  # what the file used to carry: d falls back to 0.12
+    estimated_only.write_text("".join(f"{n}: {doc['parameters'][n]['value']!r}\n" for n in ("J", "b")))
+    assert alone < 3 * SIGMA**2 < _score(capsys, estimated_only, calibration=calibration)
+    smoother = StreamEstimator.from_calibration(model, calibration["out"], lag=0.01)
+    assert {n: float(v) for n, v in smoother.model.parameters.numpy_values().items()} == merged
+
+    other_model = tmp_path / "other_model.json"
+    other_model.write_text(json.dumps(doc | {"model": "furuta"}))
+    err = _fails(capsys, "crossval", "pendulum", calibration["other"], "--params", other_model)
+    assert "a calibration of model 'furuta', not of 'pendulum'" in err and "other_model.json" in err
+    lacking = tmp_path / "lacking.json"
+    lacking.write_text(json.dumps(doc | {"fixed": {n: e for n, e in doc["fixed"].items() if n != "d"}}))
+    assert "lacks parameter(s) d of 'pendulum'" in _fails(capsys, "crossval", "pendulum", calibration["other"],
+                                                          "--params", lacking)
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps({k: v for k, v in doc.items() if k != "fixed"}))
+    assert "no 'fixed' object" in _fails(capsys, "smooth", "pendulum", "--params", older)
 
 
 def test_calibrate_table_output(capsys, calibration):

@@ -400,6 +400,7 @@ def calibration_file(tmp_path_factory, model) -> Path:
     p = model.parameters
     doc = {"model": "pendulum", "parameters": {n: {"value": p[n].default, "std": 0.01 * p[n].default}
                                                for n in ("J", "b")},
+           "fixed": {n: {"value": p[n].default} for n in p if n not in ("J", "b")},
            "h": H, "weight": 1e6, "sigma_observation": 1e-3}
     path.write_text(json.dumps(doc))
     return path
@@ -460,7 +461,7 @@ def test_smooth_cli_bad_input_names_it(capsys, tmp_path, calibration_file) -> No
     no_params.write_text(json.dumps({"cost": 1.0}))
     assert "'parameters'" in fails("pendulum", "--params", no_params)
     unknown = tmp_path / "unknown.json"
-    unknown.write_text(json.dumps({"parameters": {"nope": {"value": 1.0}}}))
+    unknown.write_text(json.dumps({"model": "pendulum", "parameters": {"nope": {"value": 1.0}}, "fixed": {}}))
     assert "nope" in fails("pendulum", "--params", unknown)
     log = tmp_path / "log.csv"
     log.write_text("t,alpha\n0,1\n")
@@ -477,6 +478,7 @@ def test_from_calibration_weights_the_dynamics_by_the_calibrations_impulse_noise
     """sigma_p is the calibration's estimate (seed 001 eq. 3.23), unless a weight w asks for sigma_y / sqrt(w)."""
     p = model.parameters
     doc = {"model": "pendulum", "parameters": {"J": {"value": p["J"].default, "std": 1e-6}}, "h": H,
+           "fixed": {n: {"value": p[n].default} for n in p if n != "J"},
            "weight": 1e6, "sigma_observation": 1e-3, "sigma_impulse": 2e-7}
     path = tmp_path / "calib.json"
     path.write_text(json.dumps(doc))

@@ -171,6 +171,7 @@ def calibration_file(tmp_path_factory, model) -> Path:
     path = tmp_path_factory.mktemp("faults") / "calib.json"
     p = model.parameters
     doc = {"model": "pendulum", "parameters": {n: {"value": p[n].default} for n in ("J", "b")}, "h": H,
+           "fixed": {n: {"value": p[n].default} for n in p if n not in ("J", "b")},
            "weight": 1e6, "sigma_observation": 1e-3}
     path.write_text(json.dumps(doc))
     return path

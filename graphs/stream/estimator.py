@@ -307,20 +307,11 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         A calibration without a usable ``sigma_impulse`` falls back on its
         ``weight``.
         """
-        from mbfg.parameters import load_parameter_file
+        from mbfg.parameters import result_changes
 
         doc = read_calibration(calibration)
-        if isinstance(calibration, Mapping):
-            changes = {k: (v["value"] if isinstance(v, Mapping) else v) for k, v in doc["parameters"].items()}
-            where = "calibration"
-        else:
-            changes = load_parameter_file(calibration)
-            where = os.fspath(calibration)
-        if "tilt" in changes and isinstance(changes["tilt"], list) and len(changes["tilt"]) == 3:
-            from scipy.spatial.transform import Rotation
-
-            # The JSON holds the tilt as a rotation vector [rad].
-            changes["tilt"] = Rotation.from_rotvec(np.asarray(changes["tilt"], dtype=float)).as_matrix()
+        where = "calibration" if isinstance(calibration, Mapping) else os.fspath(calibration)
+        changes = result_changes(doc, model, where)  # the whole parameter set; a tilt as a rotation vector
         try:
             fitted = model.with_parameters(changes)
         except ModelError as exc:
