@@ -63,7 +63,11 @@ Simulate a mechanism released from rest in its initial configuration (the
 positions written in its YAML file), under gravity along -y, with a
 forward-dynamics factor graph. By default the problem is solved online with a
 fixed-lag smoother over a window of --lag steps; --batch solves the whole
-horizon at once (Levenberg-Marquardt; memory grows with the number of steps).
+horizon at once (Levenberg-Marquardt started from the fixed-lag trajectory;
+memory grows with the number of steps). A batch solve that does not reach a
+minimum within its iterations (long horizons: the whole-horizon problem is
+poorly conditioned) is reported on stderr, its result still written, and the
+exit status is 1.
 
 Output CSV columns: t [s], then every generalized coordinate of the mechanism,
 named as 'mbfg mechanisms' lists them: x1,y1,x2,y2,... [m] for the free points
@@ -81,7 +85,7 @@ _FORWARD_EPILOG = """\
 examples:
   mbfg forward fourbar --duration 5 --out fourbar.csv
   mbfg forward pendulum --dt 0.002 --duration 3 --coords independent --out pendulum.csv
-  mbfg forward fourbar --duration 1 --batch --out fourbar-batch.csv
+  mbfg forward fourbar --duration 0.2 --batch --out fourbar-batch.csv
   mbfg forward path/to/mechanism.yaml --duration 2 --lag 10 --smoother batch --out - > q.csv
 """
 
@@ -673,6 +677,13 @@ def _cmd_forward(args: argparse.Namespace) -> int:
         f"{per} {iterations}, max |Phi(q)| = {_max_phi(mech, result.q):.2e}"
         + ("" if args.out == "-" else f"; wrote {args.out}")
     )
+    if result.converged is False:
+        _eprint(
+            f"mbfg forward: warning: the batch solve did not converge in {result.iterations[0]} LM iterations "
+            f"(its Gauss-Newton model still predicts a decrease); the trajectory written is not a solution. "
+            f"Use the fixed-lag smoother (drop --batch) or a shorter --duration"
+        )
+        return 1
     return 0
 
 

@@ -143,6 +143,35 @@ def test_forward_batch_to_stdout(capsys):
     assert "LM iterations (batch solve)" in err
 
 
+def test_forward_batch_at_the_help_texts_horizon_converges_to_the_fixed_lag_trajectory(capsys, tmp_path):
+    """`mbfg forward fourbar --duration 0.2 --batch` (the help's example) solves the whole horizon to
+    the same discrete trajectory as the fixed-lag smoother, and says it converged (exit 0)."""
+    batch, window = tmp_path / "batch.csv", tmp_path / "window.csv"
+    code, _, err = _run(capsys, "forward", "fourbar", "--duration", "0.2", "--batch", "--out", batch, "--quiet")
+    assert code == 0 and "warning" not in err, err
+    assert _run(capsys, "forward", "fourbar", "--duration", "0.2", "--out", window, "--quiet")[0] == 0
+    a, b = pd.read_csv(batch), pd.read_csv(window)
+    assert len(a) == 201 and list(a.columns) == list(b.columns)
+    np.testing.assert_allclose(a.to_numpy(), b.to_numpy(), rtol=0, atol=1e-9)
+
+
+def test_forward_batch_that_does_not_converge_says_so_and_exits_1(capsys, tmp_path, monkeypatch):
+    """An LM stopped by its iteration limit returns converged=False; the CLI warns and exits 1."""
+    from mbfg.datasets import load_mechanism
+    from mbfg.graphs import forward
+
+    mech = load_mechanism("fourbar")
+    assert forward.simulate_forward(mech, 1e-3, 0.05, window=None).converged is True
+    assert forward.simulate_forward(mech, 1e-3, 0.05, window=None, max_iterations=1).converged is False
+    assert forward.simulate_forward(mech, 1e-3, 0.05).converged is None  # fixed-lag: not a batch solve
+    lm_params = forward.lm_params
+    monkeypatch.setattr(forward, "lm_params", lambda max_iterations=15: lm_params(1))
+    code, _, err = _run(capsys, "forward", "fourbar", "--duration", "0.05", "--batch", "--out", tmp_path / "q.csv",
+                        "--quiet")
+    assert code == 1 and "did not converge in 1 LM iterations" in err, err
+    assert (tmp_path / "q.csv").exists()
+
+
 # --------------------------------------------------------------------------------------
 # inverse
 # --------------------------------------------------------------------------------------
