@@ -32,3 +32,14 @@ def mbse_dir() -> Path:
     if not MBSE.is_dir():
         pytest.fail(f"shared data missing: expected {MBSE} beside the repository")
     return MBSE
+
+
+#: Test files that take minutes. With one file per xdist worker (--dist loadfile in pyproject),
+#: a long file started last keeps one worker busy while the other idles; these start first.
+_LONGEST_FIRST = ("test_notebooks.py", "test_sweep.py", "test_calibration.py", "test_forward_dynamics.py",
+                  "test_stream.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(_LONGEST_FIRST)))  # stable for the rest

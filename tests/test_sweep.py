@@ -23,9 +23,6 @@ from mbfg.models import pendulum
 from mbfg.spook import simulate
 from mbfg.sweep import read_results, sweep
 
-# One pytest-xdist worker runs this file: the module's LocalCluster and grid are built once, not per worker.
-pytestmark = pytest.mark.xdist_group("sweep")
-
 NOISE = 1e-3  # [rad]
 FREE = ["J", "b"]
 
