@@ -6,7 +6,8 @@ programs on disk, so a second run of the same command, or a sweep's next calibra
 same model, loads them instead. The cache folder is, in this order: ``JAX_COMPILATION_CACHE_DIR``
 (JAX's own setting) if set, ``MBFG_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/mbfg/jax``
 (``~/.cache/mbfg/jax``). ``MBFG_CACHE_DIR=off`` turns the cache off. A folder that cannot be
-created leaves the cache off, without an error.
+created leaves the cache off, without an error. Every program is cached, however quick its compile
+(JAX's default keeps only those over 1 s; ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` overrides).
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ def _configure_cache() -> None:
     except OSError:
         return
     jax.config.update("jax_compilation_cache_dir", chosen)
+    if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
+        # Cache every program, not only those that took over JAX's default 1 s to compile: a process
+        # that builds a model compiles a few hundred small ones (eager operations on constants while
+        # tracing, the error functions), about 2 s in all, paid again on every run otherwise.
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
 _configure_cache()
