@@ -109,6 +109,7 @@ def state_values(model: RigidModel, state: State) -> list[np.ndarray]:
         T[:3, :3] = R[i]
         T[:3, 3] = r[i]
         out.append(T)
+    # State.velocity() in NumPy: its jnp.concatenate would run eagerly per state while setting up a log.
     out.append(np.concatenate([np.asarray(state.v, dtype=float), np.asarray(state.w, dtype=float)], axis=1).reshape(-1))
     return out
 

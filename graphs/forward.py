@@ -292,15 +292,16 @@ def simulate_forward(
         indep = np.asarray(mech.independent_coordinates(q0) if independent is None else independent, dtype=np.int32)
         if len(indep) != mech.dof:
             raise ModelError(f"{mech.name} has {mech.dof} degrees of freedom, got {len(indep)} independent coordinates")
-    builder = _Builder(mech, dt, g, q0, qdot0, Q_applied, indep, noise or ForwardNoise())
+    def builder() -> _Builder:  # a builder keeps per-run state (the independent coordinates' slots)
+        return _Builder(mech, dt, g, q0, qdot0, Q_applied, indep, noise or ForwardNoise())
+
     progress = Progress(f"forward {coordinates}", n_steps, quiet=quiet)
     if window is None:
-        fresh = _Builder(mech, dt, g, q0, qdot0, Q_applied, indep, noise or ForwardNoise())
-        start = _solve_fixed_lag(fresh, n_steps, 2, "incremental", max_iterations, 2, Progress("", 0, quiet=True))
-        result = _solve_batch(builder, n_steps, max_iterations, progress, start)
+        start = _solve_fixed_lag(builder(), n_steps, 2, "incremental", max_iterations, 2, Progress("", 0, quiet=True))
+        result = _solve_batch(builder(), n_steps, max_iterations, progress, start)
     else:
         result = _solve_fixed_lag(
-            builder, n_steps, window, smoother, max_iterations, gauss_newton_steps, progress
+            builder(), n_steps, window, smoother, max_iterations, gauss_newton_steps, progress
         )
     result.wall_s = progress.elapsed
     return result

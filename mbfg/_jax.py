@@ -27,6 +27,12 @@ def cache_dir() -> str | None:
     return jax.config.jax_compilation_cache_dir or None
 
 
+def user_cache_dir() -> str:
+    """``$XDG_CACHE_HOME/mbfg/jax`` (``~/.cache/mbfg/jax``): the cache folder when none is set."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "mbfg", "jax")
+
+
 def _configure_cache() -> None:
     if jax.config.jax_compilation_cache_dir:  # the user's JAX_COMPILATION_CACHE_DIR
         return
@@ -34,8 +40,7 @@ def _configure_cache() -> None:
     if chosen is not None and chosen.strip().lower() in ("off", "0", "none", ""):
         return
     if chosen is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        chosen = os.path.join(base, "mbfg", "jax")
+        chosen = user_cache_dir()
     try:
         os.makedirs(chosen, exist_ok=True)
     except OSError:
@@ -50,4 +55,4 @@ def _configure_cache() -> None:
 
 _configure_cache()
 
-__all__ = ["cache_dir", "jax", "jnp"]
+__all__ = ["cache_dir", "jax", "jnp", "user_cache_dir"]

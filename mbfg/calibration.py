@@ -138,13 +138,13 @@ class CalibrationResult:
                                   "upper": _finite(p.upper), "excited": p.excited, "at_bound": p.at_bound}
         # The parameters held at their given values, so that the file alone is the whole model
         # (crossval, smooth and simulate read it; parameters.result_changes).
+        from scipy.spatial.transform import Rotation
+
         fixed: dict[str, Any] = {}
         for name, par in self.model.parameters.items():
             if name in params:
                 continue
             if par.kind == ROTATION:
-                from scipy.spatial.transform import Rotation
-
                 rotvec = Rotation.from_matrix(np.asarray(par.default)).as_rotvec()
                 fixed[name] = {"value": [float(x) for x in rotvec], "unit": "rad (rotation vector)"}
             else:

@@ -35,8 +35,9 @@ COLUMNS = ("kind", "log", "scored_log", "h", "weight", "eps", "status", "error",
 def default_cache_dir() -> str:
     """The sweep's JAX compilation cache folder when none is given: ``$XDG_CACHE_HOME/mbfg/jax``
     (``~/.cache/mbfg/jax``), resolved on each worker's own machine."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "mbfg", "jax")
+    from mbfg._jax import user_cache_dir
+
+    return user_cache_dir()
 
 
 #: Per worker process: the compile-time counter (seconds) fed by JAX's monitoring events.

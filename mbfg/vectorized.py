@@ -141,11 +141,15 @@ class _GroupLayout:
         if len(slots) > 3:
             raise MbfgError(f"{name}: a factor touches {len(slots)} blocks of the linear system; GTSAM's Python "
                             f"JacobianFactor takes at most 3 (stack its variables into fewer blocks)")
+        # Where each variable's columns start in [r | H_1 | ...], and per slot its variables and
+        # whether its block is a plain column range there (:meth:`scatter`).
+        self._starts = np.cumsum([1, *dims])
+        self._slot_members = [[j for j, slot in enumerate(self.slot_of) if slot == s] for s in range(len(slots))]
+        self._slot_views = [self._view_columns(mine) for mine in self._slot_members]
 
     def _view_columns(self, mine: list[int]) -> tuple[int, int] | None:
         """The columns of ``[r | H_1 | ...]`` that are a slot's whole block as they stand, if its
         variables (indices ``mine``) come one after another in block order and fill it."""
-        starts = np.cumsum([1, *self.dims])
         offset = 0
         for a, j in enumerate(mine):
             if j != mine[0] + a or self.offsets[j] != offset:
@@ -153,7 +157,7 @@ class _GroupLayout:
             offset += self.dims[j]
         if offset != self.slot_sizes[self.slot_of[mine[0]]]:
             return None
-        return int(starts[mine[0]]), int(starts[mine[0]]) + offset
+        return int(self._starts[mine[0]]), int(self._starts[mine[0]]) + offset
 
     def scatter(self, out: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
         """(r (N, m), per slot (N, m, block size)) from a group's [r | H_1 | ...] (N, m, 1 + sum dims).
@@ -161,17 +165,15 @@ class _GroupLayout:
         A slot whose variables come one after another in block order and fill the block (an impulse
         factor's state blocks) is a view of ``out``; the others are assembled."""
         n, m = out.shape[:2]
-        starts = np.cumsum([1, *self.dims])
         A = []
-        for s, size in enumerate(self.slot_sizes):
-            mine = [j for j, slot in enumerate(self.slot_of) if slot == s]
-            view = self._view_columns(mine)
+        for size, mine, view in zip(self.slot_sizes, self._slot_members, self._slot_views):
             if view is not None:
                 A.append(out[:, :, view[0] : view[1]])
                 continue
             block = np.zeros((n, m, size))
             for j in mine:
-                block[:, :, self.offsets[j] : self.offsets[j] + self.dims[j]] += out[:, :, starts[j] : starts[j + 1]]
+                block[:, :, self.offsets[j] : self.offsets[j] + self.dims[j]] += \
+                    out[:, :, self._starts[j] : self._starts[j + 1]]
             A.append(block)
         return out[:, :, 0], A
 
@@ -292,9 +294,9 @@ class VectorizedGraph:
         linear = gtsam.GaussianFactorGraph()
         diag = np.zeros(self.blocks.total)
         snapshot = _Snapshot(values)
-        for group, layout, w, columns, keys in zip(self.groups, self._layouts, self._whiten, self._columns,
-                                                   self._keys):
-            out = group.evaluate(self._read(group, keys, snapshot), linearize=True) * w[None, :, None]
+        for group, layout, w, columns, group_keys in zip(self.groups, self._layouts, self._whiten, self._columns,
+                                                         self._keys):
+            out = group.evaluate(self._read(group, group_keys, snapshot), linearize=True) * w[None, :, None]
             r, A = layout.scatter(out)
             b = -r
             for a, cols in zip(A, columns):

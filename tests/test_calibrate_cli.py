@@ -111,8 +111,10 @@ def test_crossval_on_another_log(capsys, calibration):
     assert err.strip().splitlines()[-1].startswith("mbfg crossval: score ")
 
 
-def _score(capsys, params: Path, model: str = "pendulum", log_key: str = "other", calibration=None) -> float:
-    code, out, err = _run(capsys, "crossval", model, calibration[log_key], "--params", params, "--json", "--quiet")
+def _score(capsys, calibration: dict, params: Path) -> float:
+    """crossval of the pendulum on the other log with the parameter file ``params``."""
+    code, out, err = _run(capsys, "crossval", "pendulum", calibration["other"], "--params", params, "--json",
+                          "--quiet")
     assert code == 0, err
     return json.loads(out)["score"]
 
@@ -132,11 +134,11 @@ def test_issue_27_the_result_file_is_the_whole_model_for_crossval_and_smooth(cap
     merged = {name: entry["value"] for part in ("fixed", "parameters") for name, entry in doc[part].items()}
     merged_file = tmp_path / "merged.yaml"
     merged_file.write_text("".join(f"{name}: {value!r}\n" for name, value in merged.items()))
-    alone = _score(capsys, calibration["out"], calibration=calibration)
-    assert alone == pytest.approx(_score(capsys, merged_file, calibration=calibration), rel=1e-9)
+    alone = _score(capsys, calibration, calibration["out"])
+    assert alone == pytest.approx(_score(capsys, calibration, merged_file), rel=1e-9)
     estimated_only = tmp_path / "estimated.yaml"  # what the file used to carry: d falls back to 0.12
     estimated_only.write_text("".join(f"{n}: {doc['parameters'][n]['value']!r}\n" for n in ("J", "b")))
-    assert alone < 3 * SIGMA**2 < _score(capsys, estimated_only, calibration=calibration)
+    assert alone < 3 * SIGMA**2 < _score(capsys, calibration, estimated_only)
     smoother = StreamEstimator.from_calibration(model, calibration["out"], lag=0.01)
     assert {n: float(v) for n, v in smoother.model.parameters.numpy_values().items()} == merged
 
