@@ -26,6 +26,7 @@ import numpy as np
 
 from mbfg import lie
 from mbfg._jax import jax, jnp
+from mbfg._programs import PersistentJit, jaxpr_fingerprint
 
 
 class VarKind(enum.Enum):
@@ -111,8 +112,8 @@ class FactorType:
     example: Example | None = None
     piecewise: bool = False
     jacobian_groups: tuple[tuple[int, ...], ...] | None = None
-    _error_fn: Callable[..., Any] = field(init=False, repr=False)
-    _linearize_fn: Callable[..., Any] = field(init=False, repr=False)
+    _error_fn: PersistentJit = field(init=False, repr=False)
+    _linearize_fn: PersistentJit = field(init=False, repr=False)
     _linearize_per_variable: Callable[..., Any] = field(init=False, repr=False)
     _vmapped_fns: dict = field(init=False, repr=False, default_factory=dict)
 
@@ -157,9 +158,15 @@ class FactorType:
             # One array [r | H_1 | H_2 | ...] means one device-to-host copy per call.
             return jnp.concatenate([r[:, None], *blocks], axis=1)
 
-        self._error_fn = jax.jit(error)
+        def lifted_forward(xs: tuple, xis: tuple, cs: tuple) -> jnp.ndarray:
+            return residual(*(k.tangent_line(x, xi) for k, x, xi in zip(kinds, xs, xis)), *cs)
+
+        self._error = error
+        self._lifted_forward = lifted_forward
+        self._fingerprints: dict[tuple, str | None] = {}
+        self._error_fn = PersistentJit(error, self._describe("error", None))
         # Single calls take one joint pass: they are launch-bound, so fewer kernels win.
-        self._linearize_fn = jax.jit(linearize)
+        self._linearize_fn = PersistentJit(linearize, self._describe("linearize, one pass", None))
         self._linearize_grouped = functools.partial(linearize, passes=groups)
         self._linearize_per_variable = functools.partial(
             linearize, passes=tuple((i,) for i in range(len(kinds))))
@@ -261,11 +268,33 @@ class FactorType:
         if (constant_axes, per_variable) not in self._vmapped_fns:
             in_axes = (0, constant_axes)
             linearize = self._linearize_per_variable if per_variable else self._linearize_grouped
+            passes = linearize.keywords["passes"]
             self._vmapped_fns[constant_axes, per_variable] = (
-                jax.jit(jax.vmap(self._error_fn, in_axes=in_axes)),
-                jax.jit(jax.vmap(linearize, in_axes=in_axes)),
+                PersistentJit(jax.vmap(self._error, in_axes=in_axes), self._describe("error", constant_axes)),
+                PersistentJit(jax.vmap(linearize, in_axes=in_axes),
+                              self._describe(f"linearize, passes {passes}", constant_axes)),
             )
         return self._vmapped_fns[constant_axes, per_variable]
+
+    def _describe(self, what: str, constant_axes: tuple[int | None, ...] | None) -> Callable[..., str | None]:
+        """The fingerprint function of :class:`mbfg._programs.PersistentJit` for one of this type's
+        programs: ``what`` it computes from the residual, the axes it is vmapped over
+        (``constant_axes`` None: not vmapped), and the jaxpr of the residual on the tangent lines at one
+        factor's arguments (memoized per argument shapes)."""
+
+        def describe(xs: tuple, cs: tuple) -> str | None:
+            if constant_axes is not None:  # one factor's slice of the batched arguments
+                xs = tuple(x[0] for x in xs)
+                cs = tuple(jax.tree_util.tree_map(lambda a: a[0], c) if axis == 0 else c
+                           for c, axis in zip(cs, constant_axes))
+            zeros = tuple(np.zeros(k.tangent_dim(x)) for k, x in zip(self.kinds, xs))
+            shapes = str(jax.tree_util.tree_map(lambda a: (np.shape(a), str(jax.dtypes.result_type(a))), (xs, cs)))
+            if shapes not in self._fingerprints:
+                self._fingerprints[shapes] = jaxpr_fingerprint(self._lifted_forward, xs, zeros, cs)
+            fingerprint = self._fingerprints[shapes]
+            return None if fingerprint is None else f"{what}; vmapped {constant_axes}; {fingerprint}"
+
+        return describe
 
     def _split(self, args: Sequence[Any]) -> tuple[tuple, tuple]:
         n = len(self.kinds)

@@ -36,3 +36,71 @@ def test_mbfg_cache_dir_overrides_and_off_disables(tmp_path: Path):
     # JAX's own setting wins over ours.
     assert _run({"JAX_COMPILATION_CACHE_DIR": str(tmp_path / "j"), "MBFG_CACHE_DIR": str(tmp_path / "c2")}) \
         == str(tmp_path / "j")
+
+
+# -- traced programs on disk (mbfg._programs) -------------------------------------------------
+
+PROGRAM_SCRIPT = """
+import sys
+import numpy as np
+from mbfg._jax import jax, jnp
+from mbfg.adapter import FactorType, VarKind
+
+scale = float(sys.argv[1])
+
+def residual(R, v, c):
+    return jnp.concatenate([scale * (R @ v), jnp.sin(v) * c])
+
+ft = FactorType("program_cache_probe", residual, (VarKind.ROT3, VarKind.VECTOR))
+rng = np.random.default_rng(0)
+R = np.linalg.qr(rng.standard_normal((3, 3)))[0]
+R *= np.sign(np.linalg.det(R))
+xs = (np.stack([R] * 4), rng.standard_normal((4, 3)))
+_, linearize = ft._vmapped((None,))
+out = np.asarray(linearize(xs, (2.0,)))
+reference = np.asarray(linearize.jitted(xs, (2.0,)))  # traced here, never from disk
+print(float(np.abs(out - reference).max()))
+"""
+
+
+def _programs(folder: Path) -> set[str]:
+    return {p.name for p in (folder / "mbfg-programs").glob("*.exported")}
+
+
+def _run_probe(cache: Path, scale: str) -> float:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "MBFG_CACHE"))}
+    env["MBFG_CACHE_DIR"] = str(cache)
+    out = subprocess.run([sys.executable, "-c", PROGRAM_SCRIPT, scale], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_traced_program_is_kept_and_a_second_process_loads_the_same_results(tmp_path: Path):
+    assert _run_probe(tmp_path, "1.5") == 0.0
+    kept = _programs(tmp_path)
+    assert len(kept) == 1
+    stamp = {p: (tmp_path / "mbfg-programs" / p).stat().st_mtime_ns for p in kept}
+    assert _run_probe(tmp_path, "1.5") == 0.0  # loaded from disk: same numbers as a fresh trace
+    assert _programs(tmp_path) == kept
+    assert {p: (tmp_path / "mbfg-programs" / p).stat().st_mtime_ns for p in kept} == stamp  # not rewritten
+
+
+def test_a_changed_residual_gets_its_own_program(tmp_path: Path):
+    # The closed-over constant differs: the jaxpr's text is the same, its constants' values are not.
+    _run_probe(tmp_path, "1.5")
+    assert _run_probe(tmp_path, "2.5") == 0.0
+    assert len(_programs(tmp_path)) == 2
+
+
+def test_a_residual_with_a_custom_derivative_rule_is_not_kept():
+    from mbfg import _programs
+    from mbfg._jax import jax, jnp
+
+    @jax.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+
+    f.defjvp(lambda primals, tangents: (f(primals[0]), jnp.cos(primals[0]) * tangents[0]))
+    assert _programs.jaxpr_fingerprint(f, jnp.ones(3)) is None
+    assert _programs.jaxpr_fingerprint(jnp.sin, jnp.ones(3)) is not None

@@ -1,0 +1,125 @@
+"""Traced programs kept on disk beside JAX's compilation cache (:mod:`mbfg._jax`).
+
+JAX's persistent compilation cache keeps the *compiled* programs, but to find one a process must
+first trace and lower the Python function, which for our vmapped Jacobians costs far more than
+loading the result: the 13-parameter Furuta impulse factor's five-pass Jacobian takes about 5 s
+to trace and lower and 0.6 s to load compiled. :class:`PersistentJit` keeps the traced program as
+well (``jax.export``, serialized), so a second process loads it (about 0.3 s) and only the compiled
+program's load remains.
+
+A program is found by a fingerprint of what it computes: the jaxpr of the residual (with its
+closed-over constants' values), what the caller says it builds from it (vmapped axes, Jacobian
+passes), the shapes and dtypes of the arguments, and the JAX version and backend. Changed physics
+changes the jaxpr, hence the fingerprint; nothing stale is ever loaded. Residuals whose jaxpr holds
+what its text does not pin down (custom derivative rules, host callbacks, Python objects) are
+not kept; they are traced in every process as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from importlib.metadata import version
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from mbfg._jax import cache_dir, jax
+
+#: jaxpr text that does not determine the program: custom JVP/VJP rules (their rule is a Python
+#: function, printed by name or address only), host callbacks, object reprs.
+_UNPINNED = ("custom_jvp", "custom_vjp", "callback", " at 0x", "<function", "<object")
+
+_VERSION = f"jax {version('jax')}; jaxlib {version('jaxlib')}"
+
+
+def jaxpr_fingerprint(fn: Callable[..., Any], *args: Any) -> str | None:
+    """SHA-256 of ``fn``'s jaxpr at ``args`` (its text and closed-over constants), or None where the
+    jaxpr does not pin the program down (see the module docstring)."""
+    closed = jax.make_jaxpr(fn)(*args)
+    text = str(closed)
+    if any(marker in text for marker in _UNPINNED):
+        return None
+    digest = hashlib.sha256(text.encode())
+    for const in closed.consts:
+        array = np.asarray(const)
+        digest.update(f"{array.dtype}{array.shape}".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def _signature(leaves: list, treedef: Any) -> tuple:
+    return treedef, tuple((np.shape(a), str(jax.dtypes.result_type(a)), isinstance(a, (int, float)))
+                          for a in leaves)
+
+
+class PersistentJit:
+    """``jax.jit(fn)`` whose traced program is kept on disk, found again by a fingerprint.
+
+    Args:
+        fn: the function to jit (pure, array arguments; pytrees allowed); it must return an array.
+        describe: ``describe(*args) -> str | None``: the fingerprint of what ``fn`` computes at
+            arguments of these shapes (e.g. :func:`jaxpr_fingerprint` of the residual it
+            differentiates, with the passes and axes), or None: not kept on disk. Called once per
+            argument signature.
+    """
+
+    def __init__(self, fn: Callable[..., Any], describe: Callable[..., str | None]) -> None:
+        self.jitted = jax.jit(fn)
+        self._describe = describe
+        # signature -> program on the flat argument list (None: call ``jitted`` with the pytrees)
+        self._programs: dict[tuple, Callable[..., Any] | None] = {}
+
+    def __call__(self, *args: Any) -> Any:
+        leaves, treedef = jax.tree_util.tree_flatten(args)
+        signature = _signature(leaves, treedef)
+        if signature not in self._programs:
+            if any(isinstance(a, jax.core.Tracer) for a in leaves):
+                return self.jitted(*args)  # inside someone else's trace: nothing to keep
+            self._programs[signature] = self._load(args, leaves, treedef, signature)
+        program = self._programs[signature]
+        return self.jitted(*args) if program is None else program(*leaves)
+
+    def _load(self, args: tuple, leaves: list, treedef: Any, signature: tuple) -> Callable[..., Any] | None:
+        folder = cache_dir()
+        if folder is None:
+            return None
+        what = self._describe(*args)
+        if what is None:
+            return None
+        key = hashlib.sha256(f"{what}|{signature}|{_VERSION}|{jax.default_backend()}".encode()).hexdigest()
+        path = os.path.join(folder, "mbfg-programs", key[:40] + ".exported")
+        from jax import export
+
+        try:
+            with open(path, "rb") as file:
+                return jax.jit(export.deserialize(bytearray(file.read())).call)
+        except Exception:  # noqa: BLE001 (absent, unreadable or from another format: export again)
+            pass
+        jitted = self.jitted
+
+        def flat(*flat_leaves: Any) -> Any:  # flat arguments: custom pytree nodes need no serializer
+            return jitted(*jax.tree_util.tree_unflatten(treedef, flat_leaves))
+
+        try:
+            exported = export.export(jax.jit(flat))(*leaves)
+            blob = exported.serialize()
+        except Exception:  # noqa: BLE001 (an output or primitive export cannot take: trace as before)
+            return None
+        _write_atomically(path, blob)
+        return jax.jit(exported.call)
+
+
+def _write_atomically(path: str, blob: bytes | bytearray) -> None:
+    """Write ``blob`` to ``path`` so that a reader never sees half of it (concurrent test workers
+    and sweep tasks share the folder); a folder that cannot be written is skipped silently."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        handle, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(handle, "wb") as file:
+            file.write(blob)
+        os.replace(tmp, path)
+    except OSError:
+        pass
