@@ -32,7 +32,9 @@ from mbfg._jax import cache_dir, jax
 #: function, printed by name or address only), host callbacks, object reprs.
 _UNPINNED = ("custom_jvp", "custom_vjp", "callback", " at 0x", "<function", "<object")
 
-_VERSION = f"jax {version('jax')}; jaxlib {version('jaxlib')}"
+#: Part of every key: the JAX release (its export format and differentiation rules) and the layout of
+#: what is stored here (raise it when the stored program's calling convention changes).
+_VERSION = f"jax {version('jax')}; jaxlib {version('jaxlib')}; mbfg programs v2 (flat arguments)"
 
 
 def jaxpr_fingerprint(fn: Callable[..., Any], *args: Any) -> str | None:
@@ -51,8 +53,9 @@ def jaxpr_fingerprint(fn: Callable[..., Any], *args: Any) -> str | None:
 
 
 def _signature(leaves: list, treedef: Any) -> tuple:
-    return treedef, tuple((np.shape(a), str(jax.dtypes.result_type(a)), isinstance(a, (int, float)))
-                          for a in leaves)
+    """What a traced program depends on: the pytree structure and each leaf's shape and dtype (a Python
+    scalar by its type: JAX traces it weakly typed). Cheap: it runs on every call."""
+    return treedef, tuple((a.shape, a.dtype) if hasattr(a, "dtype") else type(a) for a in leaves)
 
 
 class PersistentJit:
