@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import gtsam
@@ -47,6 +48,13 @@ class ParameterEstimate:
     unit: str
     lower: float
     upper: float
+    #: estimated error of ``value`` from the discrete model (:func:`discretization_bias`), NaN if not estimated
+    bias: float = float("nan")
+
+    @property
+    def biased(self) -> bool:
+        """The estimated bias exceeds the standard deviation: the error is the model's, not the noise's."""
+        return bool(np.isfinite(self.bias) and abs(self.bias) > self.std)
 
     @property
     def excited(self) -> bool:
@@ -74,7 +82,9 @@ class CalibrationResult:
     sigma_impulse: the estimated noise standard deviations (3.22-3.23);
     iterations, converged, wall_s, history: of the LM solve (wall_s: all of
     calibrate); start_iterations: LM iterations of the states-only initialization
-    of a model with dry friction (:func:`mbfg.graphs.joint.smooth_initial_states`), 0 without.
+    of a model with dry friction (:func:`mbfg.graphs.joint.smooth_initial_states`), 0 without;
+    bias_parts: with ``calibrate(bias=True)``, the two parts of each parameter's bias estimate,
+    ``{"h": {name: ...}, "compliance": {name: ...}}`` (:func:`discretization_bias`), else empty.
     """
 
     model: RigidModel
@@ -93,6 +103,7 @@ class CalibrationResult:
     h: float
     weight: float
     history: list[dict[str, float]] = field(default_factory=list)
+    bias_parts: dict[str, dict[str, float]] = field(default_factory=dict)
     problem: Any = field(default=None, repr=False)
     solution: Any = field(default=None, repr=False)
 
@@ -116,12 +127,18 @@ class CalibrationResult:
         """Names of the parameters that ended on a bound of their box (their std is not meaningful)."""
         return [p.name for p in self.parameters if p.at_bound]
 
+    @property
+    def biased(self) -> list[str]:
+        """Names of the parameters whose estimated bias exceeds their std (``calibrate(bias=True)``)."""
+        return [p.name for p in self.parameters if p.biased]
+
     def to_dataframe(self):
-        """pandas DataFrame indexed by parameter: value, std, unit, lower, upper, excited, at_bound."""
+        """pandas DataFrame indexed by parameter: value, std, bias, unit, lower, upper, excited, at_bound,
+        biased (bias NaN unless ``calibrate(bias=True)``)."""
         import pandas as pd
 
-        rows = [dict(name=p.name, value=p.value, std=p.std, unit=p.unit, lower=p.lower, upper=p.upper,
-                     excited=p.excited, at_bound=p.at_bound) for p in self.parameters]
+        rows = [dict(name=p.name, value=p.value, std=p.std, bias=p.bias, unit=p.unit, lower=p.lower, upper=p.upper,
+                     excited=p.excited, at_bound=p.at_bound, biased=p.biased) for p in self.parameters]
         return pd.DataFrame(rows).set_index("name")
 
     def to_dict(self) -> dict[str, Any]:
@@ -133,9 +150,13 @@ class CalibrationResult:
                 entry = params.setdefault(base, {"value": [], "std": [], "unit": "rad (rotation vector)"})
                 entry["value"].append(p.value)
                 entry["std"].append(p.std)
+                if self.bias_parts:
+                    entry.setdefault("bias", []).append(p.bias)
             else:
                 params[p.name] = {"value": p.value, "std": p.std, "unit": p.unit, "lower": _finite(p.lower),
                                   "upper": _finite(p.upper), "excited": p.excited, "at_bound": p.at_bound}
+                if self.bias_parts:
+                    params[p.name] |= {"bias": p.bias, "biased": p.biased}
         # The parameters held at their given values, so that the file alone is the whole model
         # (crossval, smooth and simulate read it; parameters.result_changes).
         from scipy.spatial.transform import Rotation
@@ -168,19 +189,24 @@ class CalibrationResult:
             "singular_values": [float(s) for s in self.singular_values],
             "not_excited": self.not_excited,
             "at_bound": self.at_bound,
-        }
+        } | ({"biased": self.biased, "bias_parts": self.bias_parts, "bias_method": BIAS_METHOD}
+             if self.bias_parts else {})
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), **kwargs)
 
     def table(self) -> str:
         """A printable table of the parameters and the cost."""
-        lines = [f"{'parameter':<12} {'value':>13} {'std':>11} {'unit':<12} {'bounds':<24}"]
+        with_bias = bool(self.bias_parts)
+        lines = [f"{'parameter':<12} {'value':>13} {'std':>11} " + (f"{'bias':>11} " if with_bias else "")
+                 + f"{'unit':<12} {'bounds':<24}"]
         for p in self.parameters:
             bounds = f"[{p.lower:.3g}, {p.upper:.3g}]"
             flag = "" if p.excited else "  not excited (std > |value|)"
             flag += "  at its bound (std not meaningful)" if p.at_bound else ""
-            lines.append(f"{p.name:<12} {p.value:>13.6g} {p.std:>11.3g} {p.unit:<12} {bounds:<24}{flag}")
+            flag += "  biased (|bias| > std)" if p.biased else ""
+            bias = f"{p.bias:>11.3g} " if with_bias else ""
+            lines.append(f"{p.name:<12} {p.value:>13.6g} {p.std:>11.3g} {bias}{p.unit:<12} {bounds:<24}{flag}")
         lines.append(
             f"cost {self.cost:.4g} per step (observation {self.cost_observation:.4g}, impulse {self.cost_impulse:.4g}); "
             f"{self.iterations} LM iterations, {'converged' if self.converged else 'NOT converged'}, "
@@ -241,6 +267,7 @@ def calibrate(
     covariance: bool = True,
     quiet: bool = False,
     smooth_start: int | None = None,
+    bias: bool = False,
 ) -> CalibrationResult:
     """Identify the free parameters of ``model`` (and the states) from ``log``.
 
@@ -263,6 +290,8 @@ def calibrate(
         quiet: no progress lines.
         smooth_start: LM iterations of the states-only initialization of a model with dry
             friction (default :data:`~mbfg.graphs.joint.SMOOTH_START_ITERATIONS`; 0 skips it).
+        bias: also estimate each parameter's bias from the discrete model (:func:`discretization_bias`:
+            two more calibrations, from this one's result, at 2h and at a tenth of the joint compliances).
     """
     from mbfg.graphs.joint import DEFAULT_CUTOFF_HZ, SMOOTH_START_ITERATIONS, build_joint_problem, solve
 
@@ -292,12 +321,81 @@ def calibrate(
     scale = np.array([abs(p.value) if p.value != 0 else (p.std if p.std > 0 else 1.0) for p in estimates])
     rel = cov / np.outer(scale, scale) if cov.size else cov
     sv = np.linalg.svd(rel, compute_uv=False) if rel.size and np.all(np.isfinite(rel)) else np.array([])
+    parts: dict[str, dict[str, float]] = {}
+    if bias:
+        again = dict(free=list(problem.variables.free) + ([model.tilt] if problem.variables.tilt_free else []),
+                     weight=weight, max_iterations=max_iterations, relative_tol=relative_tol,
+                     damping_update=damping_update, priors=priors, cutoff_hz=cutoff_hz, quiet=quiet,
+                     smooth_start=smooth_start)
+        parts = discretization_bias(identified, log, {p.name: p.value for p in estimates}, problem.h, **again)
+        estimates = [replace(p, bias=parts["h"][p.name] + parts["compliance"][p.name]) for p in estimates]
     wall = time.perf_counter() - start
     return CalibrationResult(
         identified, estimates, cov, sv, float((obs_sq + imp_sq + costs["prior"].sum()) / n), float(obs_sq / n),
         float(imp_sq / n), costs["observation"] + costs["impulse"], sigma_y, sigma_p, lm.iterations, lm.converged,
-        wall, problem.h, weight, lm.history, problem, values,
+        wall, problem.h, weight, lm.history, parts, problem, values,
     )
+
+
+#: How :func:`discretization_bias` estimates the bias (written into the result JSON).
+BIAS_METHOD = ("bias = (estimate at 2h - estimate at h) + (estimate - estimate at a tenth of the joint "
+               "compliances) * 10/9: first-order extrapolation of the estimate to h -> 0 and to rigid joints")
+
+
+def joint_compliances(model: RigidModel) -> list[str]:
+    """Names of the model parameters that are joint compliances (a joint's ``eps_lin``, ``eps_rot`` or
+    ``eps`` given by parameter name); a compliance given as a number is not a parameter."""
+    names: list[str] = []
+    for joint in model.joints:
+        for attr in ("eps_lin", "eps_rot", "eps"):
+            name = getattr(joint, attr, None)
+            if isinstance(name, str) and name in model.parameters and name not in names:
+                names.append(name)
+    return names
+
+
+def discretization_bias(
+    identified: RigidModel, log: Log, values: Mapping[str, float], h: float, **calibrate_kwargs: Any,
+) -> dict[str, dict[str, float]]:
+    """The error of calibrated values that comes from the discrete model, not from the noise.
+
+    Spook is first order in the time-step h (seed 000), and the joints are compliant (a constraint
+    row with compliance eps deflects by eps times its force), so an estimate carries a bias
+    ``c_h h + c_eps eps`` that no amount of data removes; the standard deviation does not show it.
+    Both parts are estimated to first order by calibrating again from the identified model:
+
+    - ``h``: at 2h (every other log sample a state): ``value(2h) - value(h)`` = c_h h;
+    - ``compliance``: with every joint compliance parameter (:func:`joint_compliances`) a tenth of
+      its value: ``(value - value(eps / 10)) * 10 / 9`` = c_eps eps.
+
+    ``value - bias`` is then the extrapolation to h -> 0 and rigid joints. Where the log is
+    is too short for 2h (under 6 steps), or the model has no compliance parameter, that part is 0; where
+    one of the two calibrations does not converge, its part is NaN (with a warning).
+
+    Args:
+        identified: the calibrated model (start of both calibrations); log: the calibration's log;
+        values: name -> calibrated value (``CalibrationResult.parameters``, tilt components included);
+        h: the calibration's time-step [s]; calibrate_kwargs: the calibration's other arguments.
+
+    Returns:
+        ``{"h": {name: bias part}, "compliance": {name: bias part}}`` in the parameters' units.
+    """
+    def calibrated(model: RigidModel, step: float) -> dict[str, float]:
+        result = calibrate(model, log, h=step, covariance=False, bias=False, **calibrate_kwargs)
+        if not result.converged:  # no estimate rather than a wrong one
+            warnings.warn(f"bias estimate: the calibration at h = {step:g} s"
+                          f"{' with the compliances / 10' if step == h else ''} did not converge in "
+                          f"{result.iterations} iterations; that part of the bias is NaN", stacklevel=3)
+            return {p.name: float("nan") for p in result.parameters}
+        return {p.name: p.value for p in result.parameters}
+
+    coarse = calibrated(identified, 2 * h) if 3 * 2 * h <= log.t[-1] - log.t[0] else dict(values)
+    compliances = [c for c in joint_compliances(identified) if c not in values]
+    stiffer = (calibrated(identified.with_parameters({c: identified.parameters[c].default / 10
+                                                      for c in compliances}), h)
+               if compliances else dict(values))
+    return {"h": {name: coarse[name] - v for name, v in values.items()},
+            "compliance": {name: (v - stiffer[name]) * 10 / 9 for name, v in values.items()}}
 
 
 def _estimates(problem, values: gtsam.Values, identified: RigidModel, sigma_y: float, sigma_p: float,
