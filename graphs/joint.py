@@ -43,7 +43,6 @@ from typing import Any
 
 import gtsam
 import numpy as np
-from scipy import signal
 
 from mbfg import keys
 from mbfg import quaternion as quat
@@ -196,13 +195,59 @@ def filtered_observations(t: np.ndarray, y: np.ndarray, cutoff_hz: float) -> np.
     fs = 1.0 / float(np.median(np.diff(t)))
     if cutoff_hz >= 0.5 * fs or len(t) < 16:
         return y
-    b, a = signal.butter(2, cutoff_hz / (0.5 * fs))
+    b, a = butterworth2(cutoff_hz / (0.5 * fs))
     # filtfilt's default odd extension (6 samples) is far shorter than the filter's transient,
     # which left the first and last states off by up to tens of mrad on a swinging pendulum and
     # the LM then spent its iterations bending the ends of the trajectory (a strongly nonlinear
     # correction). Three cut-off periods of extension let the transient die out before the data.
     padlen = min(len(t) - 1, int(np.ceil(3.0 * fs / cutoff_hz)))
-    return signal.filtfilt(b, a, y, axis=0, padlen=padlen)
+    return filtfilt(b, a, y, padlen)
+
+
+# The second-order Butterworth filter in closed form rather than from scipy.signal: importing
+# scipy.signal takes about 2 s (it builds the docstrings of its array-API wrappers), which was
+# half of a second run's start-up of ``mbfg calibrate``. tests/test_calibration.py checks both
+# functions against scipy.signal's butter and filtfilt.
+
+def butterworth2(wn: float) -> tuple[np.ndarray, np.ndarray]:
+    """``scipy.signal.butter(2, wn)``: (b (3,), a (3,)) of the digital second-order Butterworth low-pass
+    with the cut-off at ``wn`` times the Nyquist frequency (0 < wn < 1), by the bilinear transform."""
+    k = np.tan(0.5 * np.pi * wn)  # the prewarped analog cut-off
+    norm = 1.0 / (1.0 + np.sqrt(2.0) * k + k * k)
+    b0 = k * k * norm
+    return (np.array([b0, 2.0 * b0, b0]),
+            np.array([1.0, 2.0 * (k * k - 1.0) * norm, (1.0 - np.sqrt(2.0) * k + k * k) * norm]))
+
+
+def _lfilter2(b: np.ndarray, a: np.ndarray, x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``scipy.signal.lfilter(b, a, x, axis=0, zi=z)[0]`` for a second-order section (a[0] = 1), x (n, m),
+    z (2, m): direct form II transposed, per column on Python floats (faster than NumPy per sample)."""
+    b0, b1, b2 = (float(v) for v in b)
+    a1, a2 = float(a[1]), float(a[2])
+    out = np.empty_like(x)
+    for j in range(x.shape[1]):
+        z0, z1 = float(z[0, j]), float(z[1, j])
+        column = []
+        for xi in x[:, j].tolist():
+            yi = b0 * xi + z0
+            z0 = b1 * xi - a1 * yi + z1
+            z1 = b2 * xi - a2 * yi
+            column.append(yi)
+        out[:, j] = column
+    return out
+
+
+def filtfilt(b: np.ndarray, a: np.ndarray, x: np.ndarray, padlen: int) -> np.ndarray:
+    """``scipy.signal.filtfilt(b, a, x, axis=0, padlen=padlen)`` for a second-order section: zero phase,
+    odd extension of ``padlen`` samples at both ends, each pass started in the steady state of its
+    first sample (``lfilter_zi``). x: (n, m) with n > padlen."""
+    ext = np.concatenate([2.0 * x[:1] - x[padlen:0:-1], x, 2.0 * x[-1:] - x[-2 : -padlen - 2 : -1]])
+    # lfilter_zi: the state of a unit step's steady response, (I - A^T) zi = b[1:] - a[1:] b[0].
+    companion = np.array([[-a[1], 1.0], [-a[2], 0.0]])
+    zi = np.linalg.solve(np.eye(2) - companion, b[1:] - a[1:] * b[0])
+    forward = _lfilter2(b, a, ext, zi[:, None] * ext[0])
+    backward = _lfilter2(b, a, forward[::-1], zi[:, None] * forward[-1])[::-1]
+    return backward[padlen : len(backward) - padlen]
 
 
 def initial_states(model: RigidModel, y: np.ndarray, h: float, parameters: Mapping[str, Any]) -> list[State]:

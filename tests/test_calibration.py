@@ -92,6 +92,26 @@ def test_butterworth_filtfilt_initialization_has_no_lag_and_bridges_missing_read
 # ----------------------------------------------------------------- calibration
 
 
+def test_butterworth_section_4_4_is_scipys_butter_and_filtfilt() -> None:
+    """The initialization filter is written out (scipy.signal takes seconds to import): the same
+    coefficients as scipy.signal.butter(2, wn) and the same output as scipy.signal.filtfilt."""
+    from scipy import signal
+
+    from mbfg.graphs.joint import butterworth2, filtfilt
+
+    rng = np.random.default_rng(0)
+    x = np.cumsum(rng.standard_normal((800, 3)), axis=0)
+    for wn in (0.005, 0.04, 0.3, 0.95):
+        b, a = butterworth2(wn)
+        b_ref, a_ref = signal.butter(2, wn)
+        np.testing.assert_allclose(b, b_ref, rtol=1e-12, atol=1e-18)
+        np.testing.assert_allclose(a, a_ref, rtol=1e-12, atol=1e-15)
+        for padlen in (6, 150, 799):
+            np.testing.assert_allclose(filtfilt(b, a, x, padlen), signal.filtfilt(b_ref, a_ref, x, axis=0,
+                                                                                   padlen=padlen),
+                                       rtol=0, atol=1e-9 * np.abs(x).max())
+
+
 @pytest.fixture(scope="module")
 def pendulum_log() -> tuple:
     model = pendulum()
