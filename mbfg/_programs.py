@@ -52,6 +52,11 @@ def jaxpr_fingerprint(fn: Callable[..., Any], *args: Any) -> str | None:
     return digest.hexdigest()
 
 
+#: Programs of this process by key: factor types built again for another model instance of the same
+#: structure find theirs here, compiled, without reading the disk.
+_LOADED: dict[str, Callable[..., Any]] = {}
+
+
 def _signature(leaves: list, treedef: Any) -> tuple:
     """What a traced program depends on: the pytree structure and each leaf's shape and dtype (a Python
     scalar by its type: JAX traces it weakly typed). Cheap: it runs on every call."""
@@ -93,12 +98,15 @@ class PersistentJit:
         if what is None:
             return None
         key = hashlib.sha256(f"{what}|{signature}|{_VERSION}|{jax.default_backend()}".encode()).hexdigest()
+        if key in _LOADED:  # the same program for another instance (e.g. a model with other parameter values)
+            return _LOADED[key]
         path = os.path.join(folder, "mbfg-programs", key[:40] + ".exported")
         from jax import export
 
         try:
             with open(path, "rb") as file:
-                return jax.jit(export.deserialize(bytearray(file.read())).call)
+                program = _LOADED[key] = jax.jit(export.deserialize(bytearray(file.read())).call)
+                return program
         except Exception:  # noqa: BLE001 (absent, unreadable or from another format: export again)
             pass
         jitted = self.jitted
@@ -112,7 +120,8 @@ class PersistentJit:
         except Exception:  # noqa: BLE001 (an output or primitive export cannot take: trace as before)
             return None
         _write_atomically(path, blob)
-        return jax.jit(exported.call)
+        program = _LOADED[key] = jax.jit(exported.call)
+        return program
 
 
 def _write_atomically(path: str, blob: bytes | bytearray) -> None:
