@@ -315,6 +315,7 @@ def build_joint_problem(
     smooth_start: int = SMOOTH_START_ITERATIONS,
     damping_update: str = "tenfold",
     quiet: bool = False,
+    hold: bool = False,
 ) -> JointProblem:
     """The joint state-parameter problem of ``model`` over ``log`` (see the module docstring).
 
@@ -337,6 +338,9 @@ def build_joint_problem(
             states as they are); only for a model with dry friction and no ``states``.
         damping_update: the LM damping rule of :func:`smooth_initial_states` (:mod:`mbfg.solvers`).
         quiet: no progress lines from :func:`smooth_initial_states`.
+        hold: the free scalar parameters stay variables but are held at their initial values
+            (a box of zero width): state estimation with the factor types of a calibration over
+            ``free``, whose compiled programs it shares (:func:`estimate_states`).
 
     Raises:
         DataError: columns that do not match the model, a non-uniform log, a bad h.
@@ -404,7 +408,7 @@ def build_joint_problem(
         values.insert(keys.P(), chi0)
         lo = np.array([model.parameters[name].lower for name in variables.free])
         hi = np.array([model.parameters[name].upper for name in variables.free])
-        bounds[keys.P()] = (lo, hi)
+        bounds[keys.P()] = (chi0.copy(), chi0.copy()) if hold else (lo, hi)
         for name, sigma in (priors or {}).items():
             if name not in variables.free:
                 raise ModelError(f"prior on {name!r}, which is not a free parameter ({', '.join(variables.free)})")
@@ -452,10 +456,17 @@ def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: floa
 
 def estimate_states(model: RigidModel, log: Log, *, h: float | None = None, weight: float = 1e6,
                     parameters: Mapping[str, Any] | None = None, max_iterations: int = 20,
-                    quiet: bool = True, cutoff_hz: float = DEFAULT_CUTOFF_HZ) -> tuple[JointProblem, LMResult]:
-    """State estimation with every parameter fixed (seed 001 section 4.5's cross-validation)."""
-    problem = build_joint_problem(model, log, h=h, free=(), weight=weight, cutoff_hz=cutoff_hz,
-                                  initial_parameters=parameters)
+                    quiet: bool = True, cutoff_hz: float = DEFAULT_CUTOFF_HZ,
+                    free: Sequence[str] = ()) -> tuple[JointProblem, LMResult]:
+    """State estimation with every parameter fixed (seed 001 section 4.5's cross-validation).
+
+    ``free``: the parameters a calibration estimated (e.g. the one that produced ``parameters``). They
+    are then variables held at their values (``build_joint_problem(hold=True)``), so that the problem
+    has that calibration's factor types and runs on its compiled programs instead of compiling its own
+    (the same score: the residuals see the same values). A free tilt is held as a constant."""
+    held = [name for name in free if name != model.tilt]
+    problem = build_joint_problem(model, log, h=h, free=held, weight=weight, cutoff_hz=cutoff_hz,
+                                  initial_parameters=parameters, hold=True)
     return problem, solve(problem, max_iterations=max_iterations, quiet=quiet, label=f"states {model.name}")
 
 

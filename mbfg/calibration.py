@@ -244,8 +244,9 @@ class CalibrationResult:
         cost per time-step."""
         from mbfg.graphs.joint import cross_validation_score
 
+        free = [p.name for p in self.parameters if "[" not in p.name]  # its compiled programs are reused
         return cross_validation_score(self.model, log, self.model.parameters.numpy_values(), h=self.h,
-                                      weight=self.weight, **kwargs)
+                                      weight=self.weight, **({"free": free} | kwargs))
 
 
 def _finite(x: float) -> float | None:

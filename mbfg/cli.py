@@ -1043,7 +1043,8 @@ def _json_safe(value):
 
 
 def _calibration_settings(path: str) -> dict:
-    """h, weight and model recorded in a calibration JSON (``mbfg calibrate --out``); {} for other files."""
+    """h, weight, model and the estimated parameters' names (``free``) recorded in a calibration JSON
+    (``mbfg calibrate --out``); {} for other files."""
     if not path.endswith(".json"):
         return {}
     try:
@@ -1060,6 +1061,7 @@ def _calibration_settings(path: str) -> dict:
             out[key] = float(value)
     if isinstance(doc.get("model"), str):
         out["model"] = doc["model"]
+    out["free"] = [str(name) for name in doc["parameters"]]
     return out
 
 
@@ -1145,8 +1147,10 @@ def _cmd_crossval(args: argparse.Namespace) -> int:
             f"{len(log.t)} rows of {args.log}, h = {step:.6g} s, weight {weight:g}"
         )
     start = time.perf_counter()
+    # The calibration's free parameters held at their values: its factor types, so its compiled programs.
+    free = [name for name in recorded.get("free", []) if name in model.parameters]
     score = cross_validation_score(
-        model, log, fitted.parameters.numpy_values(), h=h, weight=weight, quiet=args.quiet
+        model, log, fitted.parameters.numpy_values(), h=h, weight=weight, quiet=args.quiet, free=free
     )
     wall = time.perf_counter() - start
     if args.json:

@@ -145,9 +145,13 @@ def crossval_task(model: tuple[str, bytes], calibration: Mapping[str, Any], log:
         if calibration.get("status") != "ok":
             raise MbfgError(f"the calibration on {calibration['log']} failed ({calibration.get('error')})")
         tuned = _with_eps(_model(model), eps)
-        values = tuned.parameters.numpy_values() | identified_values(tuned, calibration)
+        identified = identified_values(tuned, calibration)
+        values = tuned.parameters.numpy_values() | identified
+        # The calibration's free parameters held at their values: the factor types, so the compiled
+        # programs, of the calibration tasks on this worker.
         return dict(score=cross_validation_score(tuned, log, values, h=calibration["h"],
-                                                 weight=calibration["weight"], **options))
+                                                 weight=calibration["weight"], free=list(identified),
+                                                 **options))
 
     return _run_task(row, work)
 

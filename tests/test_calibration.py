@@ -170,7 +170,8 @@ def test_smooth_start_puts_the_joint_forces_of_a_dry_hinge_into_the_initial_stat
 
 def test_cross_validation_score_section_4_5_is_the_noise_level_on_another_log(pendulum_log) -> None:
     model, _ = pendulum_log
-    other = simulate(model, 1.0, 1e-3, initial=model.initial_state({"theta": -1.5}))
+    # As long as the calibration log: the same compiled shapes as the test below.
+    other = simulate(model, 2.0, 1e-3, initial=model.initial_state({"theta": -1.5}))
     score_true = calibrate(model, _log(model, other, 1e-3, seed=5), free=[], quiet=True).cost
     from mbfg.graphs.joint import cross_validation_score
 
@@ -179,6 +180,25 @@ def test_cross_validation_score_section_4_5_is_the_noise_level_on_another_log(pe
     print(f"\ncross-validation: true parameters {score_true:.3e}, J doubled {score_wrong:.3e}")
     assert score_true < 3e-6  # ~ sigma^2 = 1e-6 rad^2 per step
     assert score_wrong > 3 * score_true
+
+
+def test_cross_validation_with_the_calibrations_parameters_held_is_the_fixed_parameter_score(pendulum_log) -> None:
+    """Section 4.5 scored with the calibration's free parameters as variables held at their values
+    (what CalibrationResult.cross_validate, mbfg crossval and the sweep do): the score of the problem
+    with those parameters as constants, on the calibration's compiled programs (no new ones)."""
+    from mbfg import _programs
+    from mbfg.graphs.joint import cross_validation_score
+
+    model, log = pendulum_log
+    result = calibrate(model.with_parameters({"J": 1.1 * model.parameters["J"].default}), log, free=["J", "b"],
+                       quiet=True, covariance=False)
+    other = _log(model, simulate(model, 2.0, 1e-3, initial=model.initial_state({"theta": -1.5})), 1e-3, seed=5)
+    programs = len(_programs._LOADED)
+    held = result.cross_validate(other)
+    assert len(_programs._LOADED) == programs  # the calibration's programs served the held problem
+    fixed = cross_validation_score(result.model, other, result.model.parameters.numpy_values(), h=result.h)
+    assert held == pytest.approx(fixed, rel=1e-6)
+    assert held < 3e-6  # ~ sigma^2 = 1e-6 rad^2 per step
 
 
 def test_parameter_covariance_section_3_7_is_the_inverse_of_r_t_r() -> None:
