@@ -163,7 +163,7 @@ class FactorType:
 
         self._error = error
         self._lifted_forward = lifted_forward
-        self._fingerprints: dict[tuple, str | None] = {}
+        self._fingerprints: dict[str, str | None] = {}  # argument shapes -> jaxpr fingerprint
         self._error_fn = PersistentJit(error, self._describe("error", None))
         # Single calls take one joint pass: they are launch-bound, so fewer kernels win.
         self._linearize_fn = PersistentJit(linearize, self._describe("linearize, one pass", None))
