@@ -312,7 +312,7 @@ def factor_cost() -> None:
                         count(getattr(inner, "jaxpr", inner))
 
         count(jax.make_jaxpr(lambda xs, cs: ft.residual(*xs, *cs))(xs, cs).jaxpr)
-        kernels = [fn.lower(xs, cs).compile().as_text().count(" fusion(") for fn in (ft._error_fn, ft._linearize_fn)]
+        kernels = [fn.jitted.lower(xs, cs).compile().as_text().count(" fusion(") for fn in (ft._error_fn, ft._linearize_fn)]
         top = ", ".join(f"{k} {v}" for k, v in counts.most_common(4))
         vmapped = f"{1e3 * times[2]:.3f} ({compile_s[0]:.1f}) / {1e3 * times[3]:.3f} ({compile_s[1]:.1f})"
         print(f"{name:<12} {1e3 * times[0]:>13.3f} {1e3 * times[1]:>15.3f} {vmapped:>58} "

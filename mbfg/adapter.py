@@ -112,8 +112,8 @@ class FactorType:
     example: Example | None = None
     piecewise: bool = False
     jacobian_groups: tuple[tuple[int, ...], ...] | None = None
-    _error_fn: Callable[..., Any] = field(init=False, repr=False)
-    _linearize_fn: Callable[..., Any] = field(init=False, repr=False)
+    _error_fn: PersistentJit = field(init=False, repr=False)
+    _linearize_fn: PersistentJit = field(init=False, repr=False)
     _linearize_per_variable: Callable[..., Any] = field(init=False, repr=False)
     _vmapped_fns: dict = field(init=False, repr=False, default_factory=dict)
 
@@ -164,10 +164,9 @@ class FactorType:
         self._error = error
         self._lifted_forward = lifted_forward
         self._fingerprints: dict[str, str | None] = {}  # argument shapes -> jaxpr fingerprint
-        # Single calls are launch-bound (a stream's one new factor per update): plain jit, whose dispatch
-        # is cheaper than that of a loaded program; they take one joint pass, as fewer kernels win.
-        self._error_fn = jax.jit(error)
-        self._linearize_fn = jax.jit(linearize)
+        self._error_fn = PersistentJit(error, self._describe("error", None))
+        # Single calls take one joint pass: they are launch-bound, so fewer kernels win.
+        self._linearize_fn = PersistentJit(linearize, self._describe("linearize, one pass", None))
         self._linearize_grouped = functools.partial(linearize, passes=groups)
         self._linearize_per_variable = functools.partial(
             linearize, passes=tuple((i,) for i in range(len(kinds))))

@@ -259,8 +259,9 @@ def test_residual_is_traced_once_per_factor_type_not_per_instance():
         if traces_after_first is None:
             traces_after_first = len(traces)
     # Error-only program: one trace. Linearization program: the residual at x and the
-    # residual under jacfwd, traced once each.
-    assert 1 <= traces_after_first <= 3
+    # residual under jacfwd, traced once each. The program cache's fingerprint (mbfg._programs):
+    # one more; a program loaded from disk is not traced.
+    assert 1 <= traces_after_first <= 4
     assert len(traces) == traces_after_first, (
         f"the residual was retraced for new instances: {len(traces)} traces after 20 instances, "
         f"{traces_after_first} after the first"
