@@ -364,7 +364,7 @@ def test_bias_estimate_from_2h_and_stiffer_joints_covers_the_error_against_the_m
     log = Log(t, theta + noise, np.zeros((len(t), 0)), model.observations, model.controls, "minimal-coordinate ODE")
     start = model.with_parameters({"J": 1.25 * truth["J"], "b": 0.5 * truth["b"]})
     result = calibrate(start, log, free=["J", "b"], quiet=True, bias=True)
-    print("\n" + result.table())
+    print("\n" + result.table() + f"\nbias parts: {result.bias_parts}")
     assert result.converged
     for p in result.parameters:
         error = p.value - truth[p.name]
