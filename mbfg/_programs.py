@@ -20,8 +20,8 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from importlib.metadata import version
 from collections.abc import Callable
+from importlib.metadata import version
 from typing import Any
 
 import numpy as np
