@@ -205,8 +205,9 @@ def filtered_observations(t: np.ndarray, y: np.ndarray, cutoff_hz: float) -> np.
 
 
 # The second-order Butterworth filter in closed form rather than from scipy.signal: importing
-# scipy.signal takes about 2 s (it builds the docstrings of its array-API wrappers), which was
-# half of a second run's start-up of ``mbfg calibrate``. tests/test_calibration.py checks both
+# scipy.signal takes over a second (``python -X importtime -c "import scipy.signal"``; it builds the
+# docstrings of its array-API wrappers), a large part of a second run's start-up of ``mbfg calibrate``
+# (``python benchmarks/startup.py``). tests/test_calibration.py checks both
 # functions against scipy.signal's butter and filtfilt.
 
 def butterworth2(wn: float) -> tuple[np.ndarray, np.ndarray]:

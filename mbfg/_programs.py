@@ -2,10 +2,10 @@
 
 JAX's persistent compilation cache keeps the *compiled* programs, but to find one a process must
 first trace and lower the Python function, which for our vmapped Jacobians costs far more than
-loading the result: the 13-parameter Furuta impulse factor's five-pass Jacobian takes about 5 s
-to trace and lower and 0.6 s to load compiled. :class:`PersistentJit` keeps the traced program as
-well (``jax.export``, serialized), so a second process loads it (about 0.3 s) and only the compiled
-program's load remains.
+loading the result (the 13-parameter Furuta impulse factor's five-pass Jacobian: seconds;
+``python benchmarks/furuta_calibration.py`` prints the first linearization apart).
+:class:`PersistentJit` keeps the traced program as well (``jax.export``, serialized), so a second
+process loads it and only the compiled program's load remains.
 
 A program is found by a fingerprint of what it computes: the jaxpr of the residual (with its
 closed-over constants' values), what the caller says it builds from it (vmapped axes, Jacobian

@@ -244,7 +244,7 @@ class CalibrationResult:
         cost per time-step."""
         from mbfg.graphs.joint import cross_validation_score
 
-        free = [p.name for p in self.parameters if "[" not in p.name]  # its compiled programs are reused
+        free = self.problem.variables.free if self.problem is not None else ()  # its compiled programs reused
         return cross_validation_score(self.model, log, self.model.parameters.numpy_values(), h=self.h,
                                       weight=self.weight, **({"free": free} | kwargs))
 
@@ -369,8 +369,8 @@ def discretization_bias(
     - ``compliance``: with every joint compliance parameter (:func:`joint_compliances`) a tenth of
       its value: ``(value - value(eps / 10)) * 10 / 9`` = c_eps eps.
 
-    ``value - bias`` is then the extrapolation to h -> 0 and rigid joints. Where the log is
-    is too short for 2h (under 6 steps), or the model has no compliance parameter, that part is 0; where
+    ``value - bias`` is then the extrapolation to h -> 0 and rigid joints. Where the log
+    is too short for three steps of 2h, or the model has no compliance parameter, that part is 0; where
     one of the two calibrations does not converge, its part is NaN (with a warning).
 
     Args:
