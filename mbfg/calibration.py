@@ -239,6 +239,24 @@ class CalibrationResult:
             rmse[name] = float(np.sqrt(np.mean(diff[ok] ** 2)))
         return traj, rmse
 
+    def plot(self, log: Log | None = None, path: str | None = None):
+        """A figure of the calibration (:func:`mbfg.plots.calibration_figure`): per observation the log and
+        the estimated states' observation against t [s] and the residual (log - estimated) [rad, m]; the
+        per-step cost (n,); each free parameter's value / |value| with +-1 std / |value| error bars,
+        not excited and at-bound ones marked.
+
+        Args:
+            log: the calibration's log, drawn at its own rate (default: its readings at the state times,
+                kept in the result); another log raises :class:`~mbfg.errors.DataError`.
+            path: also write the figure there (format from the extension, e.g. ``fit.png``).
+
+        Returns the matplotlib Figure. Needs matplotlib (``pip install 'mbfg[plot]'``; else
+        :class:`~mbfg.errors.MbfgError`).
+        """
+        from mbfg.plots import calibration_figure
+
+        return calibration_figure(self, log, path)
+
     def cross_validate(self, log: Log, **kwargs: Any) -> float:
         """Cross-validation score on another log (section 4.5): state estimation with these parameters fixed,
         cost per time-step."""

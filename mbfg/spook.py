@@ -144,6 +144,18 @@ class Trajectory:
         u = np.vstack([self.controls, self.controls[-1:]]) if len(self.controls) else np.zeros((len(self.t), n_u))
         return Log(np.asarray(self.t, dtype=float), y, u, self.model.observations, self.model.controls, source)
 
+    def plot(self, path: str | None = None):
+        """A figure of the trajectory (:func:`mbfg.plots.trajectory_figure`): one panel per observation
+        ((n+1,) over ``t`` [s]; hinge angles unwrapped as in :meth:`to_dataframe` [rad], CoM coordinates [m]),
+        then one per control (u_k held on [t_k, t_k+1)).
+
+        Returns the matplotlib Figure; also written to ``path`` if given (format from the extension).
+        Needs matplotlib (``pip install 'mbfg[plot]'``; else :class:`~mbfg.errors.MbfgError`).
+        """
+        from mbfg.plots import trajectory_figure
+
+        return trajectory_figure(self, path)
+
 
 def unwrap_angles(model: RigidModel, observations: np.ndarray) -> np.ndarray:
     """Observations with hinge angles unwrapped over time (a multi-turn encoder's reading)."""

@@ -1,6 +1,6 @@
 """Figures of a sweep (:mod:`mbfg.sweep`): seed 001 Figure 4 and the cross-validation heat map.
 
-matplotlib is an optional dependency (``pip install 'mbfg[plot]'``), imported only here.
+matplotlib is an optional dependency (``pip install 'mbfg[plot]'``), loaded by :func:`mbfg.plots.pyplot`.
 """
 
 from __future__ import annotations
@@ -11,20 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from mbfg.errors import MbfgError
+from mbfg.plots import save, pyplot
 
 
 def _pyplot():
-    try:
-        import matplotlib
-
-        if not os.environ.get("MPLBACKEND") and not os.environ.get("DISPLAY"):
-            matplotlib.use("Agg")  # headless (a cluster node, CI): draw to files
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise MbfgError("plotting a sweep needs matplotlib: pip install 'mbfg[plot]' (or pip install matplotlib)") \
-            from None
-    return plt
+    """``matplotlib.pyplot`` from :func:`mbfg.plots.pyplot` (``mbfg sweep --plot`` calls it before a sweep, so
+    that a missing matplotlib is said at once)."""
+    return pyplot("plotting a sweep")
 
 
 def plot(result: Any, path: str | os.PathLike[str] | None = None):
@@ -74,8 +67,7 @@ def plot(result: Any, path: str | os.PathLike[str] | None = None):
     for ax in axes[panels:]:
         ax.set_visible(False)
     fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=120)
+    save(fig, path)
     return fig
 
 

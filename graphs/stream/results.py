@@ -168,3 +168,16 @@ class StreamReplay:
     step_s: np.ndarray
     status: StreamStatus
     parameters: dict[str, float] | None = None
+
+    def plot(self, log=None, path: str | None = None):
+        """A figure of the replay (:func:`mbfg.plots.stream_figure`): per observation the log's readings (when
+        ``log``, the replayed :class:`~mbfg.logs.Log`, is given) with the filtered and smoothed coordinate
+        (n,) against t [s] [rad, m], and the filtered and smoothed rate [rad/s, m/s]; missing readings and
+        gaps between states marked.
+
+        Returns the matplotlib Figure; also written to ``path`` if given (format from the extension).
+        Needs matplotlib (``pip install 'mbfg[plot]'``; else :class:`~mbfg.errors.MbfgError`).
+        """
+        from mbfg.plots import stream_figure
+
+        return stream_figure(self, log, path)
