@@ -28,9 +28,16 @@ import os
 import select
 import sys
 import time
-from typing import Any, BinaryIO, TextIO
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
+from mbfg.cli.args import Subparsers, _counts, _positive_float, _whole_number
+from mbfg.cli.common import _eprint, _rigid_model
 from mbfg.errors import DataError, ModelError
+
+if TYPE_CHECKING:
+    from mbfg.graphs.stream import Estimate
+    from mbfg.rigid import RigidModel
 
 DESCRIPTION = """\
 Estimate the states of a 3D rigid-body model from a live log, sample by
@@ -84,10 +91,8 @@ examples:
 """
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subparsers) -> None:
     """Register ``smooth`` on the ``mbfg`` subcommand parsers ``sub``."""
-    from mbfg.cli import _counts, _positive_float, _whole_number
-
     p = sub.add_parser(
         "smooth",
         help="fixed-lag smoothing of a live log (stdin or a file), one output line per input line",
@@ -141,15 +146,11 @@ def _column_names(text: str) -> list[str]:
     return names
 
 
-def _eprint(*parts: object) -> None:
-    print(*parts, file=sys.stderr, flush=True)
-
-
-def _format(x: float) -> str:
+def _format(x: float | None) -> str:
     return "" if x is None or not math.isfinite(x) else repr(float(x))
 
 
-def _header(model, std: bool) -> list[str]:
+def _header(model: RigidModel, std: bool) -> list[str]:
     names = list(model.observations)
     cols = names + [f"d{n}" for n in names]
     if std:
@@ -157,7 +158,7 @@ def _header(model, std: bool) -> list[str]:
     return ["t", *cols, "t_smoothed", *[f"{c}_smoothed" for c in cols], "flags"]
 
 
-def _cells(estimate, n: int, std: bool) -> list[str]:
+def _cells(estimate: Estimate | None, n: int, std: bool) -> list[str]:
     width = 2 * n * (2 if std else 1)
     if estimate is None:
         return [""] * width
@@ -192,7 +193,7 @@ def _open_output(path: str) -> TextIO:
         raise DataError(f"--output {path}: cannot write ({exc.strerror or exc})") from None
 
 
-def _columns(source: str, header: list[str], model) -> tuple[int, list[int], list[int]]:
+def _columns(source: str, header: list[str], model: RigidModel) -> tuple[int, list[int], list[int]]:
     index: dict[str, int] = {}
     for i, name in enumerate(header):
         if name in index:
@@ -228,7 +229,7 @@ def _decode(raw: bytes | str, first: bool) -> str | None:
     return text.removeprefix("\ufeff") if first else text
 
 
-def _lines(inp: BinaryIO | TextIO):
+def _lines(inp: BinaryIO | TextIO) -> Iterator[bytes | str]:
     """The input's lines as they arrive. From a file descriptor, read with select() and a timeout, so that a
     Ctrl-C is acted on at once even while the pipe is idle ('tail -f' with nothing new) and the signal was
     delivered to another thread (JAX's); other streams (a test's in-memory stdin) line by line."""
@@ -265,7 +266,6 @@ def _is_header(cells: list[str]) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """The ``smooth`` subcommand (see :data:`DESCRIPTION`)."""
-    from mbfg.cli import _rigid_model
     from mbfg.graphs.stream import StreamEstimator
 
     model = _rigid_model(args.model)

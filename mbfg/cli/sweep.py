@@ -13,7 +13,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from mbfg.cli.args import Subparsers, _iterations, _whole_number
+from mbfg.cli.common import _check_output, _check_time_step, _model_with_params, _parse_free
+
+if TYPE_CHECKING:
+    from mbfg.logs import Log
 
 DESCRIPTION = """\
 Sweep the method parameters of a calibration (seed 001 section 4): every
@@ -57,7 +64,7 @@ examples:
 """
 
 
-def _number_list(what: str, example: str):
+def _number_list(what: str, example: str) -> Callable[[str], list[float]]:
     def parse(text: str) -> list[float]:
         items = [item.strip() for item in text.split(",")]
         values = []
@@ -75,10 +82,8 @@ def _number_list(what: str, example: str):
     return parse
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subparsers) -> None:
     """Register ``sweep`` on the ``mbfg`` subcommand parsers ``sub``."""
-    from mbfg.cli import _iterations, _whole_number
-
     p = sub.add_parser(
         "sweep",
         help="calibrations over a grid of h, w, eps and recordings, and the cross-validation matrix, on Dask",
@@ -116,7 +121,6 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """The ``sweep`` subcommand (see :data:`DESCRIPTION`)."""
-    from mbfg.cli import _check_output, _check_time_step, _model_with_params, _parse_free
     from mbfg.errors import DataError, ModelError
     from mbfg.logs import read_log
     from mbfg.sweep import sweep
@@ -165,8 +169,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fails(log, h: float) -> bool:
-    from mbfg.cli import _check_time_step
+def _fails(log: Log, h: float) -> bool:
     from mbfg.errors import DataError
 
     try:

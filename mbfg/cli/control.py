@@ -16,11 +16,16 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mbfg.cli.args import Subparsers, _assignment, _iterations, _positive_float, _positive_int
+from mbfg.cli.common import _calibration_settings, _check_output, _eprint, _model_with_params
 from mbfg.errors import ModelError
+
+if TYPE_CHECKING:
+    from mbfg.rigid import RigidModel
 
 DESCRIPTION = """\
 Compute the controls (activations, seed 004) that drive a 3D rigid-body model
@@ -89,10 +94,8 @@ def _target(text: str) -> list[tuple[str, float]]:
     return out
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subparsers) -> None:
     """Register ``control`` on the ``mbfg`` subcommand parsers ``sub``."""
-    from mbfg.cli import _assignment, _iterations, _positive_float, _positive_int
-
     p = sub.add_parser(
         "control",
         help="controls that drive a model to a target rate or joint reaction (receding horizon), as a CSV",
@@ -132,7 +135,7 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
-def _bounds(model, text: str | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+def _bounds(model: RigidModel, text: str | None) -> tuple[np.ndarray | None, np.ndarray | None]:
     """``LO:HI`` for every control or ``NAME=LO:HI,...`` per control, as (lower, upper) arrays."""
     if text is None:
         return None, None
@@ -165,7 +168,6 @@ def _bounds(model, text: str | None) -> tuple[np.ndarray | None, np.ndarray | No
 def run(args: argparse.Namespace) -> int:
     """The ``control`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg import control
-    from mbfg.cli import _calibration_settings, _check_output, _eprint, _model_with_params
     from mbfg.graphs.control import RecedingHorizon
     from mbfg.logs import write_log
 
@@ -176,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
     n_steps = int(round(args.duration / h))
     if n_steps < 1:
         raise ModelError(f"--duration {args.duration:g} s is shorter than one time step {h:g} s")
-    rates, forces = {}, {}
+    rates: dict[str, float] = {}
+    forces: dict[str, float] = {}
     reaction_names = set(control.force_names(model))
     for name, value in args.target:
         where = forces if name in reaction_names else rates

@@ -1,0 +1,132 @@
+"""The ``mbfg`` command line: simulated logs of 3D rigid-body models and their
+calibration from logs; forward and inverse dynamics of planar mechanisms.
+
+::
+
+    mbfg simulate MODEL --duration T --dt H [--params FILE] [--controls CSV]
+                  [--init JOINT=ANGLE ...] [--noise SIGMA] [--ppr N] [--seed S] --out log.csv
+    mbfg calibrate MODEL LOG.csv [--params FILE] [--free NAME,...] [--prior NAME=SIGMA,...] [--dt H] [--weight W]
+                   [--max-iterations N] [--json] [--out RESULT.json] [--quiet]
+    mbfg crossval MODEL LOG.csv --params CALIB.json [--dt H] [--weight W] [--json] [--quiet]
+    mbfg smooth MODEL --params CALIB.json [--lag S] ... [--input FILE|-] [--output FILE|-]
+    mbfg sweep MODEL LOG... [--dt H,...] [--weight W,...] [--eps E,...] ... --out SWEEP.csv
+    mbfg control MODEL --target NAME=VALUE [...] [--duration T] [--dt H] ... --out CONTROLS.csv
+    mbfg models [MODEL ...]
+    mbfg forward MECHANISM [--dt 0.001] [--duration 5] [--lag N | --batch] --out q.csv
+    mbfg inverse MECHANISM TRAJECTORY --coordinate I[,J,...] --out forces.csv
+    mbfg mechanisms [MECHANISM ...]
+
+MODEL is a built-in rigid-body model (``mbfg models`` lists them) or the path
+of a model file (:mod:`mbfg.model_file`); MECHANISM is a built-in planar
+mechanism (``mbfg mechanisms``) or the path of an MBSE YAML file. Every user
+error (bad file, unknown coordinate, malformed row ...) prints
+``mbfg: error: <message>`` on stderr and exits with status 2.
+
+Each subcommand is a module of this package (``mbfg.cli.simulate``, ...) with its help
+text, ``add_parser(subparsers)`` and ``run(args) -> int``; they share the argument types
+of :mod:`mbfg.cli.args` and the helpers of :mod:`mbfg.cli.common`, and import nothing
+from this module or from each other. Heavy modules (JAX, GTSAM, pandas, the estimators)
+are imported inside the ``run`` functions, so that ``mbfg --help`` stays quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from mbfg.cli import (
+    calibrate,
+    control,
+    crossval,
+    forward,
+    inverse,
+    mechanisms,
+    models,
+    simulate,
+    smooth,
+    sweep,
+)
+from mbfg.cli.common import _eprint
+# Helpers the tests import from mbfg.cli, as from the single module it once was.
+from mbfg.cli.common import _model_with_params, _rigid_model  # noqa: F401
+from mbfg.errors import MbfgError
+
+__all__ = ["main", "build_parser"]
+
+EXIT_USER_ERROR = 2
+
+#: The subcommands, in the order ``mbfg --help`` lists them.
+COMMANDS = (simulate, calibrate, crossval, smooth, sweep, control, models, forward, inverse, mechanisms)
+
+_MAIN_EPILOG = """\
+examples:
+  mbfg models
+  mbfg simulate pendulum --duration 2 --dt 0.001 --init theta=1.0 --out pendulum.csv
+  mbfg simulate furuta --duration 5 --dt 0.001 --controls voltage.csv --noise 1e-3 --ppr 2048 --out log.csv
+  mbfg calibrate pendulum pendulum.csv --free J,b --out calib.json
+  mbfg crossval pendulum other.csv --params calib.json
+  mbfg mechanisms
+  mbfg forward fourbar --duration 5 --out fourbar.csv
+  mbfg forward my_linkage.yaml --dt 0.002 --duration 2 --batch --out q.csv
+  mbfg inverse fourbar-crank builtin:fourbar-crank --coordinate theta1 --out torque.csv
+
+Units are SI throughout: m, kg, s, rad, N, N m. Gravity acts along -y for the
+planar mechanisms (forward, inverse) and along -z for the 3D models (simulate,
+calibrate, crossval).
+Run 'mbfg COMMAND --help' for the options of each command.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``mbfg`` argument parser: one subcommand per module of :data:`COMMANDS`."""
+    from mbfg import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="mbfg",
+        description=(
+            "Multibody dynamics and estimation as GTSAM factor graphs with JAX residuals:\n"
+            "simulated logs of 3D rigid-body models and their calibration (simulate,\n"
+            "calibrate, crossval, models), forward dynamics of\n"
+            "planar mechanisms and inverse dynamics (the forces that produce a prescribed\n"
+            "motion). Models and mechanisms are YAML files or built-in names."
+        ),
+        epilog=_MAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"mbfg {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        command.add_parser(sub)  # each sets its run() as the parsed arguments' handler
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``mbfg`` command line; returns the exit status (0 ok, 2 user error)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USER_ERROR)
+    # Run as a program (argv from sys.argv), the command owns its process: 'mbfg smooth' may then tune
+    # the process's garbage collector, which it must not do when called from a user's Python.
+    args.own_process = argv is None
+    try:
+        return int(args.handler(args))
+    except MbfgError as exc:
+        _eprint(f"mbfg: error: {exc}")
+        return EXIT_USER_ERROR
+    except FileNotFoundError as exc:
+        _eprint(f"mbfg: error: {exc.filename or exc}: file not found")
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        _eprint("mbfg: interrupted")
+        return 130
+    except BrokenPipeError:  # '--out -' piped into e.g. head, which stopped reading
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout at exit
+        except (OSError, ValueError):
+            pass
+        return 1

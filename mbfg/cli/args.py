@@ -1,0 +1,81 @@
+"""Argument types of the ``mbfg`` command line, shared by its subcommands.
+
+The converters are argparse ``type=`` functions: each returns the value or raises
+:class:`argparse.ArgumentTypeError`, whose message argparse prints after
+``mbfg COMMAND: error: argument --OPTION:`` (exit status 2). The ``*_HELP`` strings
+are the help of the positional arguments several subcommands take.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from typing import TypeAlias
+
+#: What ``add_subparsers`` returns: each subcommand module's ``add_parser(sub)`` registers itself on it.
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+MODEL_HELP = "built-in model name (see 'mbfg models') or path of a model file (.yaml)"
+LOG_HELP = "log in the standard format (CSV: t, the model's observations, its controls)"
+MECHANISM_HELP = "built-in mechanism name (see 'mbfg mechanisms') or path of an MBSE YAML file"
+GRAVITY_HELP = "gravity along -y [m/s^2] (default: %(default)s)"
+
+
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
+def _nonnegative_float(text: str) -> float:
+    value = _finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def _whole_number(minimum: int, what: str, too_small: str) -> Callable[[str], int]:
+    """An argparse type: an int >= ``minimum``; "expected {what}, got 'x'" / "expected {too_small}, got 0"."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {too_small}, got {value}")
+        return value
+
+    return parse
+
+
+_counts = _whole_number(1, "a whole number of counts per revolution", "at least 1 count per revolution")
+_seed = _whole_number(0, "a whole number >= 0", "a whole number >= 0")
+_positive_int = _whole_number(1, "a whole number of steps", "at least 1 step")
+_iterations = _whole_number(1, "a whole number of iterations", "at least 1 iteration")
+
+
+def _assignment(text: str) -> tuple[str, float]:
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected JOINT=ANGLE, e.g. theta=1.2, got {text!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an angle in radians after '=', got {value!r}") from None
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a finite angle in radians")
+    return name, number

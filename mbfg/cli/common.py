@@ -1,0 +1,201 @@
+"""Helpers shared by the ``mbfg`` subcommands: messages, output checks, CSV writing, model
+loading (with per-process caches), parameter and time-step checks, calibration files.
+
+Only light modules are imported here (NumPy, the standard library, :mod:`mbfg.errors`); the
+heavy ones (JAX models, GTSAM, pandas) are imported inside the functions that need them, so
+that ``mbfg --help`` stays quick.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mbfg.errors import DataError, ModelError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from mbfg.logs import Log
+    from mbfg.planar import PlanarMechanism
+    from mbfg.rigid import RigidModel
+
+
+def _eprint(*parts: object) -> None:
+    print(*parts, file=sys.stderr, flush=True)
+
+
+def _check_output(out: str, kind: str = "CSV") -> None:
+    """Fail before the (possibly long) solve if the output file cannot be written."""
+    if out == "-":
+        return
+    path = Path(out)
+    if path.is_dir():
+        raise DataError(f"--out {out}: is a folder; expected a {kind} file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise DataError(f"--out {out}: folder {str(parent)!r} does not exist")
+
+
+def _write_csv(frame: pd.DataFrame, out: str) -> None:
+    if out == "-":
+        frame.to_csv(sys.stdout, index=False)
+        sys.stdout.flush()
+        return
+    try:
+        frame.to_csv(out, index=False)
+    except OSError as exc:
+        raise DataError(f"--out {out}: cannot write the CSV file ({exc.strerror or exc})") from None
+
+
+# --------------------------------------------------------------------------------------
+# Planar mechanisms: forward, inverse, mechanisms
+# --------------------------------------------------------------------------------------
+
+
+def _max_phi(mech: PlanarMechanism, q: np.ndarray) -> float:
+    """Largest constraint residual max |Phi(q)| over the rows of q (n_rows, n)."""
+    if mech.m == 0 or len(q) == 0:
+        return 0.0
+    return float(max(np.max(np.abs(mech.phi(row))) for row in q))
+
+
+def _describe(name: str, mech: PlanarMechanism) -> str:
+    coords = ", ".join(mech.coordinate_names)
+    return f"{name}: {mech.n} coordinates [{coords}], {mech.m} constraints, {mech.dof} dof"
+
+
+# --------------------------------------------------------------------------------------
+# Rigid-body models: simulate, models, calibrate, crossval, smooth, sweep, control
+# --------------------------------------------------------------------------------------
+
+#: Built-in models already built in this process. The stepper compiles once per
+#: model object, so reusing the object makes a second ``main(["simulate", ...])``
+#: in the same process (a notebook, the tests) skip the compilation. Parameter
+#: files change values only (passed to the stepper), never the model object.
+_MODEL_CACHE: dict[str, RigidModel] = {}
+
+
+def _rigid_model(name: str) -> RigidModel:
+    from mbfg.models import BUILTIN, load_model
+
+    if name in BUILTIN:
+        if name not in _MODEL_CACHE:
+            _MODEL_CACHE[name] = load_model(name)
+        return _MODEL_CACHE[name]
+    return load_model(name)  # a model file, read afresh every time
+
+
+#: Built-in models with a parameter file applied, by (name, the file's changes). The
+#: estimation factors compile once per model object (and log length), so calibrating
+#: again from the same start in one process (a notebook, the tests) skips the compilation.
+_PARAMETRIZED_CACHE: dict[tuple[str, str], RigidModel] = {}
+
+
+def _model_with_params(name: str, params: str | None) -> RigidModel:
+    """The model ``name`` with the values, bounds and free flags of the parameter file ``params``."""
+    from mbfg.models import BUILTIN
+    from mbfg.parameters import load_parameter_file
+
+    model = _rigid_model(name)
+    if not params:
+        return model
+    changes = load_parameter_file(params, model)
+    if name == "dfki-double-pendulum":
+        from mbfg.dfki import is_lab_file, lab_to_parameters
+
+        if is_lab_file(changes):  # the lab's own model_parameters.yml
+            changes = lab_to_parameters(changes)
+    key = None
+    if name in BUILTIN:
+        try:
+            key = (name, json.dumps(changes, sort_keys=True))
+        except (TypeError, ValueError):
+            key = None
+    if key is not None and key in _PARAMETRIZED_CACHE:
+        return _PARAMETRIZED_CACHE[key]
+    try:
+        model = model.with_parameters(changes)  # checks names, bounds, positivity
+    except ModelError as exc:
+        raise ModelError(f"--params {params}: {exc}") from None
+    if key is not None:
+        _PARAMETRIZED_CACHE[key] = model
+    return model
+
+
+def _parse_free(model: RigidModel, text: str) -> list[str]:
+    """The parameter names of ``--free NAME,...``, each checked against the model."""
+    items = [item.strip() for item in text.split(",")]
+    known = ", ".join(model.parameters)
+    if not text.strip() or any(not item for item in items):
+        raise ModelError(
+            f"--free {text!r}: expected comma-separated parameter names, e.g. J,b; {model.name} has {known}"
+        )
+    seen: set[str] = set()
+    for item in items:
+        if item not in model.parameters:
+            raise ModelError(f"--free {text}: {model.name} has no parameter {item!r}; its parameters: {known}")
+        if item in seen:
+            raise ModelError(f"--free {text}: parameter {item!r} is given twice")
+        seen.add(item)
+    return items
+
+
+def _sample_period(log: Log) -> float:
+    return float(np.median(np.diff(log.t))) if len(log.t) > 1 else float("nan")
+
+
+def _check_time_step(log: Log, h: float | None, what: str) -> None:
+    """``h`` (from option ``what``) is a whole multiple of the log's sample period (the library's rule)."""
+    if h is None or len(log.t) < 3:
+        return  # the library reports short logs
+    period = _sample_period(log)
+    stride = int(round(h / period))
+    if stride < 1 or abs(stride * period - h) > 1e-6 * h:
+        raise DataError(
+            f"{what}: the estimation time-step must be a whole multiple of the sample period "
+            f"{period:.6g} s of {log.source} (e.g. {period:.6g} or {2 * period:.6g})"
+        )
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with NumPy scalars as Python numbers and NaN/inf as None (strict JSON)."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(float(value)) else None
+    return value
+
+
+def _calibration_settings(path: str) -> dict[str, Any]:
+    """h, weight, model and the estimated parameters' names (``free``) recorded in a calibration JSON
+    (``mbfg calibrate --out``); {} for other files."""
+    if not path.endswith(".json"):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return {}  # load_parameter_file reports unreadable files
+    if not isinstance(doc, dict) or not isinstance(doc.get("parameters"), dict):
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("h", "weight"):
+        value = doc.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+            out[key] = float(value)
+    if isinstance(doc.get("model"), str):
+        out["model"] = doc["model"]
+    out["free"] = [str(name) for name in doc["parameters"]]
+    return out
