@@ -42,7 +42,7 @@ def mbse_dir() -> Path:
 
 #: Test files that take minutes. With one file per xdist worker (--dist loadfile in pyproject),
 #: a long file started last keeps one worker busy while the other idles; these start first.
-_LONGEST_FIRST = ("test_notebooks.py", "test_sweep.py", "test_calibration.py", "test_forward_dynamics.py",
+_LONGEST_FIRST = ("test_notebooks.py", "test_readme.py", "test_sweep.py", "test_calibration.py", "test_forward_dynamics.py",
                   "test_stream.py")
 
 
