@@ -240,6 +240,12 @@ class PlanarMechanism:
         self._validate()
         self._assemble()
 
+    def __repr__(self) -> str:
+        """One line: name, coordinates, constraints, degrees of freedom (not the arrays)."""
+        constraints = f"{self.m} constraint{'' if self.m == 1 else 's'}"
+        return (f"PlanarMechanism({self.name!r}: {self.n} coordinates [{', '.join(self.coordinate_names)}], "
+                f"{constraints}, {self.dof} dof)")
+
     # -- sizes and names -------------------------------------------------------------
     @property
     def n(self) -> int:

@@ -848,6 +848,20 @@ class RigidModel:
                         f"(its constraint Jacobian has rank {int(np.sum(s > 1e-9 * s[0]))} < {G.shape[0]})"
                     )
 
+    def __repr__(self) -> str:
+        """One line: name, bodies, joints (kind), contacts, observations, controls, parameters (free ones named);
+        :meth:`summary` has every parameter's value, unit and bounds."""
+        nb = len(self.bodies)
+        joints = ", ".join(f"{j.name} ({type(j).__name__.lower()})" for j in self.joints)
+        parts = [f"{nb} {'body' if nb == 1 else 'bodies'}", f"joints {joints}" if joints else "no joints"]
+        if self.contacts:
+            parts.append(f"contacts {', '.join(c.name for c in self.contacts)}")
+        parts.append(f"observations {', '.join(self.observations) or 'none'}")
+        parts.append(f"controls {', '.join(self.controls) or 'none'}")
+        free = self.parameters.free
+        parts.append(f"{len(self.parameters)} parameters ({len(free)} free" + (f": {', '.join(free)})" if free else ")"))
+        return f"RigidModel({self.name!r}: {'; '.join(parts)})"
+
     def summary(self) -> str:
         """Several lines: bodies, joints, controls, observations, parameters with units and bounds."""
         lines = [f"{self.name}: {self.description}".rstrip(": ")]

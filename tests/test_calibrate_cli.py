@@ -14,6 +14,7 @@ import contextlib
 import io
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,7 @@ def test_calibrate_progress_on_stderr(calibration):
     summary = err.strip().splitlines()[-1]
     assert summary.startswith("mbfg calibrate: ") and "converged" in summary
     assert f"wrote {calibration['out']}" in summary
+    assert " s wall in all (calibration " in summary  # the whole command's time, then the calibration's
 
 
 def test_crossval_on_another_log(capsys, calibration):
@@ -166,6 +168,45 @@ def test_calibrate_table_output(capsys, calibration):
     assert lines[-1].startswith("cost ") and "3 LM iterations, NOT converged" in lines[-1]
     assert "[calibrate" not in err  # --quiet: only the summary line
     assert len(err.strip().splitlines()) == 1
+
+
+def test_calibrate_plot_writes_the_figure(capsys, calibration, tmp_path):
+    """--plot FIG.png: the fit figure is written (a PNG file), and the summary says so."""
+    pytest.importorskip("matplotlib")
+    figure = tmp_path / "fit.png"
+    code, out, err = _run(capsys, "calibrate", "pendulum", calibration["log"], "--params", calibration["start"],
+                          "--free", "J,b", "--max-iterations", "3", "--quiet", "--out", tmp_path / "fit.json",
+                          "--plot", figure)
+    assert code == 0, err
+    assert out.startswith("parameter ")  # the table still goes to stdout
+    data = figure.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
+    summary = err.strip().splitlines()[-1]
+    assert summary.endswith(f"wrote {tmp_path / 'fit.json'} and {figure}"), summary
+
+
+def test_calibrate_plot_is_checked_before_the_calibration(capsys, calibration, tmp_path, monkeypatch):
+    """A figure that cannot be written, or a missing matplotlib, is said at once (exit 2), not after the fit."""
+    missing = tmp_path / "nosuch" / "fit.png"
+    err = _fails(capsys, "calibrate", "pendulum", calibration["log"], "--plot", missing)
+    assert err.startswith(f"mbfg: error: --plot {missing}: folder ") and "does not exist" in err
+    assert "[calibrate" not in err
+    if _importable("matplotlib"):
+        err = _fails(capsys, "calibrate", "pendulum", calibration["log"], "--plot", tmp_path / "fit.xyz")
+        assert err.startswith(f"mbfg: error: --plot {tmp_path / 'fit.xyz'}: expected a file name ending in a "
+                              "figure format, e.g. .png, .pdf or .svg")
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")] or ["matplotlib"]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed
+    err = _fails(capsys, "calibrate", "pendulum", calibration["log"], "--quiet", "--plot", tmp_path / "fit.png")
+    assert err == (f"mbfg: error: --plot {tmp_path / 'fit.png'}: plotting a calibration needs matplotlib: "
+                   "pip install 'mbfg[plot]' (or pip install matplotlib)\n")
+    assert not (tmp_path / "fit.png").exists()
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
 
 
 def test_calibrate_prior_holds_a_parameter_at_its_start(capsys, calibration):
@@ -252,3 +293,5 @@ def test_help_has_examples(capsys):
     assert code == 0 and "mbfg crossval pendulum other.csv --params calib.json" in out
     code, out, _ = _run(capsys, "--help")
     assert code == 0 and "calibrate" in out and "crossval" in out
+    code, out, _ = _run(capsys, "calibrate", "--help")
+    assert "--plot FIG.png" in out and "pip install 'mbfg[plot]'" in out

@@ -8,6 +8,7 @@ forward- and inverse-dynamics tests cover.
 from __future__ import annotations
 
 import math
+import shlex
 import shutil
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import pandas as pd
 import pytest
 
 from mbfg import ModelError, load_mbse_yaml
-from mbfg.cli import main
+from mbfg.cli import COMMANDS, build_parser, main
 from mbfg.datasets import builtin_mechanisms, fourbar_crank_trajectory, load_mechanism, mechanism_path
 
 G = 9.81
@@ -116,6 +117,7 @@ def test_forward_fourbar_writes_header_rows_and_satisfies_the_constraints(capsys
     assert stdout == ""
     summary = err.strip().splitlines()[-1]
     assert summary.startswith("mbfg forward: 50 steps") and "max |Phi(q)|" in summary
+    assert " s wall in all (solve " in summary  # the whole command's time, then the solve's
 
 
 def test_forward_independent_coordinates_quiet(capsys, tmp_path):
@@ -253,6 +255,40 @@ def test_help_exits_zero(capsys, argv):
     code, out, _ = _run(capsys, *argv)
     assert code == 0
     assert "usage: mbfg" in out and "example" in out
+
+
+def test_top_level_help_has_one_parsable_example_per_command(capsys):
+    """'mbfg --help' shows one example of every subcommand, and each parses as written (files the examples
+    read need not exist: parsing opens none)."""
+    code, out, _ = _run(capsys, "--help")
+    assert code == 0
+    block = out[out.index("\nexamples"):].split("\n\n")[0]  # up to the next blank line
+    examples = [line.strip() for line in block.splitlines() if line.startswith("  mbfg ")]
+    assert len(examples) == len(COMMANDS), block
+    parser = build_parser()
+    named = []
+    for example in examples:
+        argv = shlex.split(example)[1:]
+        args = parser.parse_args(argv)
+        assert args.command == argv[0], example
+        named.append(args.command)
+    assert sorted(named) == sorted(command.__name__.rsplit(".", 1)[-1] for command in COMMANDS)
+    assert "Marklund" in out and "Blanco-Claraco" in out  # the papers, by name
+
+
+def test_help_texts_name_the_papers_not_the_seeds(capsys):
+    for command in COMMANDS:
+        name = command.__name__.rsplit(".", 1)[-1]
+        code, out, _ = _run(capsys, name, "--help")
+        assert code == 0 and "seed 00" not in out and "seed-00" not in out, name
+    _, out, _ = _run(capsys, "crossval", "--help")
+    assert "(Marklund et\nal. 2025, sec. 4.5)" in out and "arXiv:2502.06599" in out
+
+
+def test_mechanism_repr_is_one_line():
+    assert repr(load_mechanism("fourbar")) == "PlanarMechanism('fourbar': 4 coordinates [x1, y1, x2, y2], " \
+                                              "3 constraints, 1 dof)"
+    assert repr(load_mechanism("pendulum")).endswith("1 constraint, 1 dof)")
 
 
 def test_usage_error_exits_two(capsys):

@@ -80,6 +80,10 @@ def test_simulate_summary_line_on_stderr(capsys, tmp_path):
     summary = err.strip().splitlines()[-1]
     assert summary.startswith("mbfg simulate: 500 steps, 0.5 s simulated in ")
     assert "compile" in summary and "simulated s per wall s" in summary and "no controls" in summary
+    # The whole command's wall time (model, stepping, writing the log), then the stepping's part of it.
+    total = float(summary.split(" s wall in all (stepping ")[0].rsplit(" ", 1)[1])
+    stepping = float(summary.split(" s wall in all (stepping ")[1].split(" s,")[0])
+    assert 0 <= stepping <= total
 
 
 def test_simulate_to_stdout(capsys):
@@ -259,6 +263,14 @@ def test_models_describes_a_model_file(capsys):
     code, out, err = _run(capsys, "models", DOUBLE_PENDULUM_FILE)
     assert code == 0, err
     assert out.startswith("double-pendulum:") and "q1, q2" in out
+
+
+def test_model_repr_is_one_readable_line():
+    assert repr(load_model("pendulum")) == ("RigidModel('pendulum': 1 body; joints theta (hinge); observations theta; "
+                                            "controls none; 10 parameters (2 free: J, b))")
+    text = repr(load_model("particle"))
+    assert text.startswith("RigidModel('particle': 1 body; no joints; contacts ground; ") and "\n" not in text
+    assert "controls u;" in repr(load_model("furuta"))
 
 
 def test_models_unknown_name(capsys):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Sequence
 
 from mbfg.cli import (
@@ -48,6 +49,7 @@ from mbfg.cli import (
     smooth,
     sweep,
 )
+from mbfg.cli.args import BLANCO_CLARACO_2021, CONTROL_NOTE, MARKLUND_2025
 from mbfg.cli.common import _eprint
 # Helpers the tests import from mbfg.cli, as from the single module it once was.
 from mbfg.cli.common import _model_with_params, _rigid_model  # noqa: F401
@@ -60,22 +62,32 @@ EXIT_USER_ERROR = 2
 #: The subcommands, in the order ``mbfg --help`` lists them.
 COMMANDS = (simulate, calibrate, crossval, smooth, sweep, control, models, forward, inverse, mechanisms)
 
-_MAIN_EPILOG = """\
-examples:
-  mbfg models
-  mbfg simulate pendulum --duration 2 --dt 0.001 --init theta=1.0 --out pendulum.csv
-  mbfg simulate furuta --duration 5 --dt 0.001 --controls voltage.csv --noise 1e-3 --ppr 2048 --out log.csv
-  mbfg calibrate pendulum pendulum.csv --free J,b --out calib.json
+_MAIN_EPILOG = f"""\
+examples, one per command (each reads what the lines above it write; other.csv
+is a second log, simulated as log.csv is but from another --init and --seed):
+  mbfg simulate pendulum --duration 2 --dt 0.001 --init theta=2.5 --noise 0.001 --seed 1 --out log.csv
+  mbfg calibrate pendulum log.csv --free J,b --out calib.json --plot fit.png
   mbfg crossval pendulum other.csv --params calib.json
-  mbfg mechanisms
+  mbfg smooth pendulum --params calib.json --lag 0.05 --input log.csv --output estimates.csv
+  mbfg sweep pendulum log.csv other.csv --free J,b --weight 1e4,1e6 --out sweep.csv
+  mbfg control furuta-viscous --target theta=2.0 --duration 0.5 --dt 0.001 --limit 10 --out voltage.csv
+  mbfg models furuta
   mbfg forward fourbar --duration 5 --out fourbar.csv
-  mbfg forward my_linkage.yaml --dt 0.002 --duration 2 --batch --out q.csv
   mbfg inverse fourbar-crank builtin:fourbar-crank --coordinate theta1 --out torque.csv
+  mbfg mechanisms
 
 Units are SI throughout: m, kg, s, rad, N, N m. Gravity acts along -y for the
 planar mechanisms (forward, inverse) and along -z for the 3D models (simulate,
-calibrate, crossval).
+calibrate, crossval, smooth, sweep, control).
 Run 'mbfg COMMAND --help' for the options of each command.
+
+references:
+{MARKLUND_2025}
+    (the 3D models, their calibration and cross-validation)
+{BLANCO_CLARACO_2021}
+    (the planar mechanisms, forward and inverse dynamics)
+{CONTROL_NOTE}
+    (control)
 """
 
 
@@ -87,10 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mbfg",
         description=(
             "Multibody dynamics and estimation as GTSAM factor graphs with JAX residuals:\n"
-            "simulated logs of 3D rigid-body models and their calibration (simulate,\n"
-            "calibrate, crossval, models), forward dynamics of\n"
-            "planar mechanisms and inverse dynamics (the forces that produce a prescribed\n"
-            "motion). Models and mechanisms are YAML files or built-in names."
+            "simulated logs of 3D rigid-body models, their calibration and cross-validation,\n"
+            "state estimation from a live log, sweeps of the calibration's settings and\n"
+            "control (simulate, calibrate, crossval, smooth, sweep, control, models);\n"
+            "forward dynamics of planar mechanisms and inverse dynamics, the forces that\n"
+            "produce a prescribed motion (forward, inverse, mechanisms). Models and\n"
+            "mechanisms are YAML files or built-in names."
         ),
         epilog=_MAIN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -102,8 +116,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _process_age() -> float | None:
+    """Seconds since this process started (Linux: from /proc), None where that cannot be read or looks wrong."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()  # after the command name: field 3 (state) onwards
+        with open("/proc/uptime", encoding="ascii") as fh:
+            uptime = float(fh.read().split()[0])
+        age = uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: start time [clock ticks after boot]
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    return age if 0.0 <= age < 600.0 else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``mbfg`` command line; returns the exit status (0 ok, 2 user error)."""
+    # The summary lines' "wall in all" counts from here; run as a program, from the start of the process
+    # (Python's start-up and the imports of mbfg: seconds on a small machine).
+    started = time.perf_counter() - ((_process_age() or 0.0) if argv is None else 0.0)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -112,6 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Run as a program (argv from sys.argv), the command owns its process: 'mbfg smooth' may then tune
     # the process's garbage collector, which it must not do when called from a user's Python.
     args.own_process = argv is None
+    args.started = started
     try:
         return int(args.handler(args))
     except MbfgError as exc:

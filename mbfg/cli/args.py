@@ -21,6 +21,19 @@ LOG_HELP = "log in the standard format (CSV: t, the model's observations, its co
 MECHANISM_HELP = "built-in mechanism name (see 'mbfg mechanisms') or path of an MBSE YAML file"
 GRAVITY_HELP = "gravity along -y [m/s^2] (default: %(default)s)"
 
+# The works the help texts cite: by a short form in the text ("Marklund et al. 2025, sec. 4.5"), in full
+# in the epilogs (each a line of at most 80 characters after two spaces of indent).
+MARKLUND_2025 = """\
+  H. Marklund, M. Servin, M. G. Larson: Joint parameter and state estimation
+  for regularized time-discrete multibody dynamics, 2025 (arXiv:2502.06599)"""
+BLANCO_CLARACO_2021 = """\
+  J.-L. Blanco-Claraco, A. Leanza, G. Reina: A general framework for modeling
+  and dynamic simulation of multibody systems using factor graphs, Nonlinear
+  Dynamics, 2021 (doi:10.1007/s11071-021-06731-6)"""
+CONTROL_NOTE = """\
+  Dynamical system control (a note): implicit-Euler constrained dynamics with
+  activations, target-velocity and target-constraint-force costs"""
+
 
 def _finite_float(text: str) -> float:
     try:

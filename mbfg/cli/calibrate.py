@@ -3,7 +3,7 @@
 ::
 
     mbfg calibrate MODEL LOG.csv [--params FILE] [--free NAME,...] [--prior NAME=SIGMA,...] [--dt H] [--weight W]
-                   [--max-iterations N] [--bias] [--json] [--out RESULT.json] [--quiet]
+                   [--max-iterations N] [--bias] [--json] [--out RESULT.json] [--plot FIG.png] [--quiet]
 """
 
 from __future__ import annotations
@@ -13,8 +13,16 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from mbfg.cli.args import LOG_HELP, MODEL_HELP, Subparsers, _iterations, _positive_float
+from mbfg.cli.args import (
+    LOG_HELP,
+    MARKLUND_2025,
+    MODEL_HELP,
+    Subparsers,
+    _iterations,
+    _positive_float,
+)
 from mbfg.cli.common import (
+    _check_figure,
     _check_output,
     _check_time_step,
     _eprint,
@@ -22,6 +30,9 @@ from mbfg.cli.common import (
     _model_with_params,
     _parse_free,
     _sample_period,
+    _save_figure,
+    _start,
+    _wall,
 )
 from mbfg.errors import DataError, ModelError
 
@@ -30,8 +41,8 @@ if TYPE_CHECKING:
 
 DESCRIPTION = """\
 Calibrate a 3D rigid-body model from a log: estimate its free parameters and
-its state trajectory jointly (seed 001), by box-constrained Levenberg-Marquardt
-on the objective  sum_k |Delta y_k|^2 + w sum_k |Delta p_k|^2  (observation
+its state trajectory jointly (Marklund et al. 2025), by box-constrained
+Levenberg-Marquardt on the objective  sum_k |Delta y_k|^2 + w sum_k |Delta p_k|^2  (observation
 errors [rad or m] and impulse errors of the Spook steps [N s, N m s]).
 
 LOG is a log in the standard format (what 'mbfg simulate' writes): columns t
@@ -65,7 +76,11 @@ held at: the file is the whole model), "cost", "cost_observation",
 "not_excited", "at_bound", "log", "params", "priors"} (a free
 tilt is one entry whose value and std are rotation vectors [rad]; a std that
 cannot be computed is null). --out FILE also writes that JSON object to FILE: feed it
-back with --params FILE, or to 'mbfg crossval'.
+back with --params FILE, or to 'mbfg crossval'. --plot FIG.png draws the fit: per
+observation the log with the estimated states' observation and the residual
+against t, the cost per time-step, and each estimate relative to its value with
+its std (format from the extension: .png, .pdf, .svg ...; needs matplotlib,
+pip install 'mbfg[plot]', checked before the calibration starts).
 
 The std says what the noise allows; the discrete model adds a bias no data removes
 (Spook is first order in h, and the joints are compliant). --bias estimates it by
@@ -76,7 +91,8 @@ where |bias| > std, and in the JSON "bias"/"biased" per parameter, plus
 "biased", "bias_parts" {"h", "compliance"} and "bias_method".
 
 Progress lines (LM iteration, cost, lambda, elapsed time) go to stderr unless
---quiet, and so does a one-line summary.
+--quiet, and so does a one-line summary (iterations, cost, the command's whole
+wall time and the calibration's part of it).
 """
 
 EPILOG = """\
@@ -84,7 +100,7 @@ examples:
   mbfg simulate pendulum --duration 2 --dt 0.001 --init theta=2.5 --noise 0.001 --out log.csv
   mbfg calibrate pendulum log.csv --free J,b --json
   mbfg calibrate pendulum log.csv --free J,b --bias
-  mbfg calibrate pendulum log.csv --params start.yaml --free J,b,d --out calib.json
+  mbfg calibrate pendulum log.csv --params start.yaml --free J,b,d --out calib.json --plot fit.png
   mbfg calibrate furuta furuta.csv --dt 0.002 --weight 1e5 --max-iterations 50 --quiet
   mbfg calibrate furuta furuta.csv --free K,b_1,b_2,tilt --params calib.json
   mbfg calibrate furuta furuta.csv --prior J_Ax=1.2e-6,J_Ay=7.2e-5
@@ -92,7 +108,9 @@ examples:
 A start file (--params; YAML or JSON, name: value or name: {value, lower, upper, free}):
   J: 2.0e-3
   b: {value: 1.0e-3, lower: 0, upper: 0.1}
-"""
+
+reference:
+""" + MARKLUND_2025 + "\n"
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -137,6 +155,11 @@ def add_parser(sub: Subparsers) -> None:
     )
     cal.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     cal.add_argument("--out", metavar="RESULT.json", help="also write the JSON result to this file")
+    cal.add_argument(
+        "--plot", metavar="FIG.png",
+        help="also draw the fit (log, estimate and residual per observation; parameters with std) to this "
+             "figure file (needs matplotlib: pip install 'mbfg[plot]')",
+    )
     cal.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
     cal.set_defaults(handler=run)
 
@@ -169,10 +192,14 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.calibration import calibrate
     from mbfg.logs import read_log
 
+    _start(args)
     if args.out == "-":
         raise DataError("--out -: use --json to print the result on standard output")
     if args.out:
         _check_output(args.out, "JSON")
+    plot = args.plot
+    if plot:
+        _check_figure(plot, "plotting a calibration")  # a missing matplotlib is said now, not after the fit
     model = _model_with_params(args.model, args.params)
     free = _parse_free(model, args.free) if args.free is not None else None
     names = free if free is not None else list(model.parameters.free)
@@ -209,10 +236,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(result.table())
     sys.stdout.flush()
+    if plot:
+        _save_figure(result.plot(log), plot)
+    written = [path for path in (args.out, plot) if path]
     _eprint(
         f"mbfg calibrate: {result.iterations} LM iterations, "
         + ("converged" if result.converged else "NOT converged (raise --max-iterations?)")
-        + f", cost {result.cost:.4g} per step, {result.wall_s:.1f} s wall"
-        + (f"; wrote {args.out}" if args.out else "")
+        + f", cost {result.cost:.4g} per step; {_wall(args):.1f} s wall in all "
+        f"(calibration {result.wall_s:.1f} s, compiling included)"
+        + (f"; wrote {' and '.join(written)}" if written else "")
     )
     return 0

@@ -8,15 +8,17 @@ that ``mbfg --help`` stays quick.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mbfg.errors import DataError, ModelError
+from mbfg.errors import DataError, MbfgError, ModelError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,16 +32,64 @@ def _eprint(*parts: object) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
-def _check_output(out: str, kind: str = "CSV") -> None:
-    """Fail before the (possibly long) solve if the output file cannot be written."""
+def _start(args: argparse.Namespace) -> None:
+    """Start the command's clock, unless :func:`mbfg.cli.main` started it (before it parsed the arguments)."""
+    if getattr(args, "started", None) is None:
+        args.started = time.perf_counter()
+
+
+def _wall(args: argparse.Namespace) -> float:
+    """The command's wall time so far [s], from :func:`_start`: imports, reading, building, compiling,
+    solving and writing included (what a summary line reports as "wall in all")."""
+    _start(args)
+    return time.perf_counter() - args.started
+
+
+def _check_output(out: str, kind: str = "CSV", option: str = "--out") -> None:
+    """Fail before the (possibly long) solve if the output file (of ``option``) cannot be written."""
     if out == "-":
         return
     path = Path(out)
     if path.is_dir():
-        raise DataError(f"--out {out}: is a folder; expected a {kind} file name")
+        raise DataError(f"{option} {out}: is a folder; expected a {kind} file name")
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
-        raise DataError(f"--out {out}: folder {str(parent)!r} does not exist")
+        raise DataError(f"{option} {out}: folder {str(parent)!r} does not exist")
+
+
+def _check_figure(path: str, what: str, option: str = "--plot") -> None:
+    """Fail before the (possibly long) computation if the figure cannot be written: ``path`` in a folder that
+    exists, named with a format matplotlib writes (.png, .pdf, .svg ...), and matplotlib installed (the
+    optional extra ``mbfg[plot]``; ``what`` names the feature in the message)."""
+    from mbfg.plots import pyplot
+
+    if path == "-":
+        raise DataError(f"{option} -: a figure is written to a file, e.g. {option} fit.png")
+    _check_output(path, "figure", option)
+    try:
+        pyplot(what)
+    except MbfgError as exc:
+        raise MbfgError(f"{option} {path}: {exc}") from None
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if Path(path).suffix.lower().lstrip(".") not in formats:
+        raise DataError(
+            f"{option} {path}: expected a file name ending in a figure format, e.g. .png, .pdf or .svg "
+            f"(matplotlib writes {', '.join('.' + name for name in sorted(formats))})"
+        )
+
+
+def _save_figure(fig: Any, path: str, option: str = "--plot") -> None:
+    """Write a figure drawn without a path to ``path`` and close it (a command draws one figure)."""
+    from mbfg.plots import pyplot, save
+
+    try:
+        save(fig, path)
+    except OSError as exc:
+        raise DataError(f"{option} {path}: cannot write the figure ({exc.strerror or exc})") from None
+    finally:
+        pyplot().close(fig)
 
 
 def _write_csv(frame: pd.DataFrame, out: str) -> None:

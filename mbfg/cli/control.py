@@ -1,4 +1,5 @@
-"""``mbfg control``: the controls that drive a model to a target rate or joint reaction (seed 004).
+"""``mbfg control``: the controls that drive a model to a target rate or joint reaction (the note
+"Dynamical system control").
 
 ::
 
@@ -20,24 +21,25 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mbfg.cli.args import Subparsers, _assignment, _iterations, _positive_float, _positive_int
-from mbfg.cli.common import _calibration_settings, _check_output, _eprint, _model_with_params
+from mbfg.cli.args import CONTROL_NOTE, Subparsers, _assignment, _iterations, _positive_float, _positive_int
+from mbfg.cli.common import _calibration_settings, _check_output, _eprint, _model_with_params, _start, _wall
 from mbfg.errors import ModelError
 
 if TYPE_CHECKING:
     from mbfg.rigid import RigidModel
 
 DESCRIPTION = """\
-Compute the controls (activations, seed 004) that drive a 3D rigid-body model
-to a target: a joint rate or a body velocity component, and/or a joint reaction
-force. A receding-horizon controller re-solves at every step, from the current
-state, for the activations of the next N steps that bring every step of the
-horizon closest to the targets through the model's implicit-Euler (Spook)
-steps, warm-started from its previous plan, and applies the first one to the
-simulated model (closed loop, --duration seconds from rest at the --init
-angles). Where a joint prevents a target velocity, the step's sensitivity
-along it is of the order of the joint compliance and the controller does not
-chase it (--effort-sigma keeps the leftover compliant leak from being used).
+Compute the controls (the activations of the note "Dynamical system control")
+that drive a 3D rigid-body model to a target: a joint rate or a body velocity
+component, and/or a joint reaction force. A receding-horizon controller
+re-solves at every step, from the current state, for the activations of the
+next N steps that bring every step of the horizon closest to the targets
+through the model's implicit-Euler (Spook) steps, warm-started from its
+previous plan, and applies the first one to the simulated model (closed loop,
+--duration seconds from rest at the --init angles). Where a joint prevents a
+target velocity, the step's sensitivity along it is of the order of the joint
+compliance and the controller does not chase it (--effort-sigma keeps the
+leftover compliant leak from being used).
 
 --target NAME=VALUE (repeatable, or comma-separated) names what to reach:
   JOINT=RATE      a hinge's angle rate [rad/s], e.g. theta=2.0
@@ -63,17 +65,21 @@ Output (--out, '-' for standard output): a log-format CSV, t [s] then one
 column per control, one row per step (the control held over [t_k, t_k+1)),
 the last row repeating the last control; 'mbfg simulate MODEL --duration T
 --dt H --controls FILE' replays it. A summary of the target errors per step
-(the simulated rate or reaction after each step, minus the target) and the
-solve times goes to stderr; progress lines too unless --quiet.
+(the simulated rate or reaction after each step, minus the target), the
+solve times and the command's whole wall time goes to stderr; progress lines
+too unless --quiet.
 """
 
-EPILOG = """\
+EPILOG = f"""\
 examples:
   mbfg control furuta-viscous --target theta=2.0 --duration 0.5 --dt 0.001 --horizon 10 \\
       --limit 10 --out voltage.csv
   mbfg simulate furuta-viscous --duration 0.5 --dt 0.001 --controls voltage.csv --out log.csv
   mbfg control double-pendulum-torque --target q1.fx=2.0 --duration 0.2 --bounds=-5:5 --out torques.csv
   mbfg control furuta-viscous --params calib.json --target arm=1.0 --rate-sigma 0.5 --out voltage.csv
+
+reference:
+{CONTROL_NOTE}
 """
 
 
@@ -113,7 +119,8 @@ def add_parser(sub: Subparsers) -> None:
     p.add_argument("--dt", type=_positive_float, default=None, metavar="H",
                    help="time-step [s] (default: the calibration's h, else 0.001)")
     p.add_argument("--horizon", type=_positive_int, default=10, metavar="N",
-                   help="steps of the receding horizon (1: seed 004's one-step problem; default: %(default)s)")
+                   help="steps of the receding horizon (1: the one-step problem of the control note; "
+                        "default: %(default)s)")
     p.add_argument("--bounds", metavar="LO:HI", help="bounds of every control, or NAME=LO:HI,... per control "
                    "(a negative LO needs the '=' form: --bounds=-10:10)")
     p.add_argument("--limit", type=_positive_float, default=None, metavar="U",
@@ -171,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.graphs.control import RecedingHorizon
     from mbfg.logs import write_log
 
+    _start(args)
     _check_output(args.out)
     model = _model_with_params(args.model, args.params)
     control.check_controllable(model)
@@ -226,5 +234,6 @@ def run(args: argparse.Namespace) -> int:
     solve_ms = 1e3 * loop.solve_s
     _eprint(f"mbfg control: {n_steps} steps; " + "; ".join(parts)
             + f"; solve {np.median(solve_ms):.3g} ms median (first {solve_ms[0]:.3g} ms, with compilation), "
-            f"{np.mean(loop.iterations):.3g} LM iterations mean" + ("" if args.out == "-" else f"; wrote {args.out}"))
+            f"{np.mean(loop.iterations):.3g} LM iterations mean, {np.sum(loop.solve_s):.3g} s solving; "
+            f"{_wall(args):.1f} s wall in all" + ("" if args.out == "-" else f"; wrote {args.out}"))
     return 0

@@ -14,8 +14,22 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mbfg.cli.args import GRAVITY_HELP, MECHANISM_HELP, Subparsers, _finite_float
-from mbfg.cli.common import _check_output, _describe, _eprint, _max_phi, _write_csv
+from mbfg.cli.args import (
+    BLANCO_CLARACO_2021,
+    GRAVITY_HELP,
+    MECHANISM_HELP,
+    Subparsers,
+    _finite_float,
+)
+from mbfg.cli.common import (
+    _check_output,
+    _describe,
+    _eprint,
+    _max_phi,
+    _start,
+    _wall,
+    _write_csv,
+)
 from mbfg.errors import DataError, ModelError
 
 if TYPE_CHECKING:
@@ -26,7 +40,8 @@ BUILTIN_TRAJECTORY = "builtin:fourbar-crank"
 DESCRIPTION = f"""\
 Inverse dynamics: given the prescribed motion of some coordinates ("imposed"
 coordinates, e.g. a crank angle), find the generalized force on each of them
-that produces it, under gravity along -y. Impose as many coordinates as the
+that produces it, under gravity along -y, with an inverse-dynamics factor
+graph (Blanco-Claraco et al. 2021). Impose as many coordinates as the
 mechanism has degrees of freedom, chosen so that they determine its
 configuration (for a four-bar, the crank angle).
 
@@ -58,6 +73,9 @@ A trajectory file for 'mbfg inverse fourbar-crank crank.txt --coordinate theta1'
   0.005    5.99995e-05
   0.010    2.39992e-04
   ...
+
+reference:
+{BLANCO_CLARACO_2021}
 """
 
 
@@ -141,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.datasets import load_mechanism
     from mbfg.graphs import solve_inverse_dynamics
 
+    _start(args)
     _check_output(args.out)
     mech = load_mechanism(args.mechanism)
     imposed = _parse_coordinates(mech, args.coordinate)
@@ -174,7 +193,8 @@ def run(args: argparse.Namespace) -> int:
     wall = time.perf_counter() - start
     _write_csv(result.to_dataframe(), args.out)
     _eprint(
-        f"mbfg inverse: {len(result.t)} samples, {float(t[-1] - t[0]):g} s in {wall:.2f} s wall, "
+        f"mbfg inverse: {len(result.t)} samples, {float(t[-1] - t[0]):g} s in {_wall(args):.2f} s wall in all "
+        f"(solve {wall:.2f} s), "
         f"Gauss-Newton iterations per stage {result.stage_iterations}, "
         f"max |Phi(q)| = {_max_phi(mech, result.q):.2e}"
         + ("" if args.out == "-" else f"; wrote {args.out}")

@@ -24,7 +24,7 @@ from mbfg.cli.args import (
     _positive_float,
     _seed,
 )
-from mbfg.cli.common import _check_output, _eprint, _rigid_model
+from mbfg.cli.common import _check_output, _eprint, _rigid_model, _start, _wall
 from mbfg.errors import DataError, ModelError
 
 if TYPE_CHECKING:
@@ -55,8 +55,10 @@ positions] to every observation column; --ppr then quantizes the hinge-angle
 columns to an encoder of N counts per revolution: reading = round(angle /
 step) * step, step = 2 pi / N. Controls are written as applied, without noise.
 
-A one-line summary (steps, wall time, compile time, simulated seconds per wall
-second) goes to stderr; progress lines too unless --quiet.
+A one-line summary (steps, the command's whole wall time: reading, building the
+model, compiling, stepping and writing; the stepping's part of it with its
+compile time, and simulated seconds per wall second after compiling) goes to
+stderr; progress lines too unless --quiet.
 """
 
 EPILOG = """\
@@ -150,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.parameters import load_parameter_file
     from mbfg.spook import simulate, unwrap_angles
 
+    _start(args)
     _check_output(args.out)
     model = _rigid_model(args.model)
     values = model.parameters
@@ -225,8 +228,9 @@ def run(args: argparse.Namespace) -> int:
     stepping = trajectory.wall_s - trajectory.compile_s
     rate = simulated / stepping if stepping > 0 else float("inf")
     _eprint(
-        f"mbfg simulate: {n_steps} steps, {simulated:g} s simulated in {trajectory.wall_s:.2f} s wall "
-        f"(of which compile {trajectory.compile_s:.2f} s; {rate:.3g} simulated s per wall s after compile); "
+        f"mbfg simulate: {n_steps} steps, {simulated:g} s simulated in {_wall(args):.2f} s wall in all "
+        f"(stepping {trajectory.wall_s:.2f} s, of which compile {trajectory.compile_s:.2f} s; "
+        f"{rate:.3g} simulated s per wall s after compile); "
         + "; ".join([controls_note, *notes])
         + ("" if args.out == "-" else f"; wrote {args.out}")
     )

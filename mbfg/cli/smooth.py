@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from mbfg.cli.args import Subparsers, _counts, _positive_float, _whole_number
-from mbfg.cli.common import _eprint, _rigid_model
+from mbfg.cli.common import _eprint, _rigid_model, _start, _wall
 from mbfg.errors import DataError, ModelError
 
 if TYPE_CHECKING:
@@ -268,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
     """The ``smooth`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.graphs.stream import StreamEstimator
 
+    _start(args)
     model = _rigid_model(args.model)
     if args.counts and args.ppr is None:
         raise ModelError("--counts needs --ppr N, the encoder's counts per revolution")
@@ -390,5 +391,6 @@ def run(args: argparse.Namespace) -> int:
     wall = time.perf_counter() - start
     st = estimator.status
     rate = f", {lines / wall:.0f} samples per wall second" if wall > 0 else ""
-    _eprint(f"mbfg smooth: {'interrupted; ' if interrupted else ''}{st.summary()}; {wall:.1f} s wall{rate}")
+    _eprint(f"mbfg smooth: {'interrupted; ' if interrupted else ''}{st.summary()}; {_wall(args):.1f} s wall in all "
+            f"(compile {warm:.1f} s; reading and estimating {wall:.1f} s{rate})")
     return 130 if interrupted else 0

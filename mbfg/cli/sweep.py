@@ -16,16 +16,25 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from mbfg.cli.args import Subparsers, _iterations, _whole_number
-from mbfg.cli.common import _check_output, _check_time_step, _model_with_params, _parse_free
+from mbfg.cli.args import MARKLUND_2025, Subparsers, _iterations, _whole_number
+from mbfg.cli.common import (
+    _check_figure,
+    _check_output,
+    _check_time_step,
+    _model_with_params,
+    _parse_free,
+    _save_figure,
+    _start,
+    _wall,
+)
 
 if TYPE_CHECKING:
     from mbfg.logs import Log
 
 DESCRIPTION = """\
-Sweep the method parameters of a calibration (seed 001 section 4): every
-combination of the time-steps --dt, the state error weights --weight and the
-compliances --eps, on every recording LOG, is one calibration ('mbfg
+Sweep the method parameters of a calibration (Marklund et al. 2025, sec. 4):
+every combination of the time-steps --dt, the state error weights --weight and
+the compliances --eps, on every recording LOG, is one calibration ('mbfg
 calibrate' of MODEL); then every tuned model is scored on every other
 recording (the cross-validation of 'mbfg crossval', at its own h, w and eps).
 The tasks run on a Dask cluster: by default one started here with one worker
@@ -34,8 +43,8 @@ at --scheduler ADDR (e.g. tcp://head-node:8786, started with 'dask scheduler'
 and 'dask worker ADDR' on the cluster's machines; they need mbfg installed).
 
 --eps sets every compliance parameter of the model (eps_lin [m/N], eps_rot
-[rad/(N m)], a contact's eps) to the same value, seed 001's global hinge
-compliance; without it the model's own compliances are used.
+[rad/(N m)], a contact's eps) to the same value, the global hinge compliance
+of Marklund et al. 2025; without it the model's own compliances are used.
 
 Results (--out): a CSV file, one row per task: kind (calibration or crossval),
 log (the recording tuned on), scored_log, h [s], weight, eps, status (ok or
@@ -51,16 +60,19 @@ Workers reuse compiled JAX functions: each keeps the model for the whole
 sweep, and JAX's persistent compilation cache lives in --jax-cache (default
 ~/.cache/mbfg/jax on each worker's machine). One progress line per finished
 task goes to stderr unless --quiet; a summary and the cross-validation matrix
-are printed at the end. --plot FIG.png draws seed 001's Figure 4 (identified
-parameters and cost against w) and the cross-validation heat map (needs
-matplotlib).
+are printed at the end. --plot FIG.png draws Figure 4 of Marklund et al. 2025
+(identified parameters and cost against w) and the cross-validation heat map
+(needs matplotlib: pip install 'mbfg[plot]'; checked before the sweep starts).
 """
 
-EPILOG = """\
+EPILOG = f"""\
 examples:
   mbfg sweep pendulum rec1.csv rec2.csv --free J,b --dt 1e-3,2e-3 --weight 1e4,1e6 --out sweep.csv
   mbfg sweep furuta swingup.csv release.csv --weight 1e4,1e6,1e8 --eps 1e-8,1e-6 --out sweep.csv --plot sweep.png
   mbfg sweep furuta run*.csv --dt 2e-3 --scheduler tcp://head-node:8786 --out sweep.csv --quiet
+
+reference:
+{MARKLUND_2025}
 """
 
 
@@ -125,12 +137,10 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.logs import read_log
     from mbfg.sweep import sweep
 
+    _start(args)
     _check_output(args.out)
     if args.plot:
-        _check_output(args.plot, "figure")
-        from mbfg.sweep_plot import _pyplot
-
-        _pyplot()  # a missing matplotlib is said now, not after the sweep
+        _check_figure(args.plot, "plotting a sweep")  # a missing matplotlib is said now, not after the sweep
     model = _model_with_params(args.model, args.params)
     free = _parse_free(model, args.free) if args.free is not None else None
     if not (free if free is not None else list(model.parameters.free)):
@@ -155,17 +165,19 @@ def run(args: argparse.Namespace) -> int:
                    quiet=args.quiet)
     frame = result.frame
     failed = int((frame["status"] != "ok").sum())
-    print(f"mbfg sweep: {len(frame)} rows ({result.computed} computed now, {len(frame) - result.computed} from "
-          f"{args.out}), {failed} failed; {result.wall_s:.1f} s wall; wrote {args.out}", file=sys.stderr, flush=True)
     if not args.no_crossval and len(logs) > 1:
         import pandas as pd
 
         with pd.option_context("display.width", 160, "display.max_columns", 20):
             print("cross-validation (rows: tuned on; columns: scored on; diagonal: own cost)")
             print(result.matrix().to_string(float_format=lambda x: f"{x:.4g}"))
+        sys.stdout.flush()
     if args.plot:
-        result.plot(args.plot)
-        print(f"mbfg sweep: wrote {args.plot}", file=sys.stderr, flush=True)
+        _save_figure(result.plot(), args.plot)
+    written = " and ".join([args.out, *([args.plot] if args.plot else [])])
+    print(f"mbfg sweep: {len(frame)} rows ({result.computed} computed now, {len(frame) - result.computed} from "
+          f"{args.out}), {failed} failed; {_wall(args):.1f} s wall in all (sweep {result.wall_s:.1f} s, cluster "
+          f"start included); wrote {written}", file=sys.stderr, flush=True)
     return 0
 
 
