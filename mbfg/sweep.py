@@ -281,8 +281,11 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
         cal_futures = {}
         prefer = _placement(todo_cal, recordings, list(client.scheduler_info().get("workers", {})))
         for name, hh, w, e in todo_cal:
+            # A preferred worker only where there is one: Dask refuses allow_other_workers without workers.
+            cell = (name, hh, w, e)
+            where = {"workers": prefer[cell], "allow_other_workers": True} if cell in prefer else {}
             f = client.submit(calibration_task, shared, recordings[name], name, hh, w, e, free, options, cache,
-                              pure=False, priority=1, workers=prefer.get((name, hh, w, e)), allow_other_workers=True)
+                              pure=False, priority=1, **where)
             cal_futures[(name, hh, w, e)] = f
             futures[f] = _row("calibration", name, name, hh, w, e)
         for (name, hh, w, e), other in todo_cv:

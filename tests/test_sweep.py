@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -96,6 +95,23 @@ def test_a_failing_cell_is_recorded_with_its_error_and_the_others_complete(setup
     assert cal.loc[("rec0", 1e-3), "value:J"] == same["value:J"]
     saved = read_results(tmp_path / "failing.csv")
     assert sorted(r["status"] for r in saved) == ["error", "error", "error", "ok"]
+
+
+def test_a_sweep_on_a_single_worker_runs_every_cell(setup, grid, tmp_path) -> None:
+    """One worker (a one-core machine, ``--workers 1``, a one-worker scheduler): no placement preference."""
+    from distributed import Client, LocalCluster
+
+    start, logs, cache = setup
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as one:
+        result = sweep(start, {"rec0": logs["rec0"]}, h=[1e-3], weight=[1e4, 1e6], free=FREE,
+                       out=tmp_path / "one.csv", crossval=False, client=one, cache_dir=cache, quiet=True)
+    cal = result.calibrations.set_index(["log", "h", "weight"])
+    assert (cal["status"] == "ok").all() and len(cal) == 2, cal["error"]
+    same = grid[0].calibrations.set_index(["log", "h", "weight"])
+    for w in (1e4, 1e6):
+        expected = same.loc[("rec0", 1e-3, w), "value:J"]
+        assert cal.loc[("rec0", 1e-3, w), "value:J"] == pytest.approx(expected, rel=1e-9)
 
 
 def test_a_rerun_computes_nothing_new(setup, grid) -> None:
