@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
-import scipy.linalg
 
 from mbfg._jax import jax, jnp
 from mbfg.errors import ModelError
@@ -197,6 +196,8 @@ def best_independent_coordinates(null: np.ndarray) -> np.ndarray:
     """Indices (dof,) of the coordinates whose selection rows B best complete Phi_q
     to a regular matrix, from an orthonormal null-space basis (n, dof) of Phi_q
     (QR with column pivoting on its transpose)."""
+    import scipy.linalg  # here, not at import: half a second of every command's start-up, planar or not
+
     _, _, piv = scipy.linalg.qr(null.T, pivoting=True)
     return np.sort(piv[: null.shape[1]]).astype(np.int32)
 
@@ -357,6 +358,8 @@ class PlanarMechanism:
 
     def independent_coordinates(self, q: np.ndarray | None = None) -> np.ndarray:
         """A well-conditioned choice of dof independent coordinates at q (default q0)."""
+        import scipy.linalg
+
         return best_independent_coordinates(scipy.linalg.null_space(self.phi_q(self.q0 if q is None else q)))
 
     # -- construction ----------------------------------------------------------------
