@@ -45,7 +45,7 @@ from furuta_calibration import FREE, natural_frequency, start_model, swing_log, 
 from mbfg import residuals  # noqa: E402
 from mbfg._jax import jax  # noqa: E402
 from mbfg.adapter import FactorType, PerFactor  # noqa: E402
-from mbfg.factors._rigid import fixed_values, variables_for  # noqa: E402
+from mbfg.factors._rigid import fixed_values  # noqa: E402
 from mbfg.factors.impulse import impulse_keys, impulse_type  # noqa: E402
 from mbfg.graphs.joint import build_joint_problem  # noqa: E402
 from mbfg.solvers import _Blocked, _Ordinary  # noqa: E402

@@ -305,13 +305,13 @@ def factor_cost() -> None:
 
         def count(jaxpr) -> None:
             for eqn in jaxpr.eqns:
-                counts[eqn.primitive.name] += 1
+                counts[eqn.primitive.name] += 1  # noqa: B023  (called at once, in this iteration)
                 for value in eqn.params.values():  # nested jaxprs (pjit, custom_jvp, ...)
                     inner = getattr(value, "jaxpr", None)
                     if inner is not None:
                         count(getattr(inner, "jaxpr", inner))
 
-        count(jax.make_jaxpr(lambda xs, cs: ft.residual(*xs, *cs))(xs, cs).jaxpr)
+        count(jax.make_jaxpr(lambda xs, cs: ft.residual(*xs, *cs))(xs, cs).jaxpr)  # noqa: B023  (traced at once)
         kernels = [fn.jitted.lower(xs, cs).compile().as_text().count(" fusion(") for fn in (ft._error_fn, ft._linearize_fn)]
         top = ", ".join(f"{k} {v}" for k, v in counts.most_common(4))
         vmapped = f"{1e3 * times[2]:.3f} ({compile_s[0]:.1f}) / {1e3 * times[3]:.3f} ({compile_s[1]:.1f})"
@@ -320,11 +320,12 @@ def factor_cost() -> None:
 
 
 def qube(quick: bool, params: str | None, start_s: float, weight: float | None = None) -> None:
+    import gtsam
+
     from mbfg import keys
     from mbfg.datasets.rigs import load_qube
     from mbfg.graphs.joint import build_joint_problem, solve
     from mbfg.graphs.stream import VELOCITY_PRIOR_SIGMA, StreamEstimator
-    import gtsam
 
     files = sorted(QUBE_DIR.glob("qube_*.csv"))
     if not files:

@@ -23,10 +23,6 @@ from pathlib import Path
 
 import numpy as np
 
-from mbfg.errors import ModelError
-from mbfg.mbse_yaml import load_mbse_yaml
-from mbfg.planar import PlanarMechanism
-
 from mbfg.datasets.rigs import (
     dfki_reference_parameters,
     dfki_to_mbfg_parameters,
@@ -35,6 +31,9 @@ from mbfg.datasets.rigs import (
     load_qube,
     resample_uniform,
 )
+from mbfg.errors import ModelError
+from mbfg.mbse_yaml import load_mbse_yaml
+from mbfg.planar import PlanarMechanism
 
 __all__ = [
     "builtin_mechanisms",

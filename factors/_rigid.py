@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -40,6 +40,13 @@ class Variables:
     tilt_free: bool
 
     @property
+    def tilt(self) -> str:
+        """The name of the model's tilt parameter, the Rot3 variable when ``tilt_free``."""
+        if self.model.tilt is None:
+            raise ModelError(f"{self.model.name}: the model has no tilt parameter")
+        return self.model.tilt
+
+    @property
     def state_kinds(self) -> tuple[VarKind, ...]:
         return (POSE3,) * self.model.nb + (VECTOR,)
 
@@ -63,7 +70,7 @@ class Variables:
             p.update({name: chi[j] for j, name in enumerate(self.free)})
             i = 1
         if self.tilt_free:
-            p[self.model.tilt] = ps[i]
+            p[self.tilt] = ps[i]
         return p
 
     def split(self, args: Sequence[Any], n_states: int) -> tuple[list[State], list[jnp.ndarray], tuple]:
@@ -75,7 +82,7 @@ class Variables:
         return states, list(args[start : start + n_p]), tuple(args[start + n_p :])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _variables(model: RigidModel, free: tuple[str, ...], tilt_free: bool) -> Variables:
     return Variables(model, free, tilt_free)
 
@@ -103,7 +110,7 @@ def state_values(model: RigidModel, state: State) -> list[np.ndarray]:
     """The GTSAM variable values of a state: nb pose matrices (4, 4) and the velocity (6 nb,)."""
     R = quat.to_matrix_np(np.asarray(state.e))
     r = np.asarray(state.r, dtype=float)
-    out = []
+    out: list[np.ndarray] = []
     for i in range(model.nb):
         T = np.eye(4)
         T[:3, :3] = R[i]
@@ -119,7 +126,7 @@ def fixed_values(model: RigidModel) -> dict[str, np.ndarray]:
     return {k: np.asarray(v, dtype=float) for k, v in model.parameters.numpy_values().items()}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def example_model(name: str) -> RigidModel:
     """A built-in model for the Jacobian battery's examples (one instance per process)."""
     from mbfg.models import BUILTIN
@@ -142,7 +149,7 @@ def example_step(rng: np.random.Generator, model: RigidModel, h: float = 1e-3) -
             rates.update({f"{b.name}.x": rng.uniform(0.5, 1.0)})
     x0 = model.initial_state(coords, rates)
     if not model.hinges:  # touch the ground: the contact and its friction are active
-        x0 = x0._replace(r=x0.r.at[:, 2].set(-1e-4))
+        x0 = x0._replace(r=cast(jax.Array, x0.r).at[:, 2].set(-1e-4))  # initial_state's are JAX arrays
     u = rng.uniform(-1.0, 1.0, size=len(model.controls))
     x1, _ = step(model, x0, jnp.asarray(u), model.parameters.arrays(), h)
 

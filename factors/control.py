@@ -81,7 +81,7 @@ def _split_states(model: RigidModel, args: Sequence[Any], n: int) -> tuple[list[
     return states, rest
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def step_type(model: RigidModel, start: bool = False) -> FactorType:
     """The step FactorType: variables (x_k, a_k, x_{k+1}), or (a_0, x_1) with x_0 constant when ``start``.
 
@@ -101,7 +101,7 @@ def step_type(model: RigidModel, start: bool = False) -> FactorType:
 
         kinds = (VECTOR,) + variables.state_kinds
     else:
-        def residual(*args):
+        def residual(*args):  # type: ignore[misc]  # the other variant of the residual: other arguments
             x0 = variables.state(args[:per_state])
             a = args[per_state]
             (x1,), (p, h) = _split_states(model, args[per_state + 1:], 1)
@@ -111,7 +111,7 @@ def step_type(model: RigidModel, start: bool = False) -> FactorType:
     return FactorType(f"control_step[{model.name}{'; start' if start else ''}]", residual, kinds)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def velocity_target_type(model: RigidModel, names: tuple[str, ...]) -> FactorType:
     """Target-velocity FactorType on x_k: ``qdot* - P qdot_k`` (k,) for the named rates; constants: p, qdot* (k,)."""
     rates = control.rate_function(model, names)
@@ -124,7 +124,7 @@ def velocity_target_type(model: RigidModel, names: tuple[str, ...]) -> FactorTyp
                       _states(model).state_kinds)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def force_target_type(model: RigidModel, start: bool = False) -> FactorType:
     """Target-force FactorType on the step x_k -> x_{k+1} (x_{k+1} only when ``start``):
     ``lambda* - P_lambda lambda / h`` [N]; constants: [x_0 when ``start``], p, h, P_lambda (k, m), lambda* (k,)."""
@@ -185,7 +185,7 @@ def horizon_residual(model: RigidModel, rate_names: tuple[str, ...], x0: State, 
     return r.reshape(-1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def horizon_type(model: RigidModel, rate_names: tuple[str, ...], horizon: int) -> FactorType:
     """The reduced horizon FactorType: one variable, the plan a_0 .. a_{N-1} stacked (N n_a,); constants: x_0 as
     nb (4, 4) poses and the (6 nb,) velocity, p, h, rate_targets (N, k_v), P_lambda (k_f, m), force_targets (N, k_f).
@@ -208,7 +208,7 @@ def horizon_type(model: RigidModel, rate_names: tuple[str, ...], horizon: int) -
 # --------------------------------------------------------------------------- battery examples
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _jitted_step(model: RigidModel):
     return jax.jit(functools.partial(control.step, model))
 
@@ -259,7 +259,7 @@ def _force_example(name: str, start: bool):
     return example
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def motor_link() -> RigidModel:
     """The smallest model with an activation: one link (0.5 kg, CoM 0.2 m below) on a motorized hinge
     ``q`` about the world y axis, control ``tau`` [N m]; the battery's example where the Furuta is not needed."""

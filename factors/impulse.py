@@ -21,7 +21,7 @@ from mbfg.adapter import FactorType
 from ._rigid import Variables, example_model, example_step, fixed_values, state_values, variables_for
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def impulse_type(variables: Variables) -> FactorType:
     """The impulse FactorType of a model and free-parameter set (compiled once per pair)."""
     model = variables.model
@@ -38,7 +38,7 @@ def impulse_type(variables: Variables) -> FactorType:
     # same compile time (``python benchmarks/impulse_cost.py``).
     nb = model.nb
     n_p = len(variables.parameter_kinds)
-    groups = (tuple(range(nb)), (nb,), tuple(range(nb + 1, 2 * nb + 1)), (2 * nb + 1,))
+    groups: tuple[tuple[int, ...], ...] = (tuple(range(nb)), (nb,), tuple(range(nb + 1, 2 * nb + 1)), (2 * nb + 1,))
     groups += (tuple(range(2 * nb + 2, 2 * nb + 2 + n_p)),) if n_p else ()
     return FactorType(name, residual, kinds, piecewise=model.layout.n_B > 0, jacobian_groups=groups)
 
@@ -53,7 +53,7 @@ def impulse_keys(variables: Variables, k: int) -> list[int]:
 
 
 def impulse_factor(
-    variables: Variables, k: int, u: Sequence[float], h: float, noise: gtsam.noiseModel.Base,
+    variables: Variables, k: int, u: Sequence[float] | np.ndarray, h: float, noise: gtsam.noiseModel.Base,
     fixed: dict[str, Any] | None = None,
 ) -> gtsam.CustomFactor:
     """The impulse factor between steps k and k+1 with control u_k [model units] and time-step h [s]."""

@@ -19,7 +19,7 @@ from mbfg.adapter import FactorType
 from ._rigid import Variables, example_model, example_step, fixed_values, state_values, variables_for
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def initial_state_type(variables: Variables) -> FactorType:
     """The initial-state FactorType of a model and free-parameter set."""
     model = variables.model

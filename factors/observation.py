@@ -21,7 +21,7 @@ from mbfg.adapter import FactorType
 from ._rigid import Variables, example_model, example_step, fixed_values, state_values, variables_for
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def observation_type(variables: Variables) -> FactorType:
     """The observation FactorType of a model and free-parameter set."""
     model = variables.model
@@ -41,7 +41,7 @@ def observation_keys(variables: Variables, k: int) -> list[int]:
 
 
 def observation_factor(
-    variables: Variables, k: int, y: Sequence[float], noise: gtsam.noiseModel.Base,
+    variables: Variables, k: int, y: Sequence[float] | np.ndarray, noise: gtsam.noiseModel.Base,
     fixed: dict[str, Any] | None = None,
 ) -> gtsam.CustomFactor:
     """The observation factor at step k; NaN entries of y are missing readings (masked, not filled)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import gtsam
 import numpy as np
 
@@ -44,7 +46,8 @@ PARTIAL_PRIOR = FactorType("partial_prior", partial_prior_residual, (VECTOR,), _
 
 
 def partial_prior_factor(
-    key: int, idx: np.ndarray, x0: np.ndarray, sigma: float | np.ndarray | gtsam.noiseModel.Base
+    key: int, idx: Sequence[int] | np.ndarray, x0: Sequence[float] | np.ndarray,
+    sigma: float | np.ndarray | gtsam.noiseModel.Base,
 ) -> gtsam.CustomFactor:
     """Prior x[idx] ~ x0 on the Vector variable ``key`` (the other components are free)."""
     idx = np.asarray(idx, dtype=np.int32).reshape(-1)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .forward import ForwardNoise, ForwardResult, simulate_forward
-    from .inverse import InverseNoise, InverseResult, load_mbse_trajectory, solve_inverse_dynamics
-    from .stream import StreamEstimator, StreamStatus
+if TYPE_CHECKING:  # the names __getattr__ loads, for type checkers (F401: __all__ is built from _HOMES)
+    from .forward import ForwardNoise, ForwardResult, simulate_forward  # noqa: F401
+    from .inverse import InverseNoise, InverseResult, load_mbse_trajectory, solve_inverse_dynamics  # noqa: F401
+    from .stream import StreamEstimator, StreamStatus  # noqa: F401
 
 #: public name -> the submodule that defines it
 _HOMES = {

@@ -46,12 +46,13 @@ from mbfg.progress import Progress
 from mbfg.rigid import RigidModel, State
 from mbfg.solvers import bounded_levenberg_marquardt
 
-@functools.lru_cache(maxsize=None)
+
+@functools.cache
 def _jitted_step(model: RigidModel):
     return jax.jit(functools.partial(control.step, model))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _jitted_rates(model: RigidModel, names: tuple[str, ...]):
     return jax.jit(control.rate_function(model, names))
 
@@ -124,8 +125,8 @@ class RecedingHorizon:
     """
 
     def __init__(self, model: RigidModel, h: float, horizon: int = 1, *, rates: Mapping[str, float] | None = None,
-                 forces: Mapping[str, float] | None = None, lower: Sequence[float] | None = None,
-                 upper: Sequence[float] | None = None, rate_sigma: float | None = None,
+                 forces: Mapping[str, float] | None = None, lower: Sequence[float] | np.ndarray | None = None,
+                 upper: Sequence[float] | np.ndarray | None = None, rate_sigma: float | None = None,
                  effort_sigma: float | None = None, velocity_sigma: float = 1.0, force_sigma: float = 1.0,
                  parameters: Mapping[str, Any] | None = None, max_iterations: int = 20, quiet: bool = True) -> None:
         control.check_controllable(model)

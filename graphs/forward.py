@@ -173,6 +173,7 @@ class _Builder:
         times worse conditioned (|R| = 1 / sigma_min(B N), N = null(Phi_q)), else None."""
         null = scipy.linalg.null_space(self.mech.phi_q(q))
         best = best_independent_coordinates(null)
+        assert self.indep is not None  # the caller checks
 
         def gain(indep: np.ndarray) -> float:
             return 1.0 / np.linalg.svd(null[indep], compute_uv=False)[-1]
@@ -353,7 +354,8 @@ def _solve_fixed_lag(
     # Keys stamped t >= t_now - lag stay in the window: Nw states.
     lag = (window - 0.5) * dt
     if kind == "batch":
-        smoother = gtsam.BatchFixedLagSmoother(lag, lm_params(max_iterations))
+        smoother: gtsam.BatchFixedLagSmoother | gtsam.IncrementalFixedLagSmoother = gtsam.BatchFixedLagSmoother(
+            lag, lm_params(max_iterations))
     elif kind == "incremental":
         isam_params = gtsam.ISAM2Params()
         # Relinearize every variable on every update: each update is one Gauss-Newton step.

@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from mbfg import keys
-from mbfg.errors import DataError, ModelError
 from mbfg.adapter import FactorType, PerFactor, noise_model
+from mbfg.errors import DataError, ModelError
 from mbfg.factors import prior_factor
 from mbfg.factors.constraints import POSITION, VELOCITY
 from mbfg.factors.dynamics import INVERSE_DEPENDENT

@@ -102,7 +102,7 @@ class JointProblem:
             chi = values.atVector(keys.P())
             p.update({name: float(chi[i]) for i, name in enumerate(self.variables.free)})
         if self.variables.tilt_free:
-            p[self.model.tilt] = values.atRot3(keys.T()).matrix()
+            p[self.variables.tilt] = values.atRot3(keys.T()).matrix()
         return p
 
     def states(self, values: gtsam.Values) -> State:
@@ -419,8 +419,8 @@ def build_joint_problem(
             factor_kinds.append("prior")
             factor_steps.append(0)
     if variables.tilt_free:
-        values.insert(keys.T(), gtsam.Rot3(np.asarray(p0[model.tilt])))
-        graph.push_back(tilt_yaw_prior_factor(keys.T(), np.asarray(p0[model.tilt]), 1e-3))
+        values.insert(keys.T(), gtsam.Rot3(np.asarray(p0[variables.tilt])))
+        graph.push_back(tilt_yaw_prior_factor(keys.T(), np.asarray(p0[variables.tilt]), 1e-3))
         others.push_back(graph.at(graph.size() - 1))
         factor_kinds.append("prior")
         factor_steps.append(0)

@@ -1,6 +1,7 @@
 """mbfg: multibody estimation problems as GTSAM factor graphs with JAX residuals."""
 
 import os as _os
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 # factors/, graphs/ and datasets/ sit beside mbfg/ in a source checkout and are installed inside
 # the package (pyproject's package-dir). A process started in the checkout's root (`python -m mbfg`,
@@ -10,7 +11,7 @@ _here, _root = _os.path.dirname(__file__), _os.path.dirname(_os.path.dirname(__f
 if not _os.path.isdir(_os.path.join(_here, "graphs")) and all(
     _os.path.isfile(_os.path.join(_root, *parts)) for parts in (("graphs", "__init__.py"), ("pyproject.toml",))
 ):
-    __path__.append(_root)  # type: ignore[name-defined]  # noqa: F821
+    __path__.append(_root)  # noqa: F821
 
 from mbfg import _jax  # noqa: F401  (float64 before anything touches JAX)
 from mbfg.adapter import POSE3, REGISTRY, ROT3, VECTOR, FactorType, VarKind, noise_model
@@ -22,6 +23,9 @@ from mbfg.parameters import Parameter, ParameterSet
 from mbfg.planar import Body, PlanarMechanism, Point, RelativeAngle
 from mbfg.rigid import RigidModel, State
 from mbfg.spook import Trajectory, simulate
+
+if _TYPE_CHECKING:
+    from mbfg.graphs.stream import StreamEstimator
 
 __version__ = "0.1.0"
 
@@ -58,7 +62,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> "type[StreamEstimator]":
     # Imported lazily: `import mbfg` stays light.
     if name == "StreamEstimator":
         from mbfg.graphs.stream import StreamEstimator

@@ -13,18 +13,23 @@ created leaves the cache off, without an error. Every program is cached, however
 from __future__ import annotations
 
 import os
+from typing import TypeAlias
 
 import jax
+import numpy as np
 
 # Residuals of stiff constraints are compared at the 1e-10 level: float32 is useless.
 jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
+#: A JAX or a NumPy array: states and arrays built outside traced code are NumPy's, those inside JAX's.
+Array: TypeAlias = jax.Array | np.ndarray
+
 
 def cache_dir() -> str | None:
     """The persistent compilation cache folder in use (None: off)."""
-    return jax.config.jax_compilation_cache_dir or None
+    return jax.config.jax_compilation_cache_dir or None  # type: ignore[attr-defined]  # options: untyped attributes
 
 
 def user_cache_dir() -> str:
@@ -34,7 +39,7 @@ def user_cache_dir() -> str:
 
 
 def _configure_cache() -> None:
-    if jax.config.jax_compilation_cache_dir:  # the user's JAX_COMPILATION_CACHE_DIR
+    if jax.config.jax_compilation_cache_dir:  # type: ignore[attr-defined]  # the user's JAX_COMPILATION_CACHE_DIR
         return
     chosen = os.environ.get("MBFG_CACHE_DIR")
     if chosen is not None and chosen.strip().lower() in ("off", "0", "none", ""):
@@ -55,4 +60,4 @@ def _configure_cache() -> None:
 
 _configure_cache()
 
-__all__ = ["cache_dir", "jax", "jnp", "user_cache_dir"]
+__all__ = ["Array", "cache_dir", "jax", "jnp", "user_cache_dir"]

@@ -114,7 +114,7 @@ class FactorType:
     jacobian_groups: tuple[tuple[int, ...], ...] | None = None
     _error_fn: PersistentJit = field(init=False, repr=False)
     _linearize_fn: PersistentJit = field(init=False, repr=False)
-    _linearize_per_variable: Callable[..., Any] = field(init=False, repr=False)
+    _linearize_per_variable: functools.partial[jnp.ndarray] = field(init=False, repr=False)
     _vmapped_fns: dict = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -151,7 +151,7 @@ class FactorType:
                 # symbolic zeros and JAX skips what does not depend on the group (x_{k+1}'s pose
                 # enters the impulse residual only through q_{k+1} boxminus q_k). Less arithmetic,
                 # more kernels and more compile time.
-                by_index = {}
+                by_index: dict[int, Any] = {}
                 for group in passes:
                     by_index.update(zip(group, jax.jacfwd(lifted, argnums=group)(*zeros)))
                 blocks = [by_index[i] for i in range(len(xs))]
@@ -311,7 +311,7 @@ class FactorType:
         return blocks
 
 
-def noise_model(sigma: float | Sequence[float] | gtsam.noiseModel.Base, dim: int) -> gtsam.noiseModel.Base:
+def noise_model(sigma: float | Sequence[float] | np.ndarray | gtsam.noiseModel.Base, dim: int) -> gtsam.noiseModel.Base:
     """A GTSAM noise model from a sigma (isotropic), per-row sigmas, or a model as is."""
     if isinstance(sigma, gtsam.noiseModel.Base):
         if sigma.dim() != dim:
@@ -361,7 +361,8 @@ class FactorGroup:
             if len(row) != len(ft.kinds):
                 raise ValueError(f"{ft.name}: factor {i} has {len(row)} keys, expected {len(ft.kinds)} "
                                  f"({[k.value for k in ft.kinds]})")
-        axes, cs = [], []
+        axes: list[int | None] = []
+        cs: list[Any] = []
         self._per_factor: list[bool] = []
         for c in constants:
             self._per_factor.append(isinstance(c, PerFactor))
@@ -466,6 +467,7 @@ class FactorGroup:
                 self._linear = self.evaluate(self._stacked(), linearize=True)
                 self._errors = self._linear[:, :, 0]
             out = self._linear[i]
+            assert self._columns is not None  # set by _refresh
             for j, columns in enumerate(self._columns):
                 H[j] = np.ascontiguousarray(out[:, columns])
             return out[:, 0]
@@ -479,6 +481,7 @@ class FactorGroup:
         if H is None:
             return np.asarray(self.ft._error_fn(xs, cs))
         out = np.asarray(self.ft._linearize_fn(xs, cs))
+        assert self._columns is not None  # set by _refresh: this factor was evaluated with the others before
         for j, columns in enumerate(self._columns):
             H[j] = np.ascontiguousarray(out[:, columns])
         return out[:, 0]

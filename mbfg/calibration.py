@@ -22,11 +22,12 @@ parameter that only its prior holds is still flagged.
 from __future__ import annotations
 
 import json
+import os
 import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gtsam
 import numpy as np
@@ -36,6 +37,12 @@ from mbfg.logs import Log
 from mbfg.parameters import ROTATION
 from mbfg.rigid import RigidModel
 from mbfg.solvers import LMResult
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    from mbfg.spook import Trajectory
 
 
 @dataclass(frozen=True)
@@ -132,7 +139,7 @@ class CalibrationResult:
         """Names of the parameters whose estimated bias exceeds their std (``calibrate(bias=True)``)."""
         return [p.name for p in self.parameters if p.biased]
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> pd.DataFrame:
         """pandas DataFrame indexed by parameter: value, std, bias, unit, lower, upper, excited, at_bound,
         biased (bias NaN unless ``calibrate(bias=True)``)."""
         import pandas as pd
@@ -215,7 +222,7 @@ class CalibrationResult:
         )
         return "\n".join(lines)
 
-    def simulate(self, log: Log | None = None):
+    def simulate(self, log: Log | None = None) -> tuple[Trajectory, dict[str, float]]:
         """Simulate the identified model from the estimated x_0 with the log's controls (seed 001 Figure 5).
 
         Returns (trajectory, rmse) where rmse maps each observation to the RMS of
@@ -239,7 +246,7 @@ class CalibrationResult:
             rmse[name] = float(np.sqrt(np.mean(diff[ok] ** 2)))
         return traj, rmse
 
-    def plot(self, log: Log | None = None, path: str | None = None):
+    def plot(self, log: Log | None = None, path: str | os.PathLike[str] | None = None) -> Figure:
         """A figure of the calibration (:func:`mbfg.plots.calibration_figure`): per observation the log and
         the estimated states' observation against t [s] and the residual (log - estimated) [rad, m]; the
         per-step cost (n,); each free parameter's value / |value| with +-1 std / |value| error bars,
@@ -324,7 +331,7 @@ def calibrate(
     values = lm.values
     identified = problem.model.with_parameters(
         {name: problem.parameter_values(values)[name] for name in problem.variables.free}
-        | ({problem.model.tilt: problem.parameter_values(values)[problem.model.tilt]}
+        | ({problem.variables.tilt: problem.parameter_values(values)[problem.variables.tilt]}
            if problem.variables.tilt_free else {})
     )
     costs = problem.step_costs(values)
@@ -432,7 +439,7 @@ def _estimates(problem, values: gtsam.Values, identified: RigidModel, sigma_y: f
     units = [params[n].unit for n in names]
     bounds = [(params[n].lower, params[n].upper) for n in names]
     if variables.tilt_free:
-        rotvec = Rotation.from_matrix(params[model.tilt].default).as_rotvec()
+        rotvec = Rotation.from_matrix(params[variables.tilt].default).as_rotvec()
         names += [f"{model.tilt}[{ax}]" for ax in "xyz"]
         vals += list(rotvec)
         units += ["rad"] * 3
@@ -447,6 +454,7 @@ def _estimates(problem, values: gtsam.Values, identified: RigidModel, sigma_y: f
             states=problem.state_list(values),
         )
         # The vectorized linearization over blocks: the parameter block B() stacks P and T in that order.
+        assert reweighted.vectorized is not None  # build_joint_problem builds it
         linear, _ = reweighted.vectorized.linearize(values)
         cov = marginal_covariance(linear, [keys.B()])
     std = np.sqrt(np.clip(np.diag(cov), 0, None)) if n_p else np.zeros(0)

@@ -41,7 +41,7 @@ Everything here is pure JAX; :mod:`mbfg.factors.control` wraps it into GTSAM fac
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -96,10 +96,13 @@ def check_controllable(model: RigidModel) -> None:
             )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _partition(model: RigidModel) -> _Partition:
     check_controllable(model)
-    holonomic, force, joint_rows, hinge_angle = [], [], {}, {}
+    holonomic: list[int] = []
+    force: list[int] = []
+    joint_rows: dict[str, int] = {}
+    hinge_angle: dict[str, int] = {}
     for block in model.layout.blocks:
         kind = block[0]
         if kind == "holonomic":
@@ -295,14 +298,16 @@ def resolve_rate_name(model: RigidModel, name: str) -> str:
     known = rate_names(model)
     if name in known:
         return name
-    if name in model.body_index and _hinge_of_body(model, name) is not None:
-        return _hinge_of_body(model, name)
+    if name in model.body_index:
+        hinge = _hinge_of_body(model, name)
+        if hinge is not None:
+            return hinge
     raise ModelError(f"{model.name}: unknown rate {name!r}; expected a hinge name "
                      f"({', '.join(_partition(model).hinge_angle) or 'none'}), a body attached by one hinge, "
                      f"or BODY.vx/vy/vz/wx/wy/wz")
 
 
-def rate_function(model: RigidModel, names: Sequence[str]):
+def rate_function(model: RigidModel, names: Sequence[str]) -> Callable[[State, Mapping[str, Any]], jnp.ndarray]:
     """``rates(state, p) -> (k,)``: the named rates of a state, pure JAX (hinge rates [rad/s] as
     d angle(q boxplus t v)/dt at t = 0; body components read from the velocity)."""
     part = _partition(model)

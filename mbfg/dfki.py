@@ -43,11 +43,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from mbfg.errors import ModelError
 from mbfg.models import INF, SOFT, Link, _compliance_parameters, _p, hinged_tree
-from mbfg.rigid import RigidModel
+from mbfg.rigid import Hinge, RigidModel
 
 #: The lab's identified model for design C.0 (dfki-ric-underactuated-lab/double_pendulum,
 #: model_parameters.yml of the 2022-09-14 sys_id records), SI units.
@@ -181,6 +181,6 @@ def dfki_double_pendulum(lab: Mapping[str, Any] | None = None) -> RigidModel:
     # Dry friction on both hinges (hinged_tree builds viscous-only hinges).
     from dataclasses import replace
 
-    joints = [replace(j, dry=f"mu_r{i + 1}") for i, j in enumerate(model.joints)]
+    joints = [replace(cast(Hinge, j), dry=f"mu_r{i + 1}") for i, j in enumerate(model.joints)]  # hinges only
     return RigidModel(model.name, model.bodies, joints, parameters=model.parameters,
                       description=model.description)

@@ -21,10 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mbfg.errors import MbfgError
+
+if TYPE_CHECKING:
+    from mbfg.calibration import CalibrationResult
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ def base_combinations(names: Sequence[str], values: Sequence[float], covariance:
     return out
 
 
-def result_combinations(result, *, threshold: float = 1.0) -> list[Combination]:
+def result_combinations(result: CalibrationResult, *, threshold: float = 1.0) -> list[Combination]:
     """:func:`base_combinations` of a :class:`mbfg.calibration.CalibrationResult`."""
     names = [p.name for p in result.parameters]
     values = [p.value for p in result.parameters]
@@ -116,7 +120,7 @@ def result_combinations(result, *, threshold: float = 1.0) -> list[Combination]:
     return base_combinations(names, values, result.covariance, scale=scale, threshold=threshold)
 
 
-def not_excited_combinations(result, *, threshold: float = 1.0) -> list[str]:
+def not_excited_combinations(result: CalibrationResult, *, threshold: float = 1.0) -> list[str]:
     """Labels of the combinations the data do not determine (the not-excited flag, by combination)."""
     return [c.label for c in result_combinations(result, threshold=threshold) if not c.determined]
 

@@ -28,7 +28,12 @@ letter   role                                             type
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import gtsam
+
+if TYPE_CHECKING:
+    from mbfg.factors._rigid import Variables
 
 _LETTERS = {
     "q": "dependent coordinates",
@@ -99,7 +104,7 @@ def X(k: int, i: int) -> int:
     return _key("x", k * BODY_STRIDE + i)
 
 
-def parameter_keys(variables) -> list[int]:
+def parameter_keys(variables: Variables) -> list[int]:
     """Keys of the free parameters of a rigid-body variable layout: [P()] if scalars are free, [T()] if the tilt is."""
     return ([P()] if variables.free else []) + ([T()] if variables.tilt_free else [])
 

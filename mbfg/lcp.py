@@ -78,7 +78,7 @@ class LCPSolution(NamedTuple):
     pivots: jnp.ndarray
 
 
-def _pivot(T: jnp.ndarray, r: jnp.ndarray, c: jnp.ndarray) -> jnp.ndarray:
+def _pivot(T: jnp.ndarray, r: jnp.ndarray, c: jnp.ndarray | int) -> jnp.ndarray:
     """Gauss-Jordan pivot of tableau ``T`` on entry (r, c)."""
     prow = T[r] / T[r, c]
     # x / x == 1 exactly in IEEE arithmetic, so column c becomes an exact unit vector.

@@ -127,8 +127,8 @@ def write_log(
 
     lines = [",".join(names)]
     table = np.column_stack(columns) if columns else np.zeros((n, 0))
-    for row in table:
-        lines.append(",".join("" if math.isnan(v) else _format(v) for v in row))
+    for cells in table:
+        lines.append(",".join("" if math.isnan(v) else _format(v) for v in cells))
     text = "\n".join(lines) + "\n"
     if isinstance(path_or_buffer, (str, os.PathLike)):
         try:

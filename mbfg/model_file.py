@@ -51,10 +51,13 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mbfg.errors import ModelError
 from mbfg.parameters import Parameter
+
+if TYPE_CHECKING:
+    from mbfg.rigid import RigidModel
 
 __all__ = ["load_model_file", "model_from_dict"]
 
@@ -192,7 +195,7 @@ def _parameters(reader: _Reader, section: Any) -> dict[str, Parameter]:
     return params
 
 
-def model_from_dict(doc: Any, name: str, *, source: str | None = None):
+def model_from_dict(doc: Any, name: str, *, source: str | None = None) -> RigidModel:
     """Build a :class:`~mbfg.rigid.RigidModel` from a parsed model document (see the module docstring).
 
     Args:
@@ -279,7 +282,7 @@ def model_from_dict(doc: Any, name: str, *, source: str | None = None):
         raise ModelError(f"{reader.source}: {exc}") from None
 
 
-def load_model_file(path: str | os.PathLike[str]):
+def load_model_file(path: str | os.PathLike[str]) -> RigidModel:
     """Load a model file (YAML, see the module docstring) as a :class:`~mbfg.rigid.RigidModel`.
 
     Raises:

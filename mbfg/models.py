@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -159,7 +160,7 @@ def furuta(dry: bool = True) -> RigidModel:
             _p("mu_r2", 2e-5, "m", 0.0, INF, "dry friction of hinge 2, mu times r", True),
         ]
     params += _compliance_parameters(*SOFT)
-    common = dict(eps_lin="eps_lin", eps_rot="eps_rot", tau="tau")
+    common: dict[str, Any] = dict(eps_lin="eps_lin", eps_rot="eps_rot", tau="tau")
     hinge1 = Hinge(
         "theta", a=Frame(WORLD), b=Frame("arm", ("-r_A", 0.0, 0.0)), viscous="b_1",
         dry="mu_r1" if dry else None, motor=Motor("u", "K", "J_s"), **common,

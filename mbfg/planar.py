@@ -315,7 +315,7 @@ class PlanarMechanism:
     def solve_position(
         self,
         q_guess: np.ndarray,
-        fixed: Sequence[int] = (),
+        fixed: Sequence[int] | np.ndarray = (),
         tol: float = 1e-12,
         max_iterations: int = 50,
     ) -> np.ndarray:
@@ -337,7 +337,9 @@ class PlanarMechanism:
             f"(|Phi| = {np.max(np.abs(self.phi(q))):.3g}); is the configuration assemblable?"
         )
 
-    def solve_velocity(self, q: np.ndarray, qdot_guess: np.ndarray, fixed: Sequence[int] = ()) -> np.ndarray:
+    def solve_velocity(
+        self, q: np.ndarray, qdot_guess: np.ndarray, fixed: Sequence[int] | np.ndarray = ()
+    ) -> np.ndarray:
         """Velocities satisfying Phi_q qdot = 0 with ``qdot[fixed]`` kept (minimum-norm change)."""
         qdot = np.array(qdot_guess, dtype=float)
         free = np.setdiff1d(np.arange(self.n), np.asarray(fixed, dtype=int))
@@ -346,7 +348,7 @@ class PlanarMechanism:
         return qdot
 
     def solve_acceleration(
-        self, q: np.ndarray, qdot: np.ndarray, qddot_guess: np.ndarray, fixed: Sequence[int] = ()
+        self, q: np.ndarray, qdot: np.ndarray, qddot_guess: np.ndarray, fixed: Sequence[int] | np.ndarray = ()
     ) -> np.ndarray:
         """Accelerations satisfying Phi_q qddot = -Phi_q_dot qdot (eq. 3) with ``qddot[fixed]`` kept."""
         qddot = np.array(qddot_guess, dtype=float)
@@ -367,9 +369,9 @@ class PlanarMechanism:
         n_points = len(self.points)
         if n_points == 0:
             raise ModelError(f"{self.name}: 'points' is empty; a mechanism needs at least two points")
-        for k, p in enumerate(self.points):
+        for k, point in enumerate(self.points):
             for axis in ("x", "y"):
-                value = getattr(p, axis)
+                value = getattr(point, axis)
                 if not np.isfinite(value):
                     raise ModelError(f"{self.name}: point {k} has non-finite {axis} = {value}")
         if not self.bodies:
@@ -409,8 +411,8 @@ class PlanarMechanism:
         set_ = object.__setattr__
         names: list[str] = []
         idx_x, idx_y, q0 = [], [], []
-        for p in self.points:
-            if p.fixed:
+        for point in self.points:
+            if point.fixed:
                 idx_x.append(-1)
                 idx_y.append(-1)
                 continue
@@ -419,7 +421,7 @@ class PlanarMechanism:
             names.append(f"x{k}")
             idx_y.append(len(names))
             names.append(f"y{k}")
-            q0 += [p.x, p.y]
+            q0 += [point.x, point.y]
         angle_q = []
         for r, rel in enumerate(self.relative_angles):
             angle_q.append(len(names))

@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mbfg.errors import DataError, MbfgError
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 #: Resolution of a figure written to a raster file (``path`` ending in .png) [dots per inch].
 DPI = 120
 
 
-def pyplot(what: str = "plotting"):
+def pyplot(what: str = "plotting") -> ModuleType:
     """``matplotlib.pyplot``, loaded on first use.
 
     Without a display (a Linux machine with neither ``DISPLAY`` nor ``WAYLAND_DISPLAY``: a cluster
@@ -48,7 +52,7 @@ def pyplot(what: str = "plotting"):
     return plt
 
 
-def save(fig, path: str | os.PathLike[str] | None) -> None:
+def save(fig: Figure, path: str | os.PathLike[str] | None) -> None:
     """Write ``fig`` to ``path`` (format from the extension, raster at :data:`DPI`); nothing when None."""
     if path is not None:
         fig.savefig(path, dpi=DPI)
@@ -137,7 +141,7 @@ def parameter_bars(result: Any) -> dict[str, np.ndarray]:
             "at_bound": np.array([p.at_bound for p in params], dtype=bool)}
 
 
-def calibration_figure(result: Any, log: Any = None, path: str | os.PathLike[str] | None = None):
+def calibration_figure(result: Any, log: Any = None, path: str | os.PathLike[str] | None = None) -> Figure:
     """A calibration at a glance: the fit, its residuals, the cost per step and the parameters.
 
     Axes, in a grid of n_obs + 1 rows and 2 columns (``fig.axes`` in this order):
@@ -240,7 +244,7 @@ def _parameter_axes(ax, result: Any) -> None:
 # ----------------------------------------------------------------------------- a simulated trajectory
 
 
-def trajectory_figure(traj: Any, path: str | os.PathLike[str] | None = None):
+def trajectory_figure(traj: Any, path: str | os.PathLike[str] | None = None) -> Figure:
     """A :class:`~mbfg.spook.Trajectory`: one panel per observation, then one per control, against t [s].
 
     Axes ``i`` < n_obs: observation i (hinge angles unwrapped as :meth:`~mbfg.spook.Trajectory.to_dataframe`
@@ -278,7 +282,7 @@ def trajectory_figure(traj: Any, path: str | os.PathLike[str] | None = None):
 # ----------------------------------------------------------------------------- a stream's replay
 
 
-def stream_figure(replay: Any, log: Any = None, path: str | os.PathLike[str] | None = None):
+def stream_figure(replay: Any, log: Any = None, path: str | os.PathLike[str] | None = None) -> Figure:
     """A :class:`~mbfg.graphs.stream.StreamReplay`: per observation the coordinate and its rate against t.
 
     Axes ``2 i`` (observation i): the log's readings when ``log`` is given (line 0, its rows), then the

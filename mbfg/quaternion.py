@@ -19,26 +19,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbfg._jax import jnp
+from mbfg._jax import Array, jnp
 
 # Below this squared angle a Taylor series replaces sin(x)/x: exact to float64
 # and, unlike the closed form, with finite derivatives at zero.
 _SMALL_SQ = 1e-10
 
 
-def multiply(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+def multiply(a: Array, b: Array) -> jnp.ndarray:
     """Hamilton product ``a * b`` of two quaternions (4,), scalar first."""
     aw, av = a[0], a[1:]
     bw, bv = b[0], b[1:]
     return jnp.concatenate([jnp.array([aw * bw - jnp.dot(av, bv)]), aw * bv + bw * av + jnp.cross(av, bv)])
 
 
-def conjugate(e: jnp.ndarray) -> jnp.ndarray:
+def conjugate(e: Array) -> Array:
     """Conjugate (the inverse of a unit quaternion), shape (4,)."""
     return e * jnp.array([1.0, -1.0, -1.0, -1.0])
 
 
-def exp(psi: jnp.ndarray) -> jnp.ndarray:
+def exp(psi: Array) -> jnp.ndarray:
     """Unit quaternion of the rotation vector psi (3,) [rad], eq. (2.13)."""
     angle_sq = jnp.dot(psi, psi)
     small = angle_sq < _SMALL_SQ
@@ -50,7 +50,7 @@ def exp(psi: jnp.ndarray) -> jnp.ndarray:
     return jnp.concatenate([jnp.array([c]), s * psi])
 
 
-def log(e: jnp.ndarray) -> jnp.ndarray:
+def log(e: Array) -> jnp.ndarray:
     """Rotation vector (3,) [rad] of a unit quaternion, the exact inverse of :func:`exp`.
 
     Takes the shorter of the two rotations that ``e`` and ``-e`` represent
@@ -66,18 +66,18 @@ def log(e: jnp.ndarray) -> jnp.ndarray:
     return scale * v
 
 
-def boxplus(e: jnp.ndarray, psi: jnp.ndarray) -> jnp.ndarray:
+def boxplus(e: Array, psi: Array) -> jnp.ndarray:
     """``e boxplus psi = e * exp(psi)``, eq. (2.14), renormalized against round-off."""
     out = multiply(e, exp(psi))
     return out / jnp.linalg.norm(out)
 
 
-def boxminus(e1: jnp.ndarray, e0: jnp.ndarray) -> jnp.ndarray:
+def boxminus(e1: Array, e0: Array) -> jnp.ndarray:
     """``e1 boxminus e0 = log(conj(e0) * e1)`` (3,), eq. (2.15): ``e0 boxplus psi == e1``."""
     return log(multiply(conjugate(e0), e1))
 
 
-def boxminus_small(e1: jnp.ndarray, e0: jnp.ndarray) -> jnp.ndarray:
+def boxminus_small(e1: Array, e0: Array) -> jnp.ndarray:
     """Small-angle rotation residual, seed 001 eq. (3.20), for residuals only.
 
     The exact difference (3.19) has derivatives that blow up as the angle
@@ -91,7 +91,7 @@ def boxminus_small(e1: jnp.ndarray, e0: jnp.ndarray) -> jnp.ndarray:
     return 2.0 * d[0] * d[1:]
 
 
-def to_matrix(e: jnp.ndarray) -> jnp.ndarray:
+def to_matrix(e: Array) -> jnp.ndarray:
     """Rotation matrix R_world_body (3, 3) of a unit quaternion (4,)."""
     w, x, y, z = e[0], e[1], e[2], e[3]
     return jnp.array(
@@ -103,7 +103,7 @@ def to_matrix(e: jnp.ndarray) -> jnp.ndarray:
     )
 
 
-def from_matrix_jax(R: jnp.ndarray) -> jnp.ndarray:
+def from_matrix_jax(R: Array) -> jnp.ndarray:
     """Unit quaternion (4,) of a rotation matrix (3, 3), in JAX (differentiable, vmappable).
 
     Shepperd's method without branching: all four candidate formulas are
@@ -123,7 +123,7 @@ def from_matrix_jax(R: jnp.ndarray) -> jnp.ndarray:
     return cand[jnp.argmax(diag)]
 
 
-def from_matrix(R: jnp.ndarray) -> jnp.ndarray:
+def from_matrix(R: Array) -> jnp.ndarray:
     """Unit quaternion (4,), w >= 0, of a rotation matrix (3, 3) (NumPy-side helper).
 
     Shepperd's method: picks the largest of w, x, y, z to divide by, so it is

@@ -33,7 +33,7 @@ def configuration_difference(x1: State, x0: State) -> jnp.ndarray:
 
 
 def multipliers(model: RigidModel, x0: State, v1: jnp.ndarray, u: jnp.ndarray, p: Mapping[str, Any], h: float,
-                lcp: bool = False):
+                lcp: bool = False) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     """Constraint impulses of the step x_k -> (., v_{k+1}) given the new velocity (inverse dynamics).
 
     lam_A from (2.30): ``A v_{k+1} + Sigma_A lam_A + a = 0``; lam_B from (2.31):
@@ -54,7 +54,9 @@ def multipliers(model: RigidModel, x0: State, v1: jnp.ndarray, u: jnp.ndarray, p
     if rows_f.B.shape[0]:
         q_B = rows_f.b + rows_f.B @ Jv1
         if lcp:
-            lam_B = solve_lcp(model.rows(x0, u, p, h).Sigma_B, q_B).z
+            Sigma_B = model.rows(x0, u, p, h).Sigma_B
+            assert Sigma_B is not None  # rows() fills it; only position_rows() leaves it None
+            lam_B = solve_lcp(Sigma_B, q_B).z
         else:
             lam_B = complementarity.solve(q_B, model.layout.groups, rows_f.friction)
     constraint_impulse = J_T(rows_f.A.T @ lam_A + rows_f.B.T @ lam_B)

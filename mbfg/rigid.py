@@ -35,28 +35,29 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from mbfg import complementarity, lie
 from mbfg import quaternion as quat
-from mbfg._jax import jax, jnp
+from mbfg._jax import Array, jax, jnp
 from mbfg.errors import ModelError
 from mbfg.parameters import ROTATION, Parameter, ParameterSet
 
 #: A number, or a sum of parameter names and numbers with signs, e.g. ``"L_A - r_A"``.
-ParamLike = Union[float, str]
+ParamLike = float | str
 Vec3 = tuple[ParamLike, ParamLike, ParamLike]
 
 WORLD = "world"
 _TERM = re.compile(r"\s*([+-])?\s*([A-Za-z_][A-Za-z0-9_]*|[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _terms(expression: str) -> tuple[tuple[float, str | float], ...]:
     """Parse ``"a - b + 0.5"`` into ((+1, "a"), (-1, "b"), (+1, 0.5)); ModelError if it is not such a sum."""
-    terms, pos = [], 0
+    terms: list[tuple[float, str | float]] = []
+    pos = 0
     while pos < len(expression):
         m = _TERM.match(expression, pos)
         if m is None or m.end() == pos or (terms and m.group(1) is None):
@@ -239,7 +240,7 @@ class AppliedForce:
     force: Vec3
 
 
-Joint = Union[Hinge, Ball, Lock]
+Joint = Hinge | Ball | Lock
 
 #: Regularization of each friction-bound (sigma) row, Delta of eq. 2.24.
 SIGMA_REGULARIZATION = 1e-10
@@ -256,10 +257,10 @@ class State(NamedTuple):
     in the body frames [rad/s].
     """
 
-    r: jnp.ndarray
-    e: jnp.ndarray
-    v: jnp.ndarray
-    w: jnp.ndarray
+    r: Array
+    e: Array
+    v: Array
+    w: Array
 
     def velocity(self) -> jnp.ndarray:
         """Generalized velocity, (6 nb,): per body [v (3), omega (3)]."""
@@ -365,7 +366,7 @@ class RigidModel:
 
     def _copy(self, **changes: Any) -> RigidModel:
         """A model like this one with some constructor arguments changed (name, joints, parameters)."""
-        args = dict(name=self.name, bodies=self.bodies, joints=self.joints, contacts=self.contacts,
+        args: dict[str, Any] = dict(name=self.name, bodies=self.bodies, joints=self.joints, contacts=self.contacts,
                     parameters=self.parameters, applied=self.applied, tilt=self.tilt,
                     observations=self.observations, description=self.description)
         args.update(changes)
@@ -517,7 +518,7 @@ class RigidModel:
         torque = -jnp.cross(state.w, M[:, 3:] * state.w)
         return jnp.concatenate([f_lin, torque], axis=1).reshape(-1)
 
-    def _frame_pose(self, frame: Frame, r: jnp.ndarray, R: jnp.ndarray, p: Mapping[str, Any]) -> tuple:
+    def _frame_pose(self, frame: Frame, r: Array, R: Array, p: Mapping[str, Any]) -> tuple:
         """(origin [m], R_world_frame) of an attachment frame."""
         s = resolve3(frame.position, p)
         if frame.body == WORLD:
@@ -525,7 +526,7 @@ class RigidModel:
         i = self.body_index[frame.body]
         return r[i] + R[i] @ s, R[i] @ jnp.asarray(frame.R())
 
-    def position_functions(self, r: jnp.ndarray, R: jnp.ndarray, p: Mapping[str, Any]) -> jnp.ndarray:
+    def position_functions(self, r: Array, R: Array, p: Mapping[str, Any]) -> jnp.ndarray:
         """Every position-level function the rows need (n_pos,), in layout order.
 
         Per joint its constraint rows g (F.1 for a hinge), then a hinge's angle;
@@ -582,7 +583,7 @@ class RigidModel:
         return jax.vmap(quat.to_matrix)(state.e)
 
     # -- Spook rows (pure JAX) -------------------------------------------------------
-    def rows(self, state: State, u: jnp.ndarray, p: Mapping[str, Any], h: float) -> Rows:
+    def rows(self, state: State, u: jnp.ndarray, p: Mapping[str, Any], h: float | jnp.ndarray) -> Rows:
         """The rows of the Spook system at state x_k with control u_k (eqs. 2.8-2.11, 2.17-2.19, 2.24-2.25).
 
         Sign convention (eq. 2.28): ``M v_{k+1} = M v_k + A^T lam_A + B^T lam_B + h (f + f_g)``;
@@ -593,7 +594,7 @@ class RigidModel:
         return self._assemble_rows(f_pos, J_pos, J_pos @ state.velocity(), u, p, h)
 
     def position_rows(
-        self, state: State, u: jnp.ndarray, p: Mapping[str, Any], h: float
+        self, state: State, u: jnp.ndarray, p: Mapping[str, Any], h: float | jnp.ndarray
     ) -> tuple[Rows, Callable[[jnp.ndarray], jnp.ndarray], Callable[[jnp.ndarray], jnp.ndarray]]:
         """:meth:`rows` without the Jacobian J_pos of the position functions: (rows_f, J, J^T).
 
@@ -615,7 +616,7 @@ class RigidModel:
         return rows_f, J, lambda y: pullback(y)[0]
 
     def _assemble_rows(self, f_pos: jnp.ndarray, J_pos: jnp.ndarray, Jv: jnp.ndarray, u: jnp.ndarray,
-                       p: Mapping[str, Any], h: float, dense: bool = True) -> Rows:
+                       p: Mapping[str, Any], h: float | jnp.ndarray, dense: bool = True) -> Rows:
         """The rows from the position functions f_pos (n_pos,), their Jacobian J_pos (n_pos, n) and
         J_pos v_k (n_pos,); A and B are built only by copying signed rows of J_pos. ``dense``: build
         the (nB, nB) Sigma_B too (the stepper's LCP); else only its per-group entries."""
@@ -836,8 +837,7 @@ class RigidModel:
     def check_configuration(self, state: State, parameters: Mapping[str, Any] | None = None) -> None:
         """Raise ModelError naming a joint whose constraint rows are singular (rank-deficient Jacobian) at ``state``."""
         p = parameters if parameters is not None else self.parameters.arrays()
-        _, J = self.position_jacobian(state, p)
-        J = np.asarray(J)
+        J = np.asarray(self.position_jacobian(state, p)[1])
         for block in self.layout.blocks:
             if block[0] in ("holonomic", "dry_hinge"):
                 G = J[block[2]]

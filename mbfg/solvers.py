@@ -31,6 +31,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import gtsam
 import numpy as np
@@ -118,6 +119,7 @@ def bounded_levenberg_marquardt(
     message, converged = "iteration limit", False
     for iteration in range(1, max_iterations + 1):
         t0 = time.perf_counter()
+        diag: Any  # the Hessian's diagonal: flat (_Blocked) or per key (_Ordinary)
         linear, diag = system.linearize(values)
         t_lin = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -194,6 +196,7 @@ class _Ordinary:
 
     def step(self, linear: gtsam.GaussianFactorGraph, diag: Mapping[int, np.ndarray], lam: float,
              values: gtsam.Values) -> tuple[gtsam.VectorValues, gtsam.VectorValues]:
+        assert self.ordering is not None  # set by linearize()
         delta = _bounded_step(linear, diag, lam, values, self.bounds, self.ordering)
         return delta, delta
 

@@ -19,33 +19,40 @@ of seed 001 App. D.1 (in :mod:`mbfg.lcp`). :func:`simulate` runs steps with
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from mbfg import quaternion as quat
-from mbfg._jax import jax, jnp
+from mbfg._jax import Array, jax, jnp
 from mbfg.errors import ModelError
 from mbfg.lcp import solve_lcp
 from mbfg.logs import Log, add_noise, quantize
 from mbfg.progress import Progress
 from mbfg.rigid import RigidModel, State
 
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
 
 class StepInfo(NamedTuple):
     """Multipliers of one step: lam_A (nA,), lam_B (nB,) [impulses], the slack w_B (nB,),
     and whether the LCP solve terminated properly (``lcp_ok``)."""
 
-    lam_A: jnp.ndarray
-    lam_B: jnp.ndarray
-    w_B: jnp.ndarray
-    lcp_ok: jnp.ndarray
+    lam_A: Array
+    lam_B: Array
+    w_B: Array
+    lcp_ok: Array
 
 
-def step(model: RigidModel, state: State, u: jnp.ndarray, p: Mapping[str, Any], h: float) -> tuple[State, StepInfo]:
+def step(
+    model: RigidModel, state: State, u: jnp.ndarray, p: Mapping[str, Any], h: float | jnp.ndarray
+) -> tuple[State, StepInfo]:
     """One Spook step x_k -> x_{k+1}.
 
     Args:
@@ -69,6 +76,7 @@ def step(model: RigidModel, state: State, u: jnp.ndarray, p: Mapping[str, Any], 
         r_A = rows.a - AMinv @ p_k
         chol = jax.scipy.linalg.cho_factor(S_AA)
     if nB:
+        assert rows.Sigma_B is not None  # rows() fills it; only position_rows() leaves it None
         S_BB = BMinv @ B.T + rows.Sigma_B
         r_B = rows.b - BMinv @ p_k
         if nA:
@@ -115,7 +123,7 @@ class Trajectory:
         """The state at step k."""
         return State(*(np.asarray(x[k]) for x in self.states))
 
-    def to_dataframe(self):
+    def to_dataframe(self) -> pd.DataFrame:
         """pandas DataFrame: ``t``, the observations (unwrapped hinge angles), the controls (u_k held on [t_k, t_k+1))."""
         import pandas as pd
 
@@ -144,7 +152,7 @@ class Trajectory:
         u = np.vstack([self.controls, self.controls[-1:]]) if len(self.controls) else np.zeros((len(self.t), n_u))
         return Log(np.asarray(self.t, dtype=float), y, u, self.model.observations, self.model.controls, source)
 
-    def plot(self, path: str | None = None):
+    def plot(self, path: str | os.PathLike[str] | None = None) -> Figure:
         """A figure of the trajectory (:func:`mbfg.plots.trajectory_figure`): one panel per observation
         ((n+1,) over ``t`` [s]; hinge angles unwrapped as in :meth:`to_dataframe` [rad], CoM coordinates [m]),
         then one per control (u_k held on [t_k, t_k+1)).
@@ -170,7 +178,7 @@ def unwrap_angles(model: RigidModel, observations: np.ndarray) -> np.ndarray:
 _COMPILED: dict[tuple, Any] = {}
 
 
-def _compiled_scan(model: RigidModel, x: State, controls: jnp.ndarray, p: Mapping[str, Any], h: jnp.ndarray):
+def _compiled_scan(model: RigidModel, x: State, controls: Array, p: Mapping[str, Any], h: Array):
     """``lax.scan`` of :func:`step`, compiled ahead of time once per model and chunk shape.
 
     Returns (compiled function, compile time [s]; 0 when it was cached).

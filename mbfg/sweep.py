@@ -44,14 +44,27 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from mbfg.errors import DataError, ModelError
 from mbfg.logs import Log
-from mbfg.sweep_tasks import (COLUMNS, COMPLIANCE, _row, calibration_task, crossval_task, default_cache_dir,
-                              identified_values)
+from mbfg.sweep_tasks import (
+    COLUMNS,
+    COMPLIANCE,
+    _row,
+    calibration_task,
+    crossval_task,
+    default_cache_dir,
+    identified_values,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    from mbfg.rigid import RigidModel
 
 __all__ = ["COLUMNS", "COMPLIANCE", "SweepResult", "default_cache_dir", "identified_values", "read_results", "sweep"]
 
@@ -118,16 +131,16 @@ class SweepResult:
     wall_s: float
 
     @property
-    def calibrations(self):
+    def calibrations(self) -> pd.DataFrame:
         """The calibration rows (one per cell)."""
         return self.frame[self.frame["kind"] == "calibration"].reset_index(drop=True)
 
     @property
-    def crossval(self):
+    def crossval(self) -> pd.DataFrame:
         """The cross-validation rows (one per tuned cell and other recording)."""
         return self.frame[self.frame["kind"] == "crossval"].reset_index(drop=True)
 
-    def matrix(self):
+    def matrix(self) -> pd.DataFrame:
         """The cross-validation matrix: rows (log, h, weight, eps) of the tuned cells, columns the scored
         recordings; the diagonal holds each calibration's own cost (seed 001 Tables 3-4 put them side by side)."""
         import pandas as pd
@@ -137,7 +150,7 @@ class SweepResult:
         return both.pivot_table(index=["log", "h", "weight", "eps"], columns="scored_log", values="score",
                                 dropna=False)
 
-    def plot(self, path: str | os.PathLike[str] | None = None):
+    def plot(self, path: str | os.PathLike[str] | None = None) -> Figure:
         """Seed 001 Figure 4 (identified parameters and cost against w) and the cross-validation heat map;
         saved to ``path`` if given. Needs matplotlib (``pip install 'mbfg[plot]'``)."""
         from mbfg.sweep_plot import plot
@@ -181,7 +194,7 @@ def _period(log: Log) -> float:
 
 
 def sweep(
-    model,
+    model: RigidModel | str,
     logs: Mapping[str, Log | str] | Sequence[Log | str],
     *,
     h: Iterable[float | None] | float | None = None,
@@ -227,7 +240,7 @@ def sweep(
         model = load_model(model)
     recordings = _as_logs(logs, model)
     hs = _values("h", h, allow_none=True)
-    ws = _values("weight", weight, allow_none=False)
+    ws = cast("list[float]", _values("weight", weight, allow_none=False))  # allow_none=False: no None
     epss = _values("eps", eps, allow_none=True)
     if any(e is not None for e in epss) and not any(n in model.parameters for n in COMPLIANCE):
         raise ModelError(f"eps: {model.name} has no compliance parameter ({', '.join(COMPLIANCE)})")

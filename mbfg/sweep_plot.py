@@ -7,20 +7,24 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mbfg.plots import save, pyplot
+from mbfg.plots import pyplot, save
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
-def _pyplot():
+def _pyplot() -> ModuleType:
     """``matplotlib.pyplot`` from :func:`mbfg.plots.pyplot` (``mbfg sweep --plot`` calls it before a sweep, so
     that a missing matplotlib is said at once)."""
     return pyplot("plotting a sweep")
 
 
-def plot(result: Any, path: str | os.PathLike[str] | None = None):
+def plot(result: Any, path: str | os.PathLike[str] | None = None) -> Figure:
     """One figure: per free parameter its identified value (with +-1 std bars) against the state error weight
     w, the cost per time-step against w (both log-scaled; one line per recording, h and eps, as seed 001
     Figure 4), and the cross-validation matrix as a heat map of log10(score). Returns the figure; saves it
@@ -60,7 +64,7 @@ def plot(result: Any, path: str | os.PathLike[str] | None = None):
         image = ax.imshow(data, aspect="auto", cmap="viridis")
         ax.set_xticks(range(matrix.shape[1]), [_short(c) for c in matrix.columns], rotation=45, ha="right",
                       fontsize="x-small")
-        ax.set_yticks(range(matrix.shape[0]), [_label(*i[:1], i[1], i[3]) + f" w={i[2]:g}" for i in matrix.index],
+        ax.set_yticks(range(matrix.shape[0]), [_label(i[0], i[1], i[3]) + f" w={i[2]:g}" for i in matrix.index],
                       fontsize="x-small")
         fig.colorbar(image, ax=ax, label="log10 score (diagonal: own cost)")
     ax.set_title("cross-validation")

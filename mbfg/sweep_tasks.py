@@ -14,10 +14,13 @@ import os
 import pickle
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mbfg.errors import MbfgError, ModelError
 from mbfg.logs import Log
+
+if TYPE_CHECKING:
+    from mbfg.rigid import RigidModel
 
 #: Parameters a swept compliance eps sets (those the model has).
 COMPLIANCE = ("eps_lin", "eps_rot", "eps")
@@ -73,9 +76,9 @@ def _setup_jax(cache_dir: str | bool | None) -> None:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
-    def listen(event: str, duration: float, **_: Any) -> None:
+    def listen(event: str, duration_secs: float, **_: Any) -> None:
         if event.startswith("/jax/core/compile/"):  # tracing, lowering to MLIR, backend compile
-            _COMPILE_S[0] += duration
+            _COMPILE_S[0] += duration_secs
 
     jax.monitoring.register_event_duration_secs_listener(listen)
     _JAX_READY["done"] = cache_dir
@@ -156,7 +159,7 @@ def crossval_task(model: tuple[str, bytes], calibration: Mapping[str, Any], log:
     return _run_task(row, work)
 
 
-def identified_values(model, row: Mapping[str, Any]) -> dict[str, Any]:
+def identified_values(model: RigidModel, row: Mapping[str, Any]) -> dict[str, Any]:
     """The parameter values a calibration row found (``value:NAME`` columns); a tilt's three rotation
     vector components ``value:tilt[x]`` ... become its rotation matrix."""
     values: dict[str, Any] = {}

@@ -93,7 +93,7 @@ def _sigmas(noise: gtsam.noiseModel.Base, name: str) -> np.ndarray:
     return np.asarray(noise.sigmas(), dtype=float)
 
 
-def _jacobian_factor(blocks: Sequence[tuple[int, np.ndarray]], b: np.ndarray, unit: gtsam.noiseModel.Base,
+def _jacobian_factor(blocks: Sequence[tuple[int, np.ndarray]], b: np.ndarray, unit: gtsam.noiseModel.Diagonal,
                      name: str) -> gtsam.JacobianFactor:
     if len(blocks) == 1:
         return gtsam.JacobianFactor(blocks[0][0], blocks[0][1], b, unit)
@@ -257,7 +257,7 @@ class VectorizedGraph:
         self._whiten = [1.0 / _sigmas(g.noise, g.ft.name) for g in self.groups]
         self._columns = [[blocks.columns(layout.slot_keys[:, s]) for s in range(layout.slot_keys.shape[1])]
                          for layout in self._layouts]
-        self._unit = {}
+        self._unit: dict[int, gtsam.noiseModel.Diagonal] = {}
         self._keys = [np.asarray(g.keys, dtype=np.uint64) for g in self.groups]
 
     @staticmethod
@@ -283,7 +283,7 @@ class VectorizedGraph:
             total += 0.5 * float(np.sum(r * r))
         return total
 
-    def _unit_noise(self, m: int) -> gtsam.noiseModel.Base:
+    def _unit_noise(self, m: int) -> gtsam.noiseModel.Diagonal:
         if m not in self._unit:
             self._unit[m] = gtsam.noiseModel.Unit.Create(m)
         return self._unit[m]
@@ -309,11 +309,11 @@ class VectorizedGraph:
                                                   group.ft.name))
         for factor in _remapped(self.others.linearize(values), self.blocks, self._unit_noise):
             linear.push_back(factor)
-            A, _ = factor.jacobian()
+            A_f, _ = factor.jacobian()
             col = 0
             for key in factor.keys():
                 size = self.blocks.size[key]
-                block = A[:, col : col + size]
+                block = A_f[:, col : col + size]
                 start = self.blocks.start[key]
                 diag[start : start + size] += np.einsum("ij,ij->j", block, block)
                 col += size

@@ -62,8 +62,8 @@ angle >= 0.832).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from scipy.integrate import solve_ivp

@@ -143,7 +143,7 @@ def test_battery_catches_a_wrong_rot3_jacobian():
 
     @rotate.defjvp
     def rotate_jvp(primals, tangents):
-        (R, v), (dR, dv) = primals, tangents
+        (R, v), (_dR, dv) = primals, tangents
         # Drops the dR term: a Jacobian that ignores the rotation.
         return rotate(R, v), R @ dv
 
@@ -247,7 +247,7 @@ def test_residual_is_traced_once_per_factor_type_not_per_instance():
     noise = gtsam.noiseModel.Unit.Create(3)
 
     traces_after_first = None
-    for i in range(20):
+    for _ in range(20):
         target, weight = rng.standard_normal(3), float(rng.uniform(0.5, 2.0))
         factor = ft.make([key], noise, target, weight)
         values = gtsam.Values()

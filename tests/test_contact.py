@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from mbfg._jax import jax, jnp
 from mbfg.models import particle
 from mbfg.rigid import contact_normal_b
 from mbfg.spook import simulate
-from mbfg._jax import jax, jnp
 
 
 def _closed_form(t: np.ndarray, P: dict) -> tuple[np.ndarray, np.ndarray]:

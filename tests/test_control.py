@@ -7,8 +7,6 @@ the Spook step and against central differences; the controls against a simulatio
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 
@@ -19,7 +17,6 @@ from mbfg.errors import ModelError
 from mbfg.factors.control import motor_link, step_residual
 from mbfg.graphs.control import RecedingHorizon, solve_one_step
 from mbfg.logs import read_log
-from mbfg.models import furuta
 from mbfg.rigid import State
 
 H = 1e-3

@@ -27,7 +27,7 @@ from mbfg.calibration import calibrate  # noqa: E402
 from mbfg.errors import DataError, MbfgError  # noqa: E402
 from mbfg.logs import Log  # noqa: E402
 from mbfg.models import load_model, pendulum  # noqa: E402
-from mbfg.plots import calibration_curves, pyplot  # noqa: E402
+from mbfg.plots import pyplot  # noqa: E402
 from mbfg.spook import Trajectory, simulate, unwrap_angles  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 import yaml
 
 README = Path(__file__).resolve().parents[1] / "README.md"

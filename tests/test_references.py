@@ -102,8 +102,10 @@ def test_analytic_derivatives_match_jax_autodiff_of_own_geometry():
 
         def links(th):
             p1, p2 = points(th)
+            def ang(a, b):
+                return jnp.arctan2(b[1] - a[1], b[0] - a[0])
+
             # (mass, I_cog, cog, angle)
-            ang = lambda a, b: jnp.arctan2(b[1] - a[1], b[0] - a[0])
             return [
                 (1.0, 1.0 / 12, 0.5 * (A + p1), ang(A, p1)),
                 (2.0, 2.0 * 4 / 12, 0.5 * (p1 + p2), ang(p1, p2)),
@@ -125,7 +127,8 @@ def test_analytic_derivatives_match_jax_autodiff_of_own_geometry():
             c, _ = cogs_and_angles(th)
             return G * jnp.sum(masses * c[:, 1])
 
-        p2_fn = lambda th: points(th)[1]
+        def p2_fn(th):
+            return points(th)[1]
 
         def all_terms(th):
             return dict(p2=p2_fn(th), dp2=jax.jacfwd(p2_fn)(th),
@@ -170,7 +173,9 @@ def test_fourbar_energy_conserved_over_5s_free_swing(free_swing):
 def test_fourbar_free_swing_turning_point_matches_potential_level(free_swing):
     # Released at rest: the crank turns back where V(theta) = V(0).
     V0 = R.fourbar_potential(0.0, G)[0]
-    f = lambda th: float(R.fourbar_potential(th, G)[0] - V0)
+    def f(th):
+        return float(R.fourbar_potential(th, G)[0] - V0)
+
     th_turn = brentq(f, -3.9, -3.5, xtol=1e-14)
     assert free_swing["theta"].min() == pytest.approx(th_turn, abs=1e-6)
     assert free_swing["theta"].max() == pytest.approx(0.0, abs=1e-6)

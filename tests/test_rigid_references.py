@@ -183,11 +183,11 @@ def test_reference_ode_satisfies_lagrange_equations_of_position_based_energy(nam
             ctrl, Q = None, np.array([-p["b"] * y[1]])
         elif name == "double_pendulum":
             tau = np.array([0.3, -0.2])
-            ctrl = lambda t: tau  # noqa: E731
+            ctrl = lambda t, tau=tau: tau  # noqa: E731
             Q = tau - np.array([p["b1"] * y[2], p["b2"] * y[3]])
         else:
             u = 1.7
-            ctrl = lambda t: u  # noqa: E731
+            ctrl = lambda t, u=u: u  # noqa: E731
             Q = np.array([p["K"] * u - p["b_1"] * y[2], -p["b_2"] * y[3]])
         res, scale = lagrange_residual(ode, energy_fn, y, p, g, ctrl, Q)
         assert np.abs(res).max() < 1e-7 * scale, (y, res, scale)

@@ -17,8 +17,8 @@ import pytest
 from mbfg import quaternion as quat
 from mbfg.errors import ModelError
 from mbfg.models import STIFF, double_pendulum, furuta, particle, pendulum
-from mbfg.rigid import Body, Frame, Hinge, RigidModel, State
 from mbfg.parameters import Parameter, ParameterSet
+from mbfg.rigid import Body, Frame, Hinge, RigidModel, State
 from mbfg.spook import simulate, step
 
 try:  # tests/ on sys.path (pytest's default import of this file)

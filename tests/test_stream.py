@@ -16,7 +16,6 @@ import os
 import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import gtsam

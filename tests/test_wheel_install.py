@@ -69,7 +69,8 @@ def wheel(tmp_path_factory) -> Path:
         REPO,
         src,
         ignore=shutil.ignore_patterns(
-            ".git", "*.egg-info", "build", "dist", "__pycache__", ".pytest_cache", ".venv", ".ipynb_checkpoints"
+            ".git", "*.egg-info", "build", "dist", "__pycache__", ".pytest_cache", ".venv", ".ipynb_checkpoints",
+            ".mypy_cache", ".ruff_cache",
         ),
     )
     return _build_wheel(src, tmp / "dist")

@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from typing import Any
-
+from typing import Any, TypeGuard
 
 from mbfg.errors import ModelError
 
@@ -60,7 +59,7 @@ def _positive(name: str, value: Any) -> float:
 
 
 
-def _usable(value: Any) -> bool:
+def _usable(value: Any) -> TypeGuard[float]:
     """A positive finite number in a calibration JSON (not a bool, not null)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 

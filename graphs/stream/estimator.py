@@ -16,8 +16,6 @@ from mbfg import keys
 from mbfg.adapter import noise_model
 from mbfg.errors import ModelError
 from mbfg.factors._rigid import fixed_values, variables_for
-from mbfg.rigid import RigidModel, State
-
 from mbfg.graphs.stream.config import (
     DEFAULT_RELINEARIZE_THRESHOLD,
     _decimals,
@@ -31,6 +29,8 @@ from mbfg.graphs.stream.readout import _Readout, _wrap
 from mbfg.graphs.stream.replay import _Replay
 from mbfg.graphs.stream.results import DEFAULT_SIGMA, Estimate, StreamStatus, StreamStep
 from mbfg.graphs.stream.window import _ISAM2Window
+from mbfg.rigid import RigidModel, State
+
 
 class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
     """Fixed-lag smoother of a rigid-body model over a stream of encoder samples (module docstring).
@@ -177,6 +177,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         if sigma_observation is None:
             if ppr is not None:
                 base = calibration_sigma if calibration_sigma else DEFAULT_SIGMA
+                assert self.step_rad is not None  # set with ppr
                 sig = np.where(self.hinge, self.step_rad / math.sqrt(12.0), base)
             else:
                 sig = np.full(n_obs, calibration_sigma if calibration_sigma else DEFAULT_SIGMA)
@@ -346,7 +347,8 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         """True once a complete sample has started the smoother."""
         return self._smoother is not None
 
-    def push(self, t: float, readings: Sequence[float | None], controls: Sequence[float] | None = None) -> StreamStep:
+    def push(self, t: float, readings: Sequence[float | None],
+             controls: Sequence[float] | np.ndarray | None = None) -> StreamStep:
         """Feed one sample: time [s], one reading per observation (raw counts with ``ppr``, else rad / m;
         None for a reading the sensor did not deliver, NaN/inf for a broken one: a fault), and the
         controls of this instant (held until the next state time; None: the last ones).
@@ -447,6 +449,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
                 if "resync" in flags and not np.isnan(y).any():
                     # The readings moved for good: start afresh from them, the velocity carried over.
                     self._update()
+                    assert self._filtered is not None  # set by the update
                     self._restart_velocity = self._filtered.velocity.copy()
                     self._k = k
                     self._start(k, y, held_u)
@@ -507,6 +510,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         at the end of a stream). Returns their step (None when none wait). Never raises, as :meth:`push`."""
         if not self._pending or self._smoother is None:
             return None
+        assert self._t0 is not None  # set with the smoother
         t = self._t0 + self._pending[-1][0] * self.h
         try:
             added, smoothed_added = self._update()
@@ -521,6 +525,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         if not ks:
             return ()
         est = self._smoother
+        assert self._t0 is not None  # set with the smoother
         nb = self.model.nb
         T_world_body = np.array([[est.calculateEstimatePose3(keys.X(k, i)).matrix() for i in range(nb)] for k in ks])
         vel = np.array([est.calculateEstimateVector(keys.V(k)) for k in ks])

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mbfg.graphs.stream.readout import _wrap
 from mbfg.graphs.stream.results import StreamStep, StreamWarning
 
+if TYPE_CHECKING:  # the estimator's attributes and methods the mixin uses
+    from mbfg.graphs.stream._host import _StreamHost
+else:
+    _StreamHost = object
 
-class _FaultGate:
+
+class _FaultGate(_StreamHost):
     """The fault handling of :class:`StreamEstimator` (a mixin): warnings once per kind, dropped samples,
     encoder unwrapping and the jump gate."""
 
@@ -98,6 +104,7 @@ class _FaultGate:
             prev_raw, prev = self._raw_prev[c], self._unwrapped[c]
             guess = None if pred is None or not np.isfinite(pred[c]) else float(pred[c])
             if self.counts and self.hinge[c]:
+                assert self.step_rad is not None  # counts need ppr
                 if np.isnan(prev_raw):
                     counts = raw
                 elif self.counter_modulus is not None:
@@ -156,6 +163,7 @@ class _FaultGate:
                 self.status.jumps += 1
                 if "jump" not in flags:
                     flags.append("jump")
+                assert self._t0 is not None  # set by the first sample
                 self._warn("jump", f"stream: reading {self.model.observations[c]!r} at t = {self._t0 + k * self.h:g} s "
                            f"is {abs(innovation[c]):.3g} from the prediction (more than {self.jump:.3g}); left out")
                 out[c] = np.nan

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import gtsam
 import numpy as np
@@ -17,11 +17,16 @@ from mbfg.factors.impulse import impulse_factor, impulse_keys, impulse_type
 from mbfg.factors.initial_state import initial_state_type
 from mbfg.factors.observation import observation_factor, observation_keys, observation_type
 from mbfg.graphs.joint import initial_states
+from mbfg.graphs.stream.results import VELOCITY_PRIOR_SIGMA, Estimate
 from mbfg.rigid import State
 
-from mbfg.graphs.stream.results import VELOCITY_PRIOR_SIGMA, Estimate
+if TYPE_CHECKING:  # the estimator's attributes and methods the mixin uses
+    from mbfg.graphs.stream._host import _StreamHost
+else:
+    _StreamHost = object
 
-class _GraphGrowth:
+
+class _GraphGrowth(_StreamHost):
     """The graph growth of :class:`StreamEstimator` (a mixin): new smoothers, predictions, updates."""
 
     def _state_keys(self, k: int) -> list[int]:
@@ -122,6 +127,7 @@ class _GraphGrowth:
         r = np.array([[p.translation() for p in poses] for poses, _ in states])
         vel = np.array([v for _, v in states])
         q, _ = self._readout(R, r, vel)
+        assert self._filtered is not None  # the window's newest state has its filtered estimate
         start = self._filtered.coordinates
         steps = np.diff(np.vstack([start, q]), axis=0)
         steps = np.where(self.hinge, np.arctan2(np.sin(steps), np.cos(steps)), steps)

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from mbfg import quaternion as quat
 from mbfg._jax import jax
 from mbfg.rigid import WORLD, Hinge, RigidModel, State
+
 
 def _wrap(x: np.ndarray | float) -> np.ndarray:
     return np.arctan2(np.sin(x), np.cos(x))

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import math
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mbfg.errors import DataError
+from mbfg.graphs.stream.results import Estimate, StreamReplay
 from mbfg.logs import Log
 from mbfg.progress import Progress
 from mbfg.rigid import State
 
-from mbfg.graphs.stream.results import Estimate, StreamReplay
+if TYPE_CHECKING:  # the estimator's attributes and methods the mixin uses
+    from mbfg.graphs.stream._host import _StreamHost
+else:
+    _StreamHost = object
 
 
-class _Replay:
+class _Replay(_StreamHost):
     """Replays and the end-of-stream window of :class:`StreamEstimator` (a mixin)."""
 
     # ------------------------------------------------------------------ whole logs, end of stream

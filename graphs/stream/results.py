@@ -3,12 +3,19 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mbfg import quaternion as quat
 from mbfg.rigid import State
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from mbfg.logs import Log
 
 #: Observation noise [rad or m] when neither a counts-per-revolution nor a calibration gives one.
 DEFAULT_SIGMA = 1e-3
@@ -169,7 +176,7 @@ class StreamReplay:
     status: StreamStatus
     parameters: dict[str, float] | None = None
 
-    def plot(self, log=None, path: str | None = None):
+    def plot(self, log: Log | None = None, path: str | os.PathLike[str] | None = None) -> Figure:
         """A figure of the replay (:func:`mbfg.plots.stream_figure`): per observation the log's readings (when
         ``log``, the replayed :class:`~mbfg.logs.Log`, is given) with the filtered and smoothed coordinate
         (n,) against t [s] [rad, m], and the filtered and smoothed rate [rad/s, m/s]; missing readings and

@@ -50,9 +50,7 @@ from mbfg.cli import (
     sweep,
 )
 from mbfg.cli.args import BLANCO_CLARACO_2021, CONTROL_NOTE, MARKLUND_2025
-from mbfg.cli.common import _eprint
-# Helpers the tests import from mbfg.cli, as from the single module it once was.
-from mbfg.cli.common import _model_with_params, _rigid_model  # noqa: F401
+from mbfg.cli.common import _eprint, _model_with_params, _rigid_model  # noqa: F401  (tests import these from here)
 from mbfg.errors import MbfgError
 
 __all__ = ["main", "build_parser"]

@@ -12,7 +12,15 @@ import time
 
 import numpy as np
 
-from mbfg.cli.args import BLANCO_CLARACO_2021, GRAVITY_HELP, MECHANISM_HELP, Subparsers, _finite_float, _positive_float, _positive_int
+from mbfg.cli.args import (
+    BLANCO_CLARACO_2021,
+    GRAVITY_HELP,
+    MECHANISM_HELP,
+    Subparsers,
+    _finite_float,
+    _positive_float,
+    _positive_int,
+)
 from mbfg.cli.common import _check_output, _describe, _eprint, _max_phi, _start, _wall, _write_csv
 from mbfg.errors import ModelError
 

@@ -281,7 +281,7 @@ def run(args: argparse.Namespace) -> int:
         on_warning=lambda message: _eprint(f"mbfg smooth: warning: {message}"),
     )
     source = "standard input" if args.input == "-" else args.input
-    columns = getattr(args, "columns", None)
+    columns: list[str] | None = getattr(args, "columns", None)
     if columns is not None:
         _columns("--columns", columns, model)
     inp = _open_input(args.input)
@@ -334,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
                     may_have_header = False
                     if names != columns:
                         raise DataError(f"{source}, line 1: the header names {', '.join(names)}, but --columns "
-                                        f"said {', '.join(columns)}")
+                                        f"said {', '.join(columns or [])}")
                     continue
                 header = names
                 i_t, i_y, i_u = begin(header)
