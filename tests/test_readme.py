@@ -81,7 +81,7 @@ def _run_until_ctrl_c(block: str, cwd: Path, env: dict[str, str]) -> str:
     lines = len(source.read_text().splitlines())
     proc = subprocess.Popen(["bash", "-c", code], cwd=cwd, env=env, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # its own process group, as a terminal's foreground job
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 600
     while time.monotonic() < deadline and proc.poll() is None:
         if target.exists() and len(target.read_text().splitlines()) >= lines:
             break
