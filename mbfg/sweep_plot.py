@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import os
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,18 +17,12 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def _pyplot() -> ModuleType:
-    """``matplotlib.pyplot`` from :func:`mbfg.plots.pyplot` (``mbfg sweep --plot`` calls it before a sweep, so
-    that a missing matplotlib is said at once)."""
-    return pyplot("plotting a sweep")
-
-
 def plot(result: Any, path: str | os.PathLike[str] | None = None) -> Figure:
     """One figure: per free parameter its identified value (with +-1 std bars) against the state error weight
     w, the cost per time-step against w (both log-scaled; one line per recording, h and eps, as seed 001
     Figure 4), and the cross-validation matrix as a heat map of log10(score). Returns the figure; saves it
     to ``path`` if given."""
-    plt = _pyplot()
+    plt = pyplot("plotting a sweep")
     cal = result.calibrations
     ok = cal[cal["status"] == "ok"]
     names = [c[len("value:"):] for c in cal.columns if c.startswith("value:")]

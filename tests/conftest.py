@@ -17,8 +17,9 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="mbfg
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 # The suite checks numbers, not speed, and with fresh caches most of its time is XLA compiling the
 # factors' Jacobian programs: without LLVM's optimization passes the largest compiles take about half as
-# long while the compiled programs run a little slower (the whole suite: about 10 % less time). The
-# benchmarks (benchmarks/, not run under pytest) and users keep XLA's default. Subprocesses inherit it.
+# long while the compiled programs run a little slower (compare a file's time with and without it:
+# `XLA_FLAGS=--xla_backend_optimization_level=2 pytest -n 0 tests/test_plots.py`). The benchmarks
+# (benchmarks/, not run under pytest) and users keep XLA's default. Subprocesses inherit it.
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
 

@@ -188,7 +188,5 @@ def test_without_matplotlib_the_error_says_how_to_install_it(swing, calibrated, 
         calibrated.plot()
     with pytest.raises(MbfgError, match=r"pip install 'mbfg\[plot\]'"):
         traj.plot()
-    from mbfg.sweep_plot import _pyplot
-
     with pytest.raises(MbfgError, match=r"plotting a sweep needs matplotlib"):
-        _pyplot()
+        pyplot("plotting a sweep")  # as mbfg.sweep_plot.plot loads it
