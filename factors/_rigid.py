@@ -142,13 +142,13 @@ def example_step(rng: np.random.Generator, model: RigidModel, h: float = 1e-3) -
     """
     from mbfg.spook import step
 
-    coords = {j.name: rng.uniform(-1.0, 1.0) for j in model.hinges}
-    rates = {j.name: rng.uniform(1.0, 3.0) * rng.choice([-1.0, 1.0]) for j in model.hinges}
+    coords = {j.name: rng.uniform(-1.0, 1.0) for j in model.axial}
+    rates = {j.name: rng.uniform(1.0, 3.0) * rng.choice([-1.0, 1.0]) for j in model.axial}
     for b in model.bodies:
         if not any(j.b.body == b.name for j in model.joints):  # a free body, e.g. the particle
             rates.update({f"{b.name}.x": rng.uniform(0.5, 1.0)})
     x0 = model.initial_state(coords, rates)
-    if not model.hinges:  # touch the ground: the contact and its friction are active
+    if not model.axial:  # touch the ground: the contact and its friction are active
         x0 = x0._replace(r=cast(jax.Array, x0.r).at[:, 2].set(-1e-4))  # initial_state's are JAX arrays
     u = rng.uniform(-1.0, 1.0, size=len(model.controls))
     x1, _ = step(model, x0, jnp.asarray(u), model.parameters.arrays(), h)

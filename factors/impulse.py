@@ -79,12 +79,14 @@ def _example(name: str, free: tuple[str, ...]):
 
 
 # Registered at import so the shared Jacobian battery checks them: a frictional
-# Furuta pendulum with all 13 parameters free, the Stribeck pendulum, the particle on the ground.
+# Furuta pendulum with all 13 parameters free, the Stribeck pendulum, the particle on the ground, and the
+# linear stage (a slider with a motor, viscous and load-independent Coulomb friction, an applied offset).
 for _name, _free in (
     ("furuta-viscous", ("K", "J_Az", "J_Bx", "b_1", "b_2", "tilt")),
     ("furuta", ("K", "J_Ax", "J_Ay", "J_Az", "J_Bx", "J_By", "b_1", "b_2", "mu_r1", "mu_r2", "tilt")),
     ("pendulum-stribeck", ("J", "b", "mu_r", "dmu_r", "omega_s")),
     ("particle", ("mu",)),
+    ("linear-stage", ("M", "F_v", "F_c", "F_0")),
 ):
     _type = impulse_type(variables_for(example_model(_name), _free))
     _type.example = _example(_name, _free)

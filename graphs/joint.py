@@ -254,7 +254,7 @@ def filtfilt(b: np.ndarray, a: np.ndarray, x: np.ndarray, padlen: int) -> np.nda
 def initial_states(model: RigidModel, y: np.ndarray, h: float, parameters: Mapping[str, Any]) -> list[State]:
     """States at zero constraint violation matching readings y (n, n_obs), velocities by eq. 4.3
     (NumPy arrays)."""
-    hinges = {j.name for j in model.hinges}
+    hinges = {j.name for j in model.axial}  # hinge angles and slider displacements
     n = len(y)
     r = np.empty((n, model.nb, 3))
     e = np.empty((n, model.nb, 4))
@@ -281,7 +281,7 @@ def smooth_initial_states(
     cutoff_hz: float = DEFAULT_CUTOFF_HZ, iterations: int = SMOOTH_START_ITERATIONS, quiet: bool = False,
     damping_update: str = "tenfold",
 ) -> tuple[list[State], LMResult]:
-    """Initial states for a model with dry friction: the states of its smooth twin, parameters fixed.
+    """Initial states for a model with frictional joints (F.4): the states of its smooth twin, parameters fixed.
 
     The twin is :meth:`~mbfg.rigid.RigidModel.without_dry_friction` (every hinge
     row an equality row) at the same parameter values; its states are estimated
@@ -361,7 +361,9 @@ def build_joint_problem(
         raise DataError(f"{log.source}: h = {h} s leaves {n} time-steps; at least 3 are needed")
     p0 = model.parameters.numpy_values()
     start: LMResult | None = None
-    if states is None and model.has_dry_friction and smooth_start > 0:
+    # Only frictional joint rows need it (F.4: the joint forces live in complementarity rows); the
+    # twin of a Coulomb-only joint would just lose its friction force and start the states off it.
+    if states is None and model.has_frictional_joint_rows and smooth_start > 0:
         states, start = smooth_initial_states(model, log, h=h, weight=weight, cutoff_hz=cutoff_hz,
                                               iterations=smooth_start, quiet=quiet, damping_update=damping_update)
     if states is None:

@@ -15,10 +15,11 @@ splits into independent groups, one per frictional hinge (F.4) or contact
 - m tangent directions written as 2m rows, ``+d_i`` then ``-d_i``
   (``q_T = [omega; -omega]``, omega = D v_{k+1} the slip rates), with compliance
   eps_t on the diagonal and +1 in the bound's column (E);
-- one bound row ``U lam_N - E^T lam_T + Delta sigma = w_sigma`` (U = the friction
-  coefficients on the normal multipliers, Delta the regularization).
+- one bound row ``U lam_N - E^T lam_T + Delta sigma + q_sigma = w_sigma`` (U = the friction
+  coefficients on the normal multipliers, Delta the regularization, q_sigma = b_sigma a
+  load-independent bound: 0 in seed 000, ``h F_c`` for a Coulomb force F_c).
 
-With the friction bound f = U lam_N, the tangent rows give
+With the friction bound f = U lam_N + q_sigma, the tangent rows give
 ``lam_T+_i = max(0, -omega_i - sigma) / eps_t`` and ``lam_T-_i = max(0, omega_i - sigma) / eps_t``,
 and sigma is the root of the decreasing, convex, piecewise-linear
 
@@ -92,7 +93,9 @@ def solve_group(q: jnp.ndarray, g: Group, data: GroupData) -> tuple[jnp.ndarray,
     of q over those of Sigma_B (impulses [N s, N m s] in the stepper's rows).
     """
     lam_N = jnp.maximum(-q[g.normals], 0.0) / data.sigma_N
-    f = data.U @ lam_N  # the friction bound U lam_N
+    # The friction bound: U lam_N, plus the bound row's own q (its b; a load-independent bound such as
+    # a slider's h F_c, 0 for seed 000's friction, whose bound grows with the normal impulses only).
+    f = data.U @ lam_N + q[g.bound]
     omega = q[g.plus]
     a = jnp.abs(omega)
     S = jnp.asarray(_subsets(len(g.plus)))

@@ -50,7 +50,7 @@ import numpy as np
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
 from mbfg.errors import ModelError
-from mbfg.rigid import Hinge, RigidModel, State
+from mbfg.rigid import Hinge, Prismatic, RigidModel, State
 
 #: Components of a body velocity a target may name, ``BODY.vx`` ... ``BODY.wz``; v in the world
 #: [m/s], omega in the body frame [rad/s] (the model's generalized velocity, seed 000 eq. 2.2).
@@ -83,7 +83,7 @@ def check_controllable(model: RigidModel) -> None:
     if not model.controls:
         raise ModelError(f"{model.name}: the model has no controls (no hinge motor), so nothing to activate")
     for block in model.layout.blocks:
-        if block[0] == "dry_hinge":
+        if block[0] in ("dry_joint", "coulomb"):
             raise ModelError(
                 f"{model.name}: joint {block[1].name!r} has dry friction (complementarity rows); control "
                 "needs equality-constrained dynamics: use model.without_dry_friction() "
@@ -109,8 +109,8 @@ def _partition(model: RigidModel) -> _Partition:
             _, joint, pos, i0 = block
             joint_rows[joint.name] = len(holonomic)
             holonomic.extend(range(i0, i0 + pos.stop - pos.start))
-            if isinstance(joint, Hinge):
-                hinge_angle[joint.name] = pos.stop  # the angle follows the hinge's 5 rows (RigidModel layout)
+            if isinstance(joint, (Hinge, Prismatic)):
+                hinge_angle[joint.name] = pos.stop  # the coordinate follows the joint's 5 rows (RigidModel layout)
         elif kind in ("viscous", "motor"):
             force.append(block[3])
     return _Partition(np.array(holonomic, dtype=int), np.array(force, dtype=int), joint_rows, hinge_angle)

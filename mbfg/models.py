@@ -36,6 +36,7 @@ from mbfg.rigid import (
     Hinge,
     Motor,
     ParamLike,
+    Prismatic,
     RigidModel,
 )
 
@@ -63,8 +64,8 @@ def _p(name: str, value: float, unit: str, lower: float = -INF, upper: float = I
 
 def _compliance_parameters(eps_lin: float, eps_rot: float, tau: float) -> list[Parameter]:
     return [
-        _p("eps_lin", eps_lin, "m/N", 1e-14, INF, "compliance of the hinges' translational rows"),
-        _p("eps_rot", eps_rot, "rad/(N m)", 1e-14, INF, "compliance of the hinges' rotational rows"),
+        _p("eps_lin", eps_lin, "m/N", 1e-14, INF, "compliance of the joints' translational rows"),
+        _p("eps_rot", eps_rot, "rad/(N m)", 1e-14, INF, "compliance of the joints' rotational rows"),
         _p("tau", tau, "s", 0.0, INF, "constraint damping (relaxation time)"),
         _p("g", 9.81, "m/s^2", 0.0, INF, "gravitational acceleration"),
     ]
@@ -323,6 +324,48 @@ def particle() -> RigidModel:
     )
 
 
+# --------------------------------------------------------------------------- linear stage
+
+
+def linear_stage() -> RigidModel:
+    """A single-axis positioning stage: a carriage on a ball screw driven by a motor.
+
+    The carriage (mass ``M``) slides along the world x axis on a :class:`~mbfg.rigid.Prismatic`
+    joint ``x`` (its displacement [m] is the observation, as a linear encoder reads it). The
+    motor pushes with ``K_F * current`` through the rotor and screw inertia reflected to the
+    axis, ``J_r = J_rotor (2 pi / lead)^2`` [kg] (a motor of 1.2e-5 kg m^2 on a 20 mm lead: 1.18 kg).
+    Friction is viscous ``F_v`` plus a load-independent Coulomb force ``F_c``, and ``F_0`` is a
+    constant force offset (cable drag, a slight incline). Along the axis:
+
+        (M + J_r) x'' = K_F current - F_v x' - F_c sign(x') + F_0,  |friction| <= F_c while stuck.
+
+    Free by default: M, F_v, F_c, F_0. K_F and J_r are the datasheet's: with K_F free the
+    motion only fixes the ratios (M, F_v, F_c, F_0) / K_F, and M and J_r only their sum.
+    """
+    params = ParameterSet([
+        _p("M", 5.0, "kg", 1e-6, INF, "carriage mass", True),
+        _p("F_v", 20.0, "N s/m", 0.0, INF, "viscous friction", True),
+        _p("F_c", 8.0, "N", 0.0, INF, "Coulomb (dry) friction force", True),
+        _p("F_0", 0.0, "N", -INF, INF, "constant force offset along the axis", True),
+        _p("K_F", 150.0, "N/A", 0.0, INF, "motor force constant (motor torque constant x 2 pi / lead)"),
+        _p("J_r", 1.18, "kg", 1e-9, INF, "rotor and screw inertia reflected to the axis"),
+        _p("J_c", 0.01, "kg m^2", 1e-9, INF, "carriage inertia about its CoM (each axis; not excited)"),
+        *_compliance_parameters(*SOFT),
+    ])
+    slide = Prismatic("x", Frame(WORLD, (0.0, 0.0, 0.0), AXIS_FRAMES["x"]), Frame("carriage", (0.0, 0.0, 0.0),
+                      AXIS_FRAMES["x"]), eps_lin="eps_lin", eps_rot="eps_rot", tau="tau", viscous="F_v",
+                      coulomb="F_c", motor=Motor("current", "K_F", "J_r"))
+    return RigidModel(
+        "linear-stage",
+        [Body("carriage", "M", ("J_c", "J_c", "J_c"))],
+        [slide],
+        applied=[AppliedForce("carriage", ("F_0", 0.0, 0.0))],
+        parameters=params,
+        description="carriage on a ball screw (prismatic joint x): motor force K_F current, viscous and "
+        "Coulomb friction, offset",
+    )
+
+
 #: Built-in models by name (``mbfg models`` lists them).
 BUILTIN: dict[str, Callable[[], RigidModel]] = {
     "pendulum": lambda: pendulum("viscous"),
@@ -333,14 +376,20 @@ BUILTIN: dict[str, Callable[[], RigidModel]] = {
     "furuta": lambda: furuta(True),
     "furuta-viscous": lambda: furuta(False),
     "particle": particle,
+    "linear-stage": linear_stage,
     "dfki-double-pendulum": lambda: __import__("mbfg.dfki", fromlist=["x"]).dfki_double_pendulum(),
 }
 
 
 def load_model(name: str) -> RigidModel:
-    """A built-in model by name, or a model file (YAML, see :mod:`mbfg.model_file`) by path."""
+    """A built-in model by name, or a model file by path: YAML (see :mod:`mbfg.model_file`) or URDF
+    (``.urdf``, see :mod:`mbfg.urdf`)."""
     if name in BUILTIN:
         return BUILTIN[name]()
+    if name.lower().endswith(".urdf"):
+        from mbfg.urdf import load_urdf
+
+        return load_urdf(name)
     import os
 
     if os.path.exists(name) or name.endswith((".yaml", ".yml")):

@@ -31,8 +31,6 @@ of the Spook system (2.18 and 2.24) for the stepper in :mod:`mbfg.spook`.
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
@@ -44,209 +42,26 @@ from mbfg import quaternion as quat
 from mbfg._jax import Array, jax, jnp
 from mbfg.errors import ModelError
 from mbfg.parameters import ROTATION, Parameter, ParameterSet
-
-#: A number, or a sum of parameter names and numbers with signs, e.g. ``"L_A - r_A"``.
-ParamLike = float | str
-Vec3 = tuple[ParamLike, ParamLike, ParamLike]
-
-WORLD = "world"
-_TERM = re.compile(r"\s*([+-])?\s*([A-Za-z_][A-Za-z0-9_]*|[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*")
-
-
-@functools.cache
-def _terms(expression: str) -> tuple[tuple[float, str | float], ...]:
-    """Parse ``"a - b + 0.5"`` into ((+1, "a"), (-1, "b"), (+1, 0.5)); ModelError if it is not such a sum."""
-    terms: list[tuple[float, str | float]] = []
-    pos = 0
-    while pos < len(expression):
-        m = _TERM.match(expression, pos)
-        if m is None or m.end() == pos or (terms and m.group(1) is None):
-            raise ModelError(f"bad parameter expression {expression!r}: expected names and numbers joined by + and -")
-        sign = -1.0 if m.group(1) == "-" else 1.0
-        token = m.group(2)
-        terms.append((sign, token if token[0].isalpha() or token[0] == "_" else float(token)))
-        pos = m.end()
-    if not terms:
-        raise ModelError("empty parameter expression")
-    return tuple(terms)
-
-
-def resolve(value: ParamLike, p: Mapping[str, Any]) -> Any:
-    """The value of a :data:`ParamLike` given parameter values ``p`` (a JAX scalar or float)."""
-    if isinstance(value, str):
-        return sum(sign * (p[token] if isinstance(token, str) else token) for sign, token in _terms(value))
-    return value
-
-
-def resolve3(values: Sequence[ParamLike], p: Mapping[str, Any]) -> jnp.ndarray:
-    return jnp.stack([jnp.asarray(resolve(v, p), dtype=float) for v in values])
-
-
-def _param_names(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [token for _, token in _terms(value) if isinstance(token, str)]
-    if isinstance(value, (tuple, list)):
-        return [n for v in value for n in _param_names(v)]
-    return []
-
-
-# --------------------------------------------------------------------------- parts
-
-
-@dataclass(frozen=True)
-class Body:
-    """A rigid body.
-
-    Args:
-        name: unique name.
-        mass: [kg].
-        inertia: principal inertias (Jx, Jy, Jz) about the CoM, body frame [kg m^2].
-        position, rotation: pose used when no joint places the body (free bodies,
-            e.g. a particle): CoM position [m] and R_world_body (3, 3).
-    """
-
-    name: str
-    mass: ParamLike
-    inertia: Vec3
-    position: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    rotation: Any = None
-
-
-@dataclass(frozen=True)
-class Frame:
-    """An attachment frame fixed to a body (or to the world).
-
-    Args:
-        body: body name, or ``"world"``.
-        position: origin in the body frame, relative to the CoM [m] (world frame for the world).
-        rotation: R_body_frame (3, 3), a constant; identity by default.
-    """
-
-    body: str = WORLD
-    position: Vec3 = (0.0, 0.0, 0.0)
-    rotation: Any = None
-
-    def R(self) -> np.ndarray:
-        return np.eye(3) if self.rotation is None else np.asarray(self.rotation, dtype=float)
-
-
-@dataclass(frozen=True)
-class Motor:
-    """A motor on a hinge (seed 001 App. F, F.3): torque ``gain * u`` through a shaft of inertia ``shaft_inertia``.
-
-    Args:
-        control: name of the control signal u (e.g. a voltage [V]).
-        gain: torque per unit control [N m / unit of u].
-        shaft_inertia: rotor inertia about the hinge axis [kg m^2], > 0.
-    """
-
-    control: str
-    gain: ParamLike
-    shaft_inertia: ParamLike
-
-
-@dataclass(frozen=True)
-class Hinge:
-    """Hinge between frames ``a`` and ``b``: rotation about a's z axis only (F.1).
-
-    Args:
-        name: unique joint name; its angle is the observation of that name.
-        a, b: attachment frames; ``a`` is the parent (``b`` is placed from ``a``
-            when the model sets up a state from joint angles).
-        eps_lin: compliance of the 3 translational rows [m/N].
-        eps_rot: compliance of the 2 rotational rows [rad/(N m)].
-        tau: damping (relaxation time) of all 5 rows [s].
-        viscous: drag coefficient [N m s/rad] (F.2), or None.
-        dry: dry friction ``mu r`` [m] (F.4): the friction torque is bounded by
-            ``dry`` times the translational and ``dry / (1 m)`` times the
-            rotational constraint multipliers. None: no dry friction.
-        stribeck: ``(delta_mu_r [m], omega_s [rad/s])``: the dry coefficient becomes
-            ``dry + delta_mu_r * exp(-(omega_k / omega_s)^2)`` (seed 001 eq. 4.1), or None.
-        motor: a :class:`Motor`, or None.
-        friction_compliance: Sigma_t of the two tangential friction rows [rad/(N m s)]: while
-            the hinge sticks it creeps at friction_compliance times the friction impulse.
-    """
-
-    name: str
-    a: Frame
-    b: Frame
-    eps_lin: ParamLike = 1e-8
-    eps_rot: ParamLike = 1e-8
-    tau: ParamLike = 2e-3
-    viscous: ParamLike | None = None
-    dry: ParamLike | None = None
-    stribeck: tuple[ParamLike, ParamLike] | None = None
-    motor: Motor | None = None
-    friction_compliance: ParamLike = 1e-3
-
-
-@dataclass(frozen=True)
-class Ball:
-    """Ball joint: the origins of frames a and b coincide (3 rows)."""
-
-    name: str
-    a: Frame
-    b: Frame
-    eps: ParamLike = 1e-8
-    tau: ParamLike = 2e-3
-
-
-@dataclass(frozen=True)
-class Lock:
-    """Lock joint: frames a and b coincide in position and orientation (6 rows)."""
-
-    name: str
-    a: Frame
-    b: Frame
-    eps_lin: ParamLike = 1e-8
-    eps_rot: ParamLike = 1e-8
-    tau: ParamLike = 2e-3
-
-
-@dataclass(frozen=True)
-class Contact:
-    """A point of a body above a fixed plane: gap ``c = n . (p - origin) >= 0`` (2.21) with Coulomb friction (2.24).
-
-    Args:
-        name: unique name.
-        body: the body; ``point`` is the contact point in its frame, rel. to the CoM [m].
-        normal: plane normal in the world (unit after normalization); ``origin`` a point of the plane [m].
-        mu: friction coefficient [-]; friction acts along two world tangents, in
-            both senses each (a four-sided friction pyramid).
-        eps, tau: compliance [m/N] and damping [s] of the normal row.
-        friction_compliance: Sigma_t of the tangential rows [m/(N s)] (creep while sticking).
-        radius: a sphere of this radius [m] centred at ``point``: gap ``n . (p - origin) - radius``.
-            Friction acts through the centre (the rows' tangents are those of ``point``), so it
-            exerts no torque: the sphere slides without rolling, as a block would.
-    """
-
-    name: str
-    body: str
-    point: Vec3 = (0.0, 0.0, 0.0)
-    normal: tuple[float, float, float] = (0.0, 0.0, 1.0)
-    origin: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    mu: ParamLike = 0.0
-    eps: ParamLike = 1e-8
-    tau: ParamLike = 2e-3
-    friction_compliance: ParamLike = 1e-5
-    radius: ParamLike = 0.0
-
-
-@dataclass(frozen=True)
-class AppliedForce:
-    """A constant force on a body's CoM, world frame [N] (e.g. the push on seed 002's particle)."""
-
-    body: str
-    force: Vec3
-
-
-Joint = Hinge | Ball | Lock
-
-#: Regularization of each friction-bound (sigma) row, Delta of eq. 2.24.
-SIGMA_REGULARIZATION = 1e-10
-#: The paper unifies friction from force and torque multipliers with an
-#: arbitrary distance (seed 001 section 4.3); ours is 1 m.
-ROTATIONAL_FRICTION_DISTANCE = 1.0
+from mbfg.parts import (
+    ROTATIONAL_FRICTION_DISTANCE,
+    SIGMA_REGULARIZATION,
+    WORLD,
+    AppliedForce,
+    Axial,
+    Ball,
+    Body,
+    Contact,
+    Frame,
+    Hinge,
+    Joint,
+    Lock,
+    Motor,
+    ParamLike,
+    Prismatic,
+    _param_names,
+    resolve,
+    resolve3,
+)
 
 
 class State(NamedTuple):
@@ -347,9 +162,9 @@ class RigidModel:
         self.tilt = tilt
         self.body_index = {b.name: i for i, b in enumerate(self.bodies)}
         self._validate()
-        self.controls = tuple(dict.fromkeys(j.motor.control for j in self.hinges if j.motor is not None))
+        self.controls = tuple(dict.fromkeys(j.motor.control for j in self.axial if j.motor is not None))
         if observations is None:
-            observations = [j.name for j in self.hinges] or [f"{b.name}.{ax}" for b in self.bodies for ax in "xyz"]
+            observations = [j.name for j in self.axial] or [f"{b.name}.{ax}" for b in self.bodies for ax in "xyz"]
         self.observations = tuple(observations)
         for obs in self.observations:
             self._observation_fn(obs)  # raises ModelError on an unknown name
@@ -363,6 +178,11 @@ class RigidModel:
     @property
     def hinges(self) -> tuple[Hinge, ...]:
         return tuple(j for j in self.joints if isinstance(j, Hinge))
+
+    @property
+    def axial(self) -> tuple[Axial, ...]:
+        """The joints with one coordinate: hinges (an angle [rad]) and sliders (a displacement [m])."""
+        return tuple(j for j in self.joints if isinstance(j, (Hinge, Prismatic)))
 
     def _copy(self, **changes: Any) -> RigidModel:
         """A model like this one with some constructor arguments changed (name, joints, parameters)."""
@@ -378,15 +198,24 @@ class RigidModel:
 
     @property
     def has_dry_friction(self) -> bool:
-        """Some hinge has dry friction (its rows are complementarity rows: the residuals are piecewise smooth)."""
-        return any(j.dry is not None for j in self.hinges)
+        """Some hinge or slider has dry friction (complementarity rows: the residuals are piecewise smooth)."""
+        return any(j.dry is not None or j.coulomb is not None for j in self.axial)
+
+    @property
+    def has_frictional_joint_rows(self) -> bool:
+        """Some joint has load-dependent dry friction (F.4): its constraint rows are complementarity rows.
+
+        A load-independent ``coulomb`` bound leaves the constraint rows equality rows."""
+        return any(j.dry is not None for j in self.axial)
 
     def without_dry_friction(self) -> RigidModel:
-        """A copy whose hinges have no dry (or Stribeck) friction: every hinge row an equality row.
+        """A copy whose hinges and sliders have no dry, Coulomb or Stribeck friction: every joint row an
+        equality row.
 
         Same bodies, parameters and observations; named ``NAME-smooth``. Contacts are kept.
         """
-        joints = [replace(j, dry=None, stribeck=None) if isinstance(j, Hinge) else j for j in self.joints]
+        joints = [replace(j, dry=None, stribeck=None, coulomb=None) if isinstance(j, (Hinge, Prismatic)) else j
+                  for j in self.joints]
         return self._copy(name=f"{self.name}-smooth", joints=joints)
 
     def _validate(self) -> None:
@@ -441,8 +270,8 @@ class RigidModel:
                 if hasattr(j, attr):
                     check_positive(f"{where} {attr}", getattr(j, attr))
             check_params(f"{where} tau", j.tau)
-            if isinstance(j, Hinge):
-                for attr in ("viscous", "dry", "stribeck", "friction_compliance"):
+            if isinstance(j, (Hinge, Prismatic)):
+                for attr in ("viscous", "dry", "coulomb", "stribeck", "friction_compliance"):
                     check_params(f"{where} {attr}", getattr(j, attr))
                 if j.motor is not None:
                     check_params(f"{where} motor gain", j.motor.gain)
@@ -466,27 +295,34 @@ class RigidModel:
         groups: list[complementarity.Group] = []
         n_pos = n_A = n_B = 0
         for j in self.joints:
-            n_g = {Hinge: 5, Ball: 3, Lock: 6}[type(j)]
+            n_g = {Hinge: 5, Prismatic: 5, Ball: 3, Lock: 6}[type(j)]
             pos = slice(n_pos, n_pos + n_g)
             n_pos += n_g
-            angle = None
-            if isinstance(j, Hinge):
-                angle = n_pos
-                n_pos += 1
-            if isinstance(j, Hinge) and j.dry is not None:
+            if not isinstance(j, (Hinge, Prismatic)):
+                blocks.append(("holonomic", j, pos, n_A))
+                n_A += n_g
+                continue
+            coordinate = n_pos  # the angle or displacement follows the joint's rows
+            n_pos += 1
+            if j.dry is not None:
                 # Dry friction (F.4): the 5 rows become 10 one-sided contact rows (+g >= 0,
-                # -g >= 0), then 2 tangential rows (+/- the hinge rotation) and one bound.
-                blocks.append(("dry_hinge", j, pos, angle, n_B))
+                # -g >= 0), then 2 tangential rows (+/- the joint's rate) and one bound.
+                blocks.append(("dry_joint", j, pos, coordinate, n_B))
                 groups.append(complementarity.group(slice(n_B, n_B + 2 * n_g), n_B + 2 * n_g, 1))
                 n_B += 2 * n_g + 3
             else:
                 blocks.append(("holonomic", j, pos, n_A))
                 n_A += n_g
-            if isinstance(j, Hinge) and j.viscous is not None:
-                blocks.append(("viscous", j, angle, n_A))
+                if j.coulomb is not None:
+                    # A load-independent bound: no normal rows, 2 tangential rows and the bound.
+                    blocks.append(("coulomb", j, coordinate, n_B))
+                    groups.append(complementarity.group(slice(n_B, n_B), n_B, 1))
+                    n_B += 3
+            if j.viscous is not None:
+                blocks.append(("viscous", j, coordinate, n_A))
                 n_A += 1
-            if isinstance(j, Hinge) and j.motor is not None:
-                blocks.append(("motor", j, angle, n_A))
+            if j.motor is not None:
+                blocks.append(("motor", j, coordinate, n_A))
                 n_A += 1
         for c in self.contacts:
             blocks.append(("contact", c, slice(n_pos, n_pos + 3), n_B))
@@ -529,7 +365,7 @@ class RigidModel:
     def position_functions(self, r: Array, R: Array, p: Mapping[str, Any]) -> jnp.ndarray:
         """Every position-level function the rows need (n_pos,), in layout order.
 
-        Per joint its constraint rows g (F.1 for a hinge), then a hinge's angle;
+        Per joint its constraint rows g (F.1 for a hinge), then a hinge's angle or a slider's displacement;
         per contact the gap and the contact point's position along two tangents.
         The rows' Jacobians are the derivatives of these along ``q boxplus delta``.
         """
@@ -542,11 +378,11 @@ class RigidModel:
                 out += [o_b - o_a, jnp.stack([z_a @ R_b[:, 0], z_a @ R_b[:, 1]]), hinge_angle(R_a, R_b)[None]]
             elif isinstance(j, Ball):
                 out.append(o_b - o_a)
+            elif isinstance(j, Prismatic):
+                d_a = R_a.T @ (o_b - o_a)  # b's origin in frame a: on a's z axis when (x, y) = 0
+                out += [d_a[:2], _alignment_rows(R_a, R_b), d_a[2:]]
             else:
-                R_ab = R_a.T @ R_b
-                # The skew part of R_a^T R_b is sin(angle) * axis: zero at alignment, smooth.
-                rot = 0.5 * jnp.stack([R_ab[2, 1] - R_ab[1, 2], R_ab[0, 2] - R_ab[2, 0], R_ab[1, 0] - R_ab[0, 1]])
-                out += [o_b - o_a, rot]
+                out += [o_b - o_a, _alignment_rows(R_a, R_b)]
         for c in self.contacts:
             i = self.body_index[c.body]
             point = r[i] + R[i] @ resolve3(c.point, p)
@@ -644,24 +480,25 @@ class RigidModel:
             elif kind == "viscous":
                 # F.2: Sigma lam + G_bar v_{k+1} = 0 gives the drag impulse lam = -h c omega_{k+1}
                 # when Sigma = 1/(h c); c = 0 means no drag (floored to keep Sigma finite).
-                _, j, angle, i = block
+                _, j, coordinate, i = block
                 c = jnp.asarray(resolve(j.viscous, p), dtype=float)
-                A = A.at[i].set(J_pos[angle])
+                A = A.at[i].set(J_pos[coordinate])
                 Sigma_A = Sigma_A.at[i].set(1.0 / (h * jnp.maximum(c, 1e-12)))
                 Sigma_A_inv = Sigma_A_inv.at[i].set(h * c)
             elif kind == "motor":
                 # F.3: a shaft of inertia J_s driven by gain*u: J_s (w_{k+1} - w_k) = h gain u - lam, with
                 # w = G_bar v, i.e. Sigma lam + G_bar v_{k+1} = G_bar v_k + h gain u / J_s, Sigma = 1/J_s.
-                _, j, angle, i = block
+                # On a slider the same with the force gain * u and the reflected inertia J_s [kg].
+                _, j, coordinate, i = block
                 Js = jnp.asarray(resolve(j.motor.shaft_inertia, p), dtype=float)
                 gain = jnp.asarray(resolve(j.motor.gain, p), dtype=float)
-                G_bar = J_pos[angle]
+                G_bar = J_pos[coordinate]
                 A = A.at[i].set(G_bar)
                 Sigma_A = Sigma_A.at[i].set(1.0 / Js)
                 Sigma_A_inv = Sigma_A_inv.at[i].set(Js)
-                a = a.at[i].set(-(Jv[angle] + h * gain * controls[j.motor.control] / Js))
-            elif kind == "dry_hinge":
-                _, j, pos, angle, i0 = block
+                a = a.at[i].set(-(Jv[coordinate] + h * gain * controls[j.motor.control] / Js))
+            elif kind == "dry_joint":
+                _, j, pos, coordinate, i0 = block
                 g, G = f_pos[pos], J_pos[pos]
                 eps, tau = self._compliance(j, p)
                 gamma = 1.0 / (1.0 + 4.0 * tau / h)
@@ -671,14 +508,23 @@ class RigidModel:
                 sigma_N = jnp.tile(4.0 / h**2 * eps * gamma, 2)
                 b_g = 4.0 / h * gamma * g - gamma * Jv[pos]  # (2.24), row 2
                 b = b.at[normals].set(jnp.concatenate([b_g, -b_g]))
-                G_bar = J_pos[angle]
-                mu_r = jnp.asarray(resolve(j.dry, p), dtype=float)
-                if j.stribeck is not None:
-                    dmu, omega_s = (jnp.asarray(resolve(x, p), dtype=float) for x in j.stribeck)
-                    mu_r = mu_r + dmu * jnp.exp(-(Jv[angle] / omega_s) ** 2)  # (4.1), omega at step k
-                U = jnp.concatenate([jnp.full(3, mu_r), jnp.full(2, mu_r / ROTATIONAL_FRICTION_DISTANCE)])
+                G_bar = J_pos[coordinate]
+                mu_r = jnp.asarray(resolve(j.dry, p), dtype=float) + _stribeck(j, Jv[coordinate], p)
+                # Translational rows first: 3 on a hinge, 2 on a slider; the rest are rotational.
+                n_lin = 3 if isinstance(j, Hinge) else 2
+                U = jnp.concatenate([jnp.full(n_lin, mu_r), jnp.full(n_g - n_lin, mu_r / ROTATIONAL_FRICTION_DISTANCE)])
                 data = _friction_data(sigma_N, jnp.tile(U, 2), 1, resolve(j.friction_compliance, p))
                 B, Sigma_B = _friction_rows(B, Sigma_B, i0 + 2 * n_g, jnp.stack([G_bar, -G_bar]), normals, data)
+                b = b.at[i0 + 2 * n_g + 2].set(h * _coulomb(j, None, p))  # the load-independent part of the bound
+                friction.append(data)
+            elif kind == "coulomb":
+                # The bound row ``U lam_N - E^T lam_T + Delta sigma + b = w_sigma`` of (2.24) without normal
+                # rows and with b = h F_c: the friction impulse of the step is at most h F_c.
+                _, j, coordinate, i0 = block
+                G_bar = J_pos[coordinate]
+                data = _friction_data(jnp.zeros(0), jnp.zeros(0), 1, resolve(j.friction_compliance, p))
+                B, Sigma_B = _friction_rows(B, Sigma_B, i0, jnp.stack([G_bar, -G_bar]), slice(i0, i0), data)
+                b = b.at[i0 + 2].set(h * _coulomb(j, Jv[coordinate], p))
                 friction.append(data)
             elif kind == "contact":
                 _, c, pos, i0 = block
@@ -702,8 +548,9 @@ class RigidModel:
             eps = jnp.full(3, resolve(j.eps, p))
         else:
             lin, rot = resolve(j.eps_lin, p), resolve(j.eps_rot, p)
+            n_lin = 2 if isinstance(j, Prismatic) else 3
             n_rot = 2 if isinstance(j, Hinge) else 3
-            eps = jnp.concatenate([jnp.full(3, lin), jnp.full(n_rot, rot)])
+            eps = jnp.concatenate([jnp.full(n_lin, lin), jnp.full(n_rot, rot)])
         return eps, tau
 
     # -- observations and energy (pure JAX) ------------------------------------------
@@ -716,13 +563,21 @@ class RigidModel:
                 return hinge_angle(self._frame_pose(j.a, r, R, p)[1], self._frame_pose(j.b, r, R, p)[1])
 
             return angle
+        if name in joints and isinstance(joints[name], Prismatic):
+            s = joints[name]
+
+            def displacement(r: jnp.ndarray, R: jnp.ndarray, p: Mapping[str, Any]) -> jnp.ndarray:
+                o_a, R_a = self._frame_pose(s.a, r, R, p)
+                return R_a[:, 2] @ (self._frame_pose(s.b, r, R, p)[0] - o_a)
+
+            return displacement
         body, _, axis = name.rpartition(".")
         if body in self.body_index and axis in ("x", "y", "z"):
             i, k = self.body_index[body], "xyz".index(axis)
             return lambda r, R, p: r[i, k]
         raise ModelError(
-            f"{self.name}: unknown observation {name!r}; expected a hinge name "
-            f"({', '.join(h.name for h in self.hinges) or 'none'}) or BODY.x/y/z"
+            f"{self.name}: unknown observation {name!r}; expected a hinge or slider name "
+            f"({', '.join(h.name for h in self.axial) or 'none'}) or BODY.x/y/z"
         )
 
     def angle_observation_mask(self) -> np.ndarray:
@@ -732,11 +587,12 @@ class RigidModel:
 
     def holonomic_rows(self) -> np.ndarray:
         """Indices into :meth:`position_functions` of every joint's constraint rows g (frictional joints too)."""
-        rows = [np.arange(b[2].start, b[2].stop) for b in self.layout.blocks if b[0] in ("holonomic", "dry_hinge")]
+        rows = [np.arange(b[2].start, b[2].stop) for b in self.layout.blocks if b[0] in ("holonomic", "dry_joint")]
         return np.concatenate(rows) if rows else np.zeros(0, dtype=int)
 
     def observe(self, state: State, p: Mapping[str, Any]) -> jnp.ndarray:
-        """Observation function h(x; chi) (n_obs,): hinge angles in (-pi, pi] [rad], CoM coordinates [m]."""
+        """Observation function h(x; chi) (n_obs,): hinge angles in (-pi, pi] [rad], slider displacements and
+        CoM coordinates [m]."""
         R = self.rotations(state)
         return jnp.stack([self._observation_fn(name)(state.r, R, p) for name in self.observations])
 
@@ -748,7 +604,7 @@ class RigidModel:
         f_pos, J_pos = self.position_jacobian(state, p)
         for block in self.layout.blocks:
             kind, j = block[0], block[1]
-            if kind in ("holonomic", "dry_hinge"):
+            if kind in ("holonomic", "dry_joint"):
                 eps, _ = self._compliance(j, p)
                 g = f_pos[block[2]]
                 E = E + 0.5 * jnp.sum(g * g / eps)
@@ -767,21 +623,22 @@ class RigidModel:
         parameters: Mapping[str, Any] | None = None,
         numpy: bool = False,
     ) -> State:
-        """A state at zero constraint violation from joint angles and rates.
+        """A state at zero constraint violation from joint coordinates and rates.
 
         Bodies are placed through the joints in order (a hinge rotates ``b`` by
-        its angle about ``a``'s z axis; balls and locks keep the frames aligned);
+        its angle about ``a``'s z axis, a slider moves it by its displacement along
+        that axis; balls and locks keep the frames aligned);
         bodies no joint places keep their own pose, with their velocity from
         ``rates["body.x"]`` etc.
 
         Args:
-            coordinates: hinge angles [rad] by joint name (0 if absent).
-            rates: hinge angle rates [rad/s] by joint name, CoM velocities [m/s] as ``"body.x"``.
+            coordinates: hinge angles [rad] and slider displacements [m] by joint name (0 if absent).
+            rates: their rates [rad/s, m/s] by joint name, CoM velocities [m/s] as ``"body.x"``.
             parameters: parameter values (default: the model's own).
             numpy: return NumPy arrays (set-up code building thousands of states), not JAX arrays.
         """
         coordinates, rates = dict(coordinates or {}), dict(rates or {})
-        known = {j.name for j in self.hinges} | {f"{b.name}.{ax}" for b in self.bodies for ax in "xyz"}
+        known = {j.name for j in self.axial} | {f"{b.name}.{ax}" for b in self.bodies for ax in "xyz"}
         for name in [*coordinates, *rates]:
             if name not in known:
                 raise ModelError(f"{self.name}: unknown coordinate {name!r}; expected one of {sorted(known)}")
@@ -809,13 +666,20 @@ class RigidModel:
             if placed[ib]:
                 continue  # a loop closure: the body is placed already
             o_a, R_a, v_a, w_a = pose(j.a)
-            angle, rate = (coordinates.get(j.name, 0.0), rates.get(j.name, 0.0)) if isinstance(j, Hinge) else (0, 0)
-            R_b = R_a @ _rot_z(angle)
+            coordinate, rate = coordinates.get(j.name, 0.0), rates.get(j.name, 0.0)
+            z_a = R_a[:, 2]
+            if isinstance(j, Hinge):
+                R_b, o_b, w_world[ib], v_ob = R_a @ _rot_z(coordinate), o_a, w_a + rate * z_a, v_a
+            elif isinstance(j, Prismatic):
+                o_b = o_a + coordinate * z_a
+                # b's origin moves with the point of a under it, plus the slide.
+                R_b, w_world[ib], v_ob = R_a, w_a, v_a + np.cross(w_a, o_b - o_a) + rate * z_a
+            else:
+                R_b, o_b, w_world[ib], v_ob = R_a, o_a, w_a, v_a
             R[ib] = R_b @ j.b.R().T
             s_b = np.array([float(resolve(x, p)) for x in j.b.position])
-            r[ib] = o_a - R[ib] @ s_b
-            w_world[ib] = w_a + rate * R_a[:, 2]
-            v_lin[ib] = v_a + np.cross(w_world[ib], r[ib] - o_a)
+            r[ib] = o_b - R[ib] @ s_b
+            v_lin[ib] = v_ob + np.cross(w_world[ib], r[ib] - o_b)
             placed[ib] = True
         e = np.stack([quat.from_matrix(Ri) for Ri in R])
         w_body = np.einsum("bji,bj->bi", R, w_world)
@@ -839,7 +703,7 @@ class RigidModel:
         p = parameters if parameters is not None else self.parameters.arrays()
         J = np.asarray(self.position_jacobian(state, p)[1])
         for block in self.layout.blocks:
-            if block[0] in ("holonomic", "dry_hinge"):
+            if block[0] in ("holonomic", "dry_joint"):
                 G = J[block[2]]
                 s = np.linalg.svd(G, compute_uv=False)
                 if s[-1] < 1e-9 * max(s[0], 1e-300):
@@ -885,6 +749,30 @@ def hinge_angle(R_a: jnp.ndarray, R_b: jnp.ndarray) -> jnp.ndarray:
     """Rotation angle of frame b about frame a's z axis, in (-pi, pi] [rad]."""
     R_ab = R_a.T @ R_b
     return jnp.arctan2(R_ab[1, 0] - R_ab[0, 1], R_ab[0, 0] + R_ab[1, 1])
+
+
+def _alignment_rows(R_a: jnp.ndarray, R_b: jnp.ndarray) -> jnp.ndarray:
+    """(3,) rows that lock frame b's orientation to frame a's: the skew part of R_a^T R_b,
+    sin(angle) * axis, zero at alignment and smooth there."""
+    R_ab = R_a.T @ R_b
+    return 0.5 * jnp.stack([R_ab[2, 1] - R_ab[1, 2], R_ab[0, 2] - R_ab[2, 0], R_ab[1, 0] - R_ab[0, 1]])
+
+
+def _stribeck(j: Axial, rate: jnp.ndarray, p: Mapping[str, Any]) -> jnp.ndarray | float:
+    """Stribeck's term ``delta exp(-(rate_k / rate_s)^2)`` (seed 001 eq. 4.1) of a joint, 0 without one."""
+    if j.stribeck is None:
+        return 0.0
+    delta, rate_s = (jnp.asarray(resolve(x, p), dtype=float) for x in j.stribeck)
+    return delta * jnp.exp(-((rate / rate_s) ** 2))
+
+
+def _coulomb(j: Axial, rate: jnp.ndarray | None, p: Mapping[str, Any]) -> jnp.ndarray | float:
+    """The load-independent friction bound [N or N m]: ``coulomb``, plus Stribeck's term when the joint has no
+    ``dry`` coefficient for it (``rate`` is the joint's rate at step k; None when ``dry`` takes it)."""
+    if j.coulomb is None:
+        return 0.0
+    F_c = jnp.asarray(resolve(j.coulomb, p), dtype=float)
+    return F_c if rate is None else F_c + _stribeck(j, rate, p)
 
 
 def _rot_z(angle: float) -> np.ndarray:
@@ -964,6 +852,7 @@ def parameter(name: str, default: Any, unit: str = "", lower: float = -np.inf, u
 
 
 __all__ = [
-    "AppliedForce", "Ball", "Body", "Contact", "Frame", "Hinge", "Lock", "Motor", "RigidModel", "Rows", "State",
+    "AppliedForce", "Ball", "Body", "Contact", "Frame", "Hinge", "Lock", "Motor", "Prismatic", "RigidModel", "Rows",
+    "State",
     "hinge_angle", "parameter", "resolve", "WORLD",
 ]

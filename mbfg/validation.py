@@ -68,9 +68,10 @@ def free_simulation(model: RigidModel, log: Log, *, seconds: float = 2.0, thresh
     if list(log.observations) != list(model.observations):
         raise DataError(f"{log.source}: observations {list(log.observations)} are not the model's "
                         f"{list(model.observations)}")
-    hinges = {j.name for j in model.hinges}
-    if any(o not in hinges for o in log.observations):
-        raise DataError(f"free_simulation: every observation must be a hinge angle of {model.name!r}")
+    coordinates = {j.name for j in model.axial}
+    if any(o not in coordinates for o in log.observations):
+        raise DataError(f"free_simulation: every observation must be a hinge angle or slider displacement "
+                        f"of {model.name!r}")
     dt = np.diff(log.t)
     if dt.size < 2 or np.abs(dt - dt[0]).max() > 1e-6 * dt[0]:
         raise DataError(f"{log.source}: free_simulation needs a uniformly sampled log (resample it first)")

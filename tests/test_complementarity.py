@@ -19,7 +19,10 @@ from mbfg.rigid import SIGMA_REGULARIZATION, _friction_data, _friction_rows
 
 
 def _random_groups(rng: np.random.Generator, shapes: list[tuple[int, int]], scale: float):
-    """Groups of (n_N normals, m directions) with random data, their dense Sigma_B and a random q."""
+    """Groups of (n_N normals, m directions) with random data, their dense Sigma_B and a random q.
+
+    A group without normals is a load-independent (Coulomb) bound: its bound row's q is a random
+    h F_c > 0 instead of 0."""
     groups, data, i0 = [], [], 0
     for n_N, m in shapes:
         groups.append(complementarity.group(slice(i0, i0 + n_N), i0 + n_N, m))
@@ -30,19 +33,22 @@ def _random_groups(rng: np.random.Generator, shapes: list[tuple[int, int]], scal
     Sigma_B = jnp.zeros((n_B, n_B))
     B = jnp.zeros((n_B, 1))
     for g, d in zip(groups, data):
-        _, Sigma_B = _friction_rows(B, Sigma_B, int(g.plus[0]), jnp.zeros((2 * len(g.plus), 1)),
-                                    slice(int(g.normals[0]), int(g.normals[-1]) + 1), d)
+        normals = slice(int(g.normals[0]), int(g.normals[-1]) + 1) if len(g.normals) else slice(0, 0)
+        _, Sigma_B = _friction_rows(B, Sigma_B, int(g.plus[0]), jnp.zeros((2 * len(g.plus), 1)), normals, d)
     q = np.zeros(n_B)
     for g in groups:
         q[g.normals] = scale * rng.standard_normal(len(g.normals))
+        if not len(g.normals):
+            q[g.bound] = scale * rng.uniform(0.0, 0.5)
         omega = scale * rng.standard_normal(len(g.plus)) * 1e-2
         q[g.plus], q[g.minus] = omega, -omega
     return tuple(groups), tuple(data), Sigma_B, jnp.asarray(q)
 
 
-@pytest.mark.parametrize("shapes", [[(10, 1)], [(1, 2)], [(10, 1), (1, 2), (10, 1)]])
+@pytest.mark.parametrize("shapes", [[(10, 1)], [(1, 2)], [(0, 1)], [(10, 1), (1, 2), (0, 1), (10, 1)]])
 def test_eq_2_31_closed_form_equals_lemke_on_random_friction_groups(shapes):
-    """Sticking and sliding, hinge-like (10 normals, 1 direction) and contact-like (1 normal, 2 directions)."""
+    """Sticking and sliding, hinge-like (10 normals, 1 direction), contact-like (1 normal, 2 directions) and
+    a slider's Coulomb force (no normals, a constant bound)."""
     rng = np.random.default_rng(len(shapes))
     lemke = jax.jit(solve_lcp)
     for scale in np.repeat([1e-3, 1.0, 1e3], 10):
@@ -76,7 +82,7 @@ def test_friction_group_sticks_below_and_slides_at_the_bound():
             assert friction == pytest.approx(omega / 1e-2, rel=1e-12)
 
 
-@pytest.mark.parametrize("name", ["furuta", "pendulum-stribeck", "particle"])
+@pytest.mark.parametrize("name", ["furuta", "pendulum-stribeck", "particle", "linear-stage"])
 def test_impulse_residual_eq_3_6_with_closed_form_equals_lemke(name):
     """The impulse residual (3.6-3.7) and its Jacobian with the closed-form multipliers equal those with
     Lemke's method on the whole LCP, at random moving states (friction sliding and sticking)."""

@@ -16,7 +16,7 @@ from typing import TypeAlias
 #: What ``add_subparsers`` returns: each subcommand module's ``add_parser(sub)`` registers itself on it.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
-MODEL_HELP = "built-in model name (see 'mbfg models') or path of a model file (.yaml)"
+MODEL_HELP = "built-in model name (see 'mbfg models') or path of a model file (.yaml or .urdf)"
 LOG_HELP = "log in the standard format (CSV: t, the model's observations, its controls)"
 MECHANISM_HELP = "built-in mechanism name (see 'mbfg mechanisms') or path of an MBSE YAML file"
 GRAVITY_HELP = "gravity along -y [m/s^2] (default: %(default)s)"

@@ -20,7 +20,8 @@ value, unit, bounds [lower, upper] and whether calibration estimates it (free)
 or holds it (fixed).
 """
 
-EPILOG = "examples:\n  mbfg models\n  mbfg models furuta\n  mbfg models pendulum path/to/chain.yaml\n"
+EPILOG = ("examples:\n  mbfg models\n  mbfg models furuta\n  mbfg models pendulum path/to/chain.yaml\n"
+          "  mbfg models path/to/robot.urdf\n")
 
 
 def add_parser(sub: Subparsers) -> None:

@@ -108,7 +108,8 @@ def add_parser(sub: Subparsers) -> None:
         action="extend",
         default=[],
         metavar="JOINT=ANGLE",
-        help="initial hinge angle [rad] by joint name, e.g. --init q1=1.0 q2=-0.3 (default: 0 for every joint)",
+        help="initial hinge angle [rad] or slider displacement [m] by joint name, e.g. --init q1=1.0 q2=-0.3 "
+        "(default: 0 for every joint)",
     )
     sim.add_argument(
         "--noise", type=_nonnegative_float, default=0.0, metavar="SIGMA",
@@ -166,13 +167,14 @@ def run(args: argparse.Namespace) -> int:
     if n_steps < 1:
         raise ModelError(f"--duration {args.duration:g} s is shorter than one time step --dt {args.dt:g} s")
     hinge_names = [j.name for j in model.hinges]
+    joint_names = [j.name for j in model.axial]
     init: dict[str, float] = {}
     for name, angle in args.init:
-        if name not in hinge_names:
+        if name not in joint_names:
             raise ModelError(
-                f"--init {name}={angle:g}: {model.name} has no hinge {name!r}; "
-                + (f"hinges: {', '.join(hinge_names)}" if hinge_names
-                   else "it has no hinges (bodies keep their built-in pose)")
+                f"--init {name}={angle:g}: {model.name} has no hinge or slider {name!r}; "
+                + (f"joints: {', '.join(joint_names)}" if joint_names
+                   else "it has no hinges or sliders (bodies keep their built-in pose)")
             )
         if name in init:
             raise ModelError(f"--init: joint {name!r} is given twice ({init[name]:g} and {angle:g})")
