@@ -37,7 +37,7 @@ import numpy as np
 
 from mbfg.errors import DataError
 
-__all__ = ["Log", "add_noise", "quantize", "read_log", "write_log"]
+__all__ = ["Log", "add_noise", "quantize", "quantize_linear", "read_log", "write_log"]
 
 
 @dataclass(frozen=True)
@@ -341,6 +341,18 @@ def add_noise(y: np.ndarray, sigma: float | Sequence[float] | np.ndarray, rng: n
     if not np.all(np.isfinite(sigma_arr)) or np.any(sigma_arr < 0):
         raise DataError(f"noise standard deviation must be finite and >= 0, got {sigma!r}")
     return y + sigma_arr * rng.standard_normal(y.shape)
+
+
+def quantize_linear(positions: np.ndarray, resolution: float) -> np.ndarray:
+    """Linear-encoder readings of ``positions`` [m] with ``resolution`` metres per count:
+    ``round(x / resolution) * resolution``. NaN (missing) readings stay NaN.
+
+    Raises:
+        DataError: a resolution that is not a finite number > 0.
+    """
+    if not (isinstance(resolution, (int, float, np.floating)) and math.isfinite(resolution) and resolution > 0):
+        raise DataError(f"encoder resolution must be a finite number of metres > 0, got {resolution!r}")
+    return np.round(np.asarray(positions, dtype=float) / resolution) * resolution
 
 
 def quantize(angles: np.ndarray, ppr: int) -> np.ndarray:

@@ -144,8 +144,9 @@ class Hinge:
             ``dry + delta_mu_r * exp(-(omega_k / omega_s)^2)`` (seed 001 eq. 4.1), or None.
             Without ``dry``, ``delta`` [N m] is added to the ``coulomb`` torque instead.
         motor: a :class:`Motor`, or None.
-        friction_compliance: Sigma_t of the two tangential friction rows [rad/(N m s)]: while
-            the hinge sticks it creeps at friction_compliance times the friction impulse.
+        friction_compliance: Sigma_t of the two tangential friction rows [rad/(N m s^2)]: while
+            the hinge sticks it creeps at friction_compliance times the friction impulse
+            (``friction_compliance * T * h`` [rad/s] for a friction torque T).
     """
 
     name: str
@@ -187,8 +188,9 @@ class Prismatic:
         stribeck: ``(delta, v_s [m/s])``: ``delta * exp(-(v_k / v_s)^2)`` is added to the ``dry``
             coefficient [-], or, without ``dry``, to the ``coulomb`` force [N] (seed 001 eq. 4.1).
         motor: a :class:`Motor` (force ``gain * u`` through the reflected inertia), or None.
-        friction_compliance: Sigma_t of the two tangential friction rows [m/(N s)]: while the
-            slider sticks it creeps at friction_compliance times the friction impulse.
+        friction_compliance: Sigma_t of the two tangential friction rows [m/(N s^2)]: while the
+            slider sticks it creeps at friction_compliance times the friction impulse
+            (``friction_compliance * F * h`` [m/s] for a friction force F).
     """
 
     name: str
@@ -239,7 +241,8 @@ class Contact:
         mu: friction coefficient [-]; friction acts along two world tangents, in
             both senses each (a four-sided friction pyramid).
         eps, tau: compliance [m/N] and damping [s] of the normal row.
-        friction_compliance: Sigma_t of the tangential rows [m/(N s)] (creep while sticking).
+        friction_compliance: Sigma_t of the tangential rows [m/(N s^2)] (creep while sticking: Sigma_t times
+            the friction impulse [N s], in m/s).
         radius: a sphere of this radius [m] centred at ``point``: gap ``n . (p - origin) - radius``.
             Friction acts through the centre (the rows' tangents are those of ``point``), so it
             exerts no torque: the sphere slides without rolling, as a block would.

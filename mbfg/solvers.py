@@ -53,6 +53,11 @@ class LMResult:
     message: str = ""
 
 
+#: Accepted steps in a row, each lowering the cost by less than ``relative_tol``, after which
+#: :func:`bounded_levenberg_marquardt` stops even though their damping stayed above ``lambda_initial``.
+STALL_STEPS = 3
+
+
 def _hessian_diagonal(linear: gtsam.GaussianFactorGraph, dims: Mapping[int, int]) -> dict[int, np.ndarray]:
     """diag(J^T J) per key of a linear (Jacobian) factor graph; ``dims``: tangent dimension per key."""
     diag: dict[int, np.ndarray] = {}
@@ -94,7 +99,9 @@ def bounded_levenberg_marquardt(
         bounds: key -> (lower (n,), upper (n,)) for Vector variables; +-inf where unbounded.
         max_iterations: linearizations at most.
         relative_tol: stop when an accepted step taken with ``lam <= lambda_initial`` lowers the
-            cost by less than this fraction.
+            cost by less than this fraction, or when :data:`STALL_STEPS` accepted steps in a row
+            do, whatever their damping (a nonsmooth cost, e.g. friction kinks the linearization
+            cannot see across, keeps lambda above its start and creeps down at round-off rates).
         absolute_tol: stop when the cost is below this.
         lambda_initial, lambda_max: LM damping start and give-up value.
         damping_update: "tenfold" or "nielsen", the rule for lam between trials (module docstring).
@@ -117,6 +124,7 @@ def bounded_levenberg_marquardt(
         dict(iteration=0, cost=cost, lam=lam, rho=float("nan"), wall_s=0.0, linearize_s=0.0, solve_s=0.0)
     ]
     message, converged = "iteration limit", False
+    stalled = 0
     for iteration in range(1, max_iterations + 1):
         t0 = time.perf_counter()
         diag: Any  # the Hessian's diagonal: flat (_Blocked) or per key (_Ordinary)
@@ -169,8 +177,13 @@ def bounded_levenberg_marquardt(
         progress.update(iteration, cost=cost, lam=lam, rho=rho)
         if on_iteration is not None:
             on_iteration(row, values)
-        if (undamped and decrease <= relative_tol * (cost + decrease)) or cost <= absolute_tol:
+        small = decrease <= relative_tol * (cost + decrease)
+        stalled = stalled + 1 if small else 0
+        if (undamped and small) or cost <= absolute_tol:
             message, converged = "relative decrease below tolerance", True
+            break
+        if stalled >= STALL_STEPS:
+            message, converged = f"relative decrease below tolerance in {STALL_STEPS} damped steps in a row", True
             break
     return LMResult(values, len(history) - 1, converged, history, message)
 

@@ -31,7 +31,7 @@ from mbfg import quaternion as quat
 from mbfg._jax import Array, jax, jnp
 from mbfg.errors import ModelError
 from mbfg.lcp import solve_lcp
-from mbfg.logs import Log, add_noise, quantize
+from mbfg.logs import Log, add_noise, quantize, quantize_linear
 from mbfg.progress import Progress
 from mbfg.rigid import RigidModel, State
 
@@ -135,19 +135,25 @@ class Trajectory:
             frame[name] = np.append(self.controls[:, i], self.controls[-1, i] if len(self.controls) else 0.0)
         return frame
 
-    def to_log(self, *, noise: float = 0.0, ppr: int | None = None, seed: int = 0, source: str = "simulation") -> Log:
+    def to_log(self, *, noise: float = 0.0, ppr: int | None = None, seed: int = 0, source: str = "simulation",
+               resolution: float | None = None) -> Log:
         """The trajectory as a :class:`~mbfg.logs.Log`, as a rig would record it.
 
         Observations are the unwrapped hinge angles (multi-turn encoders) plus
         Gaussian noise of standard deviation ``noise`` [rad or m] (generator seeded
-        with ``seed``), then quantized to ``ppr`` counts per revolution if given;
-        the last control is held on the final row.
+        with ``seed``), then quantized to ``ppr`` counts per revolution if given (every
+        column), and the slider displacements to a linear encoder of ``resolution``
+        metres per count if given; the last control is held on the final row.
         """
         y = unwrap_angles(self.model, self.observations)
         if noise:
             y = add_noise(y, noise, np.random.default_rng(seed))
         if ppr is not None:
             y = quantize(y, ppr)
+        if resolution is not None:
+            sliders = {j.name for j in self.model.axial} - {j.name for j in self.model.hinges}
+            columns = [i for i, name in enumerate(self.model.observations) if name in sliders]
+            y[:, columns] = quantize_linear(y[:, columns], resolution)
         n_u = len(self.model.controls)
         u = np.vstack([self.controls, self.controls[-1:]]) if len(self.controls) else np.zeros((len(self.t), n_u))
         return Log(np.asarray(self.t, dtype=float), y, u, self.model.observations, self.model.controls, source)

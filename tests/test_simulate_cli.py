@@ -136,6 +136,31 @@ def test_simulate_encoder_quantization(capsys, tmp_path, pendulum_log):
     assert len(np.unique(np.round(counts))) > 10
 
 
+def test_simulate_linear_stage_reads_a_linear_encoder(capsys, tmp_path):
+    """The stage from x = 0.1 m under a current step: the slider column equals spook.simulate's displacement,
+    quantized by --resolution to whole counts of 1 micrometre."""
+    controls_csv = tmp_path / "current.csv"
+    controls_csv.write_text("t,current\n0,0.3\n0.1,-0.2\n0.3,0\n")
+    code, _, err = _run(capsys, "simulate", "linear-stage", "--duration", "0.3", "--dt", "0.001", "--init", "x=0.1",
+                        "--controls", controls_csv, "--resolution", "1e-6", "--out", tmp_path / "stage.csv")
+    assert code == 0, err
+    assert "x = 0.1 m" in err and "quantized to 1e-06 m per count" in err
+    log = pd.read_csv(tmp_path / "stage.csv")
+    assert list(log.columns) == ["t", "x", "current"]
+    model = _rigid_model("linear-stage")
+    held = np.where(np.arange(300) * 0.001 < 0.1, 0.3, -0.2)[:, None]
+    x = simulate(model, 0.3, 0.001, initial=model.initial_state({"x": 0.1}), controls=held).observations[:, 0]
+    counts = log["x"].to_numpy() / 1e-6
+    np.testing.assert_allclose(counts, np.round(counts), atol=1e-6)
+    assert np.abs(log["x"].to_numpy() - x).max() <= 0.5e-6 + 1e-12
+    assert x[0] == pytest.approx(0.1) and np.ptp(x) > 1e-3  # it starts at --init and moves
+
+
+def test_error_resolution_without_sliders(capsys, tmp_path):
+    err = _fails(capsys, *PENDULUM_ARGS, "--resolution", "1e-6", "--out", tmp_path / "x.csv")
+    assert "--resolution" in err and "theta" in err
+
+
 def test_simulate_noise_has_the_requested_std(capsys, tmp_path, pendulum_log):
     code, _, err = _run(capsys, *PENDULUM_ARGS, "--noise", "0.01", "--seed", "1", "--out", tmp_path / "n.csv")
     assert code == 0, err

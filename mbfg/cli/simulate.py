@@ -3,7 +3,7 @@
 ::
 
     mbfg simulate MODEL --duration T --dt H [--params FILE] [--controls CSV]
-                  [--init JOINT=ANGLE ...] [--noise SIGMA] [--ppr N] [--seed S] --out log.csv
+                  [--init JOINT=ANGLE ...] [--noise SIGMA] [--ppr N] [--resolution M] [--seed S] --out log.csv
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ value on the last row with t <= t_k (zero-order hold); the file must cover
 --noise adds Gaussian noise of standard deviation SIGMA [rad for angles, m for
 positions] to every observation column; --ppr then quantizes the hinge-angle
 columns to an encoder of N counts per revolution: reading = round(angle /
-step) * step, step = 2 pi / N. Controls are written as applied, without noise.
+step) * step, step = 2 pi / N; --resolution quantizes the slider columns
+(prismatic joints) the same way to a linear encoder of M metres per count.
+Controls are written as applied, without noise.
 
 A one-line summary (steps, the command's whole wall time: reading, building the
 model, compiling, stepping and writing; the stepping's part of it with its
@@ -119,6 +121,10 @@ def add_parser(sub: Subparsers) -> None:
         "--ppr", type=_counts, default=None, metavar="N",
         help="quantize the hinge angles to an encoder of N counts per revolution (after the noise)",
     )
+    sim.add_argument(
+        "--resolution", type=_positive_float, default=None, metavar="M",
+        help="quantize the slider displacements to a linear encoder of M metres per count (after the noise)",
+    )
     sim.add_argument("--seed", type=_seed, default=None, metavar="S", help="seed of the noise (default: random)")
     sim.add_argument("--out", required=True, metavar="LOG.csv", help="output log ('-' for standard output)")
     sim.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
@@ -149,7 +155,7 @@ def _held_controls(model: RigidModel, source: str, t_steps: np.ndarray, duration
 
 def run(args: argparse.Namespace) -> int:
     """The ``simulate`` subcommand (see :data:`DESCRIPTION`)."""
-    from mbfg.logs import add_noise, quantize, write_log
+    from mbfg.logs import add_noise, quantize, quantize_linear, write_log
     from mbfg.parameters import load_parameter_file
     from mbfg.spook import simulate, unwrap_angles
 
@@ -180,6 +186,11 @@ def run(args: argparse.Namespace) -> int:
             raise ModelError(f"--init: joint {name!r} is given twice ({init[name]:g} and {angle:g})")
         init[name] = angle
     observed_angles = [i for i, name in enumerate(model.observations) if name in hinge_names]
+    slider_names = {j.name for j in model.axial} - set(hinge_names)
+    observed_sliders = [i for i, name in enumerate(model.observations) if name in slider_names]
+    if args.resolution is not None and not observed_sliders:
+        raise ModelError(f"--resolution {args.resolution:g}: {model.name} observes no slider displacements to "
+                         f"quantize (observations: {', '.join(model.observations)})")
     if args.ppr is not None and not observed_angles:
         raise ModelError(f"--ppr {args.ppr}: {model.name} observes no hinge angles to quantize "
                          f"(observations: {', '.join(model.observations)})")
@@ -194,12 +205,12 @@ def run(args: argparse.Namespace) -> int:
         )
     x0 = model.initial_state(coordinates=init, parameters=values.numpy_values())
     if not args.quiet:
-        start_note = ", ".join(f"{k} = {v:g} rad" for k, v in init.items()) or (
-            "all joint angles 0" if hinge_names else "its built-in pose"
+        start_note = ", ".join(f"{k} = {v:g} {'rad' if k in hinge_names else 'm'}" for k, v in init.items()) or (
+            "all joint coordinates 0" if joint_names else "its built-in pose"
         )
         _eprint(
             f"mbfg simulate: {model.name}, {n_steps} steps of {args.dt:g} s, at rest "
-            f"{'with' if init or hinge_names else 'in'} {start_note}; "
+            f"{'with' if init or joint_names else 'in'} {start_note}; "
             f"{controls_note}" + (f"; parameters from {args.params}" if args.params else "")
         )
     trajectory = simulate(
@@ -219,6 +230,9 @@ def run(args: argparse.Namespace) -> int:
     if args.ppr is not None:
         obs[:, observed_angles] = quantize(obs[:, observed_angles], args.ppr)
         notes.append(f"angles quantized to {args.ppr} counts per revolution")
+    if args.resolution is not None:
+        obs[:, observed_sliders] = quantize_linear(obs[:, observed_sliders], args.resolution)
+        notes.append(f"displacements quantized to {args.resolution:g} m per count")
     held = np.vstack([trajectory.controls, trajectory.controls[-1:]]) if len(model.controls) else controls
     write_log(
         sys.stdout if args.out == "-" else args.out,
