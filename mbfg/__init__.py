@@ -18,11 +18,12 @@ from mbfg.adapter import POSE3, REGISTRY, ROT3, VECTOR, FactorType, VarKind, noi
 from mbfg.errors import DataError, MbfgError, ModelError
 from mbfg.mbse_yaml import load_mbse_yaml
 from mbfg.models import BUILTIN as BUILTIN_MODELS
-from mbfg.models import double_pendulum, furuta, hinged_tree, load_model, particle, pendulum
+from mbfg.models import double_pendulum, furuta, hinged_tree, linear_stage, load_model, particle, pendulum
 from mbfg.parameters import Parameter, ParameterSet
 from mbfg.planar import Body, PlanarMechanism, Point, RelativeAngle
 from mbfg.rigid import RigidModel, State
 from mbfg.spook import Trajectory, simulate
+from mbfg.urdf import load_urdf
 
 if _TYPE_CHECKING:
     from mbfg.graphs.stream import StreamEstimator
@@ -55,7 +56,9 @@ __all__ = [
     "double_pendulum",
     "furuta",
     "hinged_tree",
+    "linear_stage",
     "load_model",
+    "load_urdf",
     "particle",
     "pendulum",
     "simulate",

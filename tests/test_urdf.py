@@ -3,12 +3,14 @@ file refused with a ModelError naming the file and the link or joint."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
 
 from mbfg import spook
 from mbfg.cli import main
@@ -258,3 +260,48 @@ def test_mbfg_models_describes_a_urdf_robot(capsys):
     assert out.startswith("arm: URDF arm.urdf: 3 bodies")
     for name in ("m_carriage", "J1_carriage", "J3_hand", "b_slide", "eps_lin", "g"):
         assert f"    {name} " in out
+
+
+def test_stream_readout_of_a_slider_on_a_turning_link_equals_observe_and_its_rates():
+    """The stream's NumPy read-out (graphs/stream/readout.py) of the arm: displacements and angles equal
+    RigidModel.observe, rates equal the joint rates the state was built with, and the Jacobians with
+    respect to the GTSAM tangent (Pose3: R Exp(dw), t + R dt; V as is) equal central differences."""
+    from mbfg import quaternion as quat
+    from mbfg.graphs.stream import joint_coordinates
+    from mbfg.graphs.stream.readout import _Readout
+
+    arm = load_urdf(ARM)
+    # The slide's frame a moved off the axis through the upper link's CoM, so that every term counts.
+    slide = dataclasses.replace(arm.joints[1], a=dataclasses.replace(arm.joints[1].a, position=(-0.05, 0.02, 0.03)))
+    model = arm._copy(joints=[arm.joints[0], slide, arm.joints[2]])
+    coordinates = {"shoulder": 0.3, "slide": 0.1, "wrist": 0.5}
+    rates = {"shoulder": 1.0, "slide": 0.05, "wrist": -1.0}
+    x = model.initial_state(coordinates, rates, numpy=True)
+    states = type(x)(*(np.asarray(a)[None] for a in x))
+    q, qd = joint_coordinates(model, states)
+    np.testing.assert_allclose(q[0], np.asarray(model.observe(model.initial_state(coordinates, rates),
+                                                              model.parameters.arrays())), atol=1e-14)
+    np.testing.assert_allclose(qd[0], [rates[name] for name in model.observations], atol=1e-14)
+
+    readout = _Readout(model)
+    R = quat.to_matrix_np(np.asarray(x.e))
+    r = np.asarray(x.r)
+    vel = np.concatenate([x.v, x.w], axis=1).reshape(-1)
+    _, _, Jq, Jv = readout(R[None], r[None], vel[None], jacobians=True)
+    nb, step = model.nb, 1e-6
+
+    def read(delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The read-out at the state moved by delta (12 nb,): poses [dw, dt] per body, then V."""
+        dR = np.stack([R[i] @ Rotation.from_rotvec(delta[6 * i : 6 * i + 3]).as_matrix() for i in range(nb)])
+        dr = np.stack([r[i] + R[i] @ delta[6 * i + 3 : 6 * i + 6] for i in range(nb)])
+        out = readout(dR[None], dr[None], (vel + delta[6 * nb :])[None])
+        return out[0][0], out[1][0]
+
+    for k in range(12 * nb):
+        e = np.zeros(12 * nb)
+        e[k] = step
+        (q_plus, qd_plus), (q_minus, qd_minus) = read(e), read(-e)
+        if k < 6 * nb:  # the read-out's Jq holds the coordinates' pose derivatives
+            np.testing.assert_allclose(Jq[0, :, k], (q_plus - q_minus) / (2 * step), atol=1e-8)
+        else:  # and Jv the rates' velocity derivatives
+            np.testing.assert_allclose(Jv[0, :, k], (qd_plus - qd_minus) / (2 * step), atol=1e-8)

@@ -1,4 +1,5 @@
-"""Coordinates and rates of states read out in NumPy (no JAX call per sample).
+"""Coordinates and rates of states read out in NumPy (no JAX call per sample): hinge angles, slider
+displacements, CoM coordinates.
 """
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ import numpy as np
 
 from mbfg import quaternion as quat
 from mbfg._jax import jax
-from mbfg.rigid import WORLD, Hinge, RigidModel, State
+from mbfg.rigid import WORLD, Hinge, Prismatic, RigidModel, State, resolve
 
 
 def _wrap(x: np.ndarray | float) -> np.ndarray:
@@ -43,6 +44,11 @@ class _Readout:
                 ia = None if j.a.body == WORLD else model.body_index[j.a.body]
                 ib = model.body_index[j.b.body]
                 self.channels.append(("hinge", ia, j.a.R(), ib, j.b.R()))
+            elif isinstance(j, Prismatic):
+                p = model.parameters.numpy_values()
+                ia = None if j.a.body == WORLD else model.body_index[j.a.body]
+                s_a, s_b = (np.array([float(resolve(x, p)) for x in f.position]) for f in (j.a, j.b))
+                self.channels.append(("slider", ia, s_a, j.a.R()[:, 2], model.body_index[j.b.body], s_b))
             else:
                 body, _, axis = name.rpartition(".")
                 self.channels.append(("com", model.body_index[body], "xyz".index(axis)))
@@ -74,6 +80,9 @@ class _Readout:
                         dq_domega = sign * np.einsum("ni,nij->nj", axis, R_world_body[:, i])
                         Jq[:, c, 6 * i : 6 * i + 3] += dq_domega
                         Jv[:, c, 6 * nb + 6 * i + 3 : 6 * nb + 6 * i + 6] += dq_domega
+            elif ch[0] == "slider":
+                self._slider(c, ch, R_world_body, r_world_body, vel, w_world, q, qd,
+                             (Jq, Jv) if jacobians else None)
             else:
                 _, i, axis = ch
                 q[:, c], qd[:, c] = r_world_body[:, i, axis], vel[:, i, axis]
@@ -83,6 +92,46 @@ class _Readout:
         if jacobians:
             return q, qd, Jq, Jv
         return q, qd
+
+    def _slider(self, c: int, ch: tuple, R_world_body: np.ndarray, r_world_body: np.ndarray, vel: np.ndarray,
+                w_world: np.ndarray, q: np.ndarray, qd: np.ndarray, J: tuple | None) -> None:
+        """Column c: a slider's displacement ``d = z . (o_b - o_a)`` [m] (z_a, o_a, o_b its axis and frame
+        origins in the world, as :meth:`RigidModel.observe`) and its rate ``z' . (o_b - o_a) + z . (o_b' - o_a')``."""
+        _, ia, s_a, z_local, ib, s_b = ch
+        n, nb = len(R_world_body), self.nb
+        R_b = R_world_body[:, ib]
+        o_b = r_world_body[:, ib] + R_b @ s_b
+        do_b = vel[:, ib, :3] + np.cross(w_world[:, ib], R_b @ s_b)
+        if ia is None:
+            R_a = np.broadcast_to(np.eye(3), (n, 3, 3))
+            o_a, do_a, w_a = np.broadcast_to(s_a, (n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
+        else:
+            R_a = R_world_body[:, ia]
+            o_a = r_world_body[:, ia] + R_a @ s_a
+            w_a = w_world[:, ia]
+            do_a = vel[:, ia, :3] + np.cross(w_a, R_a @ s_a)
+        z = R_a @ z_local
+        gap = o_b - o_a
+        q[:, c] = np.einsum("ni,ni->n", z, gap)
+        qd[:, c] = np.einsum("ni,ni->n", np.cross(w_a, z), gap) + np.einsum("ni,ni->n", z, do_b - do_a)
+        if J is None:
+            return
+        Jq, Jv = J
+        # R_b Exp(dw) moves o_b by R_b (dw x s_b); Pose3 retract moves r_b by R_b dt.
+        z_b = np.einsum("nji,nj->ni", R_b, z)  # z in body b's axes
+        dd_dw_b = np.cross(s_b, z_b)
+        Jq[:, c, 6 * ib : 6 * ib + 3] += dd_dw_b
+        Jq[:, c, 6 * ib + 3 : 6 * ib + 6] += z_b
+        Jv[:, c, 6 * nb + 6 * ib : 6 * nb + 6 * ib + 3] += z
+        Jv[:, c, 6 * nb + 6 * ib + 3 : 6 * nb + 6 * ib + 6] += dd_dw_b
+        if ia is not None:
+            # R_a Exp(dw) turns the axis by R_a (dw x z_local) and moves o_a by R_a (dw x s_a).
+            gap_a = np.einsum("nji,nj->ni", R_a, gap)
+            dd_dw_a = np.cross(z_local, gap_a) - np.cross(s_a, z_local)
+            Jq[:, c, 6 * ia : 6 * ia + 3] += dd_dw_a
+            Jq[:, c, 6 * ia + 3 : 6 * ia + 6] -= z_local
+            Jv[:, c, 6 * nb + 6 * ia : 6 * nb + 6 * ia + 3] -= z
+            Jv[:, c, 6 * nb + 6 * ia + 3 : 6 * nb + 6 * ia + 6] += dd_dw_a
 
 
 def joint_coordinates(model: RigidModel, states: State) -> tuple[np.ndarray, np.ndarray]:
