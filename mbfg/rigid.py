@@ -18,14 +18,19 @@ compliance ``eps`` and a damping ``tau`` (2.9-2.11):
   joint angle is the rotation of ``b`` about ``a``'s z. Options: viscous drag
   (F.2), a motor with shaft inertia driven by a control (F.3), and dry friction
   (F.4) with optional Stribeck curve (seed 001 eq. 4.1).
+- :class:`Prismatic` (slider): b's origin stays on a's z axis (2 rows) and b's orientation
+  stays a's (3 rows); the coordinate is the displacement along a's z. The hinge's options
+  carried over to the axis: viscous drag, a motor with reflected inertia, dry friction.
+- Either of them may have a load-independent Coulomb force or torque (``coulomb``): a friction
+  group of (2.24) without normal rows whose bound row carries ``b = h F_c``.
 - :class:`Ball` (3 rows), :class:`Lock` (6 rows).
 - :class:`Contact`: a point on a body above a plane, ``c(q) >= 0`` with Coulomb
   friction (2.21, 2.24); no impulse while the gap stays open over the step (seed 002's
   discrete contact rule, :func:`contact_normal_b`).
 
-Everything numeric in a model may be a number or the name of a parameter of
-its :class:`~mbfg.parameters.ParameterSet` (``"-name"`` negates), so models
-are differentiable in their parameters. :class:`RigidModel` evaluates the rows
+The parts are defined in :mod:`mbfg.parts`. Everything numeric in a model may be a number or
+the name of a parameter of its :class:`~mbfg.parameters.ParameterSet` (``"-name"`` negates), so
+models are differentiable in their parameters. :class:`RigidModel` evaluates the rows
 of the Spook system (2.18 and 2.24) for the stepper in :mod:`mbfg.spook`.
 """
 

@@ -305,3 +305,12 @@ def test_stream_readout_of_a_slider_on_a_turning_link_equals_observe_and_its_rat
             np.testing.assert_allclose(Jq[0, :, k], (q_plus - q_minus) / (2 * step), atol=1e-8)
         else:  # and Jv the rates' velocity derivatives
             np.testing.assert_allclose(Jv[0, :, k], (qd_plus - qd_minus) / (2 * step), atol=1e-8)
+
+
+def test_mbfg_simulate_takes_a_urdf_and_starts_at_its_slider_coordinate(capsys, tmp_path):
+    out = tmp_path / "arm.csv"
+    assert main(["simulate", str(ARM), "--duration", "0.05", "--dt", "0.001", "--init", "slide=0.1", "shoulder=0.3",
+                 "--quiet", "--out", str(out)]) == 0
+    header, first = out.read_text().splitlines()[:2]
+    assert header == "t,shoulder,slide,wrist"
+    assert [float(v) for v in first.split(",")] == pytest.approx([0.0, 0.3, 0.1, 0.0], abs=1e-12)
