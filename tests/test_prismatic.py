@@ -318,3 +318,46 @@ def test_calibration_from_quantized_encoder_log_recovers_mass_and_friction(stage
         # 1e-9 run), well inside 5 std. The floor, 1 ppm of the value (5 mg of a 5 kg carriage), only keeps a
         # std that is itself at the ppm level (M's is 2 ppm) from failing on round-off.
         assert abs(error) < 5 * q.std + 1e-6 * abs(truth), f"{name}: error {error:.3g} vs std {q.std:.3g}"
+
+
+# ----------------------------------------------------------------- Stribeck on a Coulomb force
+
+
+@pytest.fixture(scope="module")
+def stribeck_slider() -> RigidModel:
+    """A 0.5 kg block on a horizontal slider along world x with viscous F_v, Coulomb F_c and Stribeck's term
+    ``dF exp(-(v / v_s)^2)`` on it (seed 001 eq. 4.1), pushed by a constant F."""
+    params = ParameterSet([
+        Parameter("m", 0.5, "kg", 1e-6),
+        Parameter("F_v", 10.0, "N s/m", 0.0),
+        Parameter("F_c", 3.0, "N", 0.0),
+        Parameter("dF", 2.0, "N"),
+        Parameter("v_s", 0.2, "m/s", 1e-6),
+        Parameter("F", 6.0, "N"),
+        Parameter("g", 9.81, "m/s^2", 0.0),
+    ])
+    axis = AXIS_FRAMES["x"]
+    slide = Prismatic("s", Frame(WORLD, (0.0, 0.0, 0.0), axis), Frame("block", (0.0, 0.0, 0.0), axis),
+                      eps_lin=1e-8, eps_rot=1e-8, viscous="F_v", coulomb="F_c", stribeck=("dF", "v_s"))
+    return RigidModel("stribeck-slider", [Body("block", "m", (0.001, 0.001, 0.001))], [slide],
+                      applied=[AppliedForce("block", ("F", 0.0, 0.0))], parameters=params)
+
+
+@pytest.mark.parametrize("force, moves", [(4.5, False), (6.0, True)])
+def test_stribeck_breakaway_needs_the_static_force_and_sliding_settles_on_eq_4_1(stribeck_slider, force,
+                                                                                moves) -> None:
+    """At rest the friction can hold F_c + dF (5 N): a 4.5 N push above the sliding friction F_c does not move
+    the block. A 6 N push does, and the block settles at the speed where eq. 4.1's friction balances it,
+    ``F = F_v v + F_c + dF exp(-(v / v_s)^2)``, found by root finding."""
+    p = stribeck_slider.parameters.numpy_values() | {"F": force}
+    traj = _run(stribeck_slider, 1.5, 1e-3, parameters=p)
+    v = _axis_speed(traj)
+    if not moves:
+        assert np.abs(v).max() < STUCK_SPEED and abs(traj.observations[-1, 0]) < 1e-6
+        return
+    balance = lambda s: force - p["F_v"] * s - p["F_c"] - p["dF"] * np.exp(-((s / p["v_s"]) ** 2))  # noqa: E731
+    # balance decreases in s (F_v = 10 exceeds the Stribeck term's largest slope, 8.6 N s/m): one root, with
+    # the Stribeck term 0.4 N there.
+    v_end = brentq(balance, 0.0, (force - p["F_c"]) / p["F_v"])
+    # The time constant there, m / (F_v - the Stribeck term's slope) = 0.1 s: 1.5 s is 15 of them.
+    assert v[-1] == pytest.approx(v_end, rel=1e-3)
