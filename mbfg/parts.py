@@ -124,7 +124,25 @@ class Motor:
 
 
 @dataclass(frozen=True)
-class Hinge:
+class _AxialJoint:
+    """The fields hinges and sliders share (a joint with one coordinate; see :class:`Hinge`, :class:`Prismatic`)."""
+
+    name: str
+    a: Frame
+    b: Frame
+    eps_lin: ParamLike = 1e-8
+    eps_rot: ParamLike = 1e-8
+    tau: ParamLike = 2e-3
+    viscous: ParamLike | None = None
+    dry: ParamLike | None = None
+    stribeck: tuple[ParamLike, ParamLike] | None = None
+    motor: Motor | None = None
+    friction_compliance: ParamLike = 1e-3
+    coulomb: ParamLike | None = None
+
+
+@dataclass(frozen=True)
+class Hinge(_AxialJoint):
     """Hinge between frames ``a`` and ``b``: rotation about a's z axis only (F.1).
 
     Args:
@@ -149,22 +167,9 @@ class Hinge:
             (``friction_compliance * T * h`` [rad/s] for a friction torque T).
     """
 
-    name: str
-    a: Frame
-    b: Frame
-    eps_lin: ParamLike = 1e-8
-    eps_rot: ParamLike = 1e-8
-    tau: ParamLike = 2e-3
-    viscous: ParamLike | None = None
-    dry: ParamLike | None = None
-    stribeck: tuple[ParamLike, ParamLike] | None = None
-    motor: Motor | None = None
-    friction_compliance: ParamLike = 1e-3
-    coulomb: ParamLike | None = None
-
 
 @dataclass(frozen=True)
-class Prismatic:
+class Prismatic(_AxialJoint):
     """Prismatic joint (slider) between frames ``a`` and ``b``: translation along a's z axis only.
 
     A package of elementary constraints (seed 000 section 2): b's origin stays on a's z axis
@@ -193,17 +198,6 @@ class Prismatic:
             (``friction_compliance * F * h`` [m/s] for a friction force F).
     """
 
-    name: str
-    a: Frame
-    b: Frame
-    eps_lin: ParamLike = 1e-8
-    eps_rot: ParamLike = 1e-8
-    tau: ParamLike = 2e-3
-    viscous: ParamLike | None = None
-    coulomb: ParamLike | None = None
-    dry: ParamLike | None = None
-    stribeck: tuple[ParamLike, ParamLike] | None = None
-    motor: Motor | None = None
     friction_compliance: ParamLike = 1e-6
 
 

@@ -44,7 +44,7 @@ from mbfg.parameters import Parameter, ParameterSet
 from mbfg.rigid import WORLD, Body, Frame, Hinge, Motor, Prismatic, RigidModel
 
 #: URDF joint types with one coordinate, and the part each becomes.
-MOVING = {"revolute": Hinge, "continuous": Hinge, "prismatic": Prismatic}
+MOVING: dict[str, type[Hinge] | type[Prismatic]] = {"revolute": Hinge, "continuous": Hinge, "prismatic": Prismatic}
 _KNOWN = (*MOVING, "fixed")
 #: Relative tolerance of an inertia tensor's checks (positive definite, triangle inequality): URDF
 #: files print their numbers with a few digits, and an exact thin rod has J1 + J2 = J3.
