@@ -367,7 +367,7 @@ class FactorGroup:
         for c in constants:
             self._per_factor.append(isinstance(c, PerFactor))
             if isinstance(c, PerFactor):
-                value = jax.tree_util.tree_map(jnp.asarray, c.values)
+                value = jax.tree_util.tree_map(np.asarray, c.values)  # NumPy: a JAX array costs ~0.1 ms to make
                 lengths = {leaf.shape[0] for leaf in jax.tree_util.tree_leaves(value)}
                 if lengths != {n}:
                     raise ValueError(f"{ft.name}: PerFactor constant has leading sizes {lengths}, expected {n}")
@@ -384,7 +384,15 @@ class FactorGroup:
         self._columns: list[slice] | None = None
         self._errors: np.ndarray | None = None
         self._linear: np.ndarray | None = None
-        self.factors = [gtsam.CustomFactor(noise, row, self.callback(i)) for i, row in enumerate(self.keys)]
+        self._factors: list[gtsam.CustomFactor] | None = None
+
+    @property
+    def factors(self) -> list[gtsam.CustomFactor]:
+        """The group's ``gtsam.CustomFactor`` s (made on first use: a solver of our own that evaluates the
+        group vectorized never needs them)."""
+        if self._factors is None:
+            self._factors = [gtsam.CustomFactor(self.noise, row, self.callback(i)) for i, row in enumerate(self.keys)]
+        return self._factors
 
     def __len__(self) -> int:
         return len(self.keys)

@@ -11,12 +11,13 @@ import numpy as np
 
 from mbfg import keys
 from mbfg import quaternion as quat
-from mbfg.adapter import PerFactor
+from mbfg.adapter import FactorGroup, PerFactor
 from mbfg.factors._rigid import state_values
 from mbfg.factors.impulse import impulse_factor, impulse_keys, impulse_type
 from mbfg.factors.initial_state import initial_state_type
 from mbfg.factors.observation import observation_factor, observation_keys, observation_type
 from mbfg.graphs.joint import initial_states
+from mbfg.graphs.stream.chain import _ChainWindow
 from mbfg.graphs.stream.results import VELOCITY_PRIOR_SIGMA, Estimate
 from mbfg.rigid import State
 
@@ -42,21 +43,22 @@ class _GraphGrowth(_StreamHost):
         (x0,) = initial_states(self.model, y[None], self.h, self.parameters)
         vals = state_values(self.model, x0)
         vel = self._restart_velocity if self._restart_velocity is not None else vals[-1]
-        graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
+        factors: list[FactorGroup | gtsam.NonlinearFactor] = []
+        values = gtsam.Values()
         self._insert_state(values, k, [gtsam.Pose3(T) for T in vals[:-1]], vel)
         pkeys = keys.parameter_keys(self.variables)
-        graph.push_back(initial_state_type(self.variables).make(self._state_keys(k) + pkeys, self._imp_noise,
-                                                                self.fixed, float(self.h)))
-        graph.push_back(observation_factor(self.variables, k, y, self._obs_noise, self.fixed))
-        graph.push_back(gtsam.PriorFactorVector(keys.V(k), np.asarray(vel, dtype=float),
-                                                gtsam.noiseModel.Isotropic.Sigma(len(vel), VELOCITY_PRIOR_SIGMA)))
+        factors.append(initial_state_type(self.variables).make(self._state_keys(k) + pkeys, self._imp_noise,
+                                                               self.fixed, float(self.h)))
+        factors.append(observation_factor(self.variables, k, y, self._obs_noise, self.fixed))
+        factors.append(gtsam.PriorFactorVector(keys.V(k), np.asarray(vel, dtype=float),
+                                               gtsam.noiseModel.Isotropic.Sigma(len(vel), VELOCITY_PRIOR_SIGMA)))
         stamps = {key: k * self.h for key in self._state_keys(k)}
         if self._refine_prior is not None:
             p0, sig = self._refine_prior
             if self._refined is not None:  # a restart keeps what was learned
                 p0 = np.array([self._refined[n] for n in self.variables.free])
             values.insert(keys.P(), p0)
-            graph.push_back(gtsam.PriorFactorVector(keys.P(), p0, gtsam.noiseModel.Diagonal.Sigmas(sig)))
+            factors.append(gtsam.PriorFactorVector(keys.P(), p0, gtsam.noiseModel.Diagonal.Sigmas(sig)))
             stamps[keys.P()] = k * self.h
         self._smoother = self._make_smoother()
         self._k_start, self._k = k, k
@@ -65,7 +67,7 @@ class _GraphGrowth(_StreamHost):
         self._refs = {k: y.copy()}
         self._smoothed = None  # a new window: no smoothed state until a lag has passed (no stale values)
         self._restart_velocity = None
-        self._smoother.update(graph, values, stamps)
+        self._update_smoother(factors, values, stamps)
         self.status.states += 1
         self.status.updates += 1
 
@@ -133,6 +135,19 @@ class _GraphGrowth(_StreamHost):
         steps = np.where(self.hinge, np.arctan2(np.sin(steps), np.cos(steps)), steps)
         return np.where(self.hinge, start + steps.sum(axis=0), q[-1])
 
+    def _update_smoother(self, factors: Sequence[FactorGroup | gtsam.NonlinearFactor], values: gtsam.Values,
+                         stamps: dict[int, float]) -> None:
+        """One smoother update with the new ``factors``: the chain window takes factor groups as they are
+        (evaluated vectorized, no GTSAM callbacks); GTSAM's smoothers get their factors in a graph."""
+        if isinstance(self._smoother, _ChainWindow):
+            self._smoother.update(factors, values, stamps)
+            return
+        graph = gtsam.NonlinearFactorGraph()
+        for f in factors:
+            for g in (f.factors if isinstance(f, FactorGroup) else [f]):
+                graph.push_back(g)
+        self._smoother.update(graph, values, stamps)
+
     def _update(self) -> tuple[tuple[Estimate, ...], tuple[Estimate, ...]]:
         """Take the waiting samples into the smoother; their filtered and smoothed estimates."""
         if not self._pending:
@@ -148,7 +163,8 @@ class _GraphGrowth(_StreamHost):
         With ``update_every`` new states (no gap) the impulse and observation factors are linearized
         together, one vmapped JAX call per type (:meth:`FactorType.make_many`); otherwise one by one.
         """
-        graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
+        factors: list[FactorGroup | gtsam.NonlinearFactor] = []
+        values = gtsam.Values()
         stamps: dict[int, float] = {}
         k_last, k_end = self._k, pending[-1][0]
         samples = {k: (y, u) for k, y, u in pending}
@@ -170,24 +186,22 @@ class _GraphGrowth(_StreamHost):
         if len(impulse_keys_) == self.update_every > 1:
             itype = impulse_type(self.variables)
             # The impulse type's own Jacobian passes (one per state part and the parameters).
-            for f in itype.make_many(impulse_keys_, self._imp_noise, self.fixed, PerFactor(np.stack(controls)),
-                                     float(self.h), regroup=False):
-                graph.push_back(f)
+            factors.append(itype.group(impulse_keys_, self._imp_noise, self.fixed, PerFactor(np.stack(controls)),
+                                       float(self.h), regroup=False))
         else:
             for kk, u_k in zip(range(k_last + 1, k_end + 1), controls):
-                graph.push_back(impulse_factor(self.variables, kk - 1, u_k, self.h, self._imp_noise, self.fixed))
+                factors.append(impulse_factor(self.variables, kk - 1, u_k, self.h, self._imp_noise, self.fixed))
         if len(observed) == self.update_every > 1:
             ys = np.stack([y for _, y in observed])
-            for f in observation_type(self.variables).make_many(
-                    [observation_keys(self.variables, k) for k, _ in observed], self._obs_noise, self.fixed,
-                    PerFactor(np.nan_to_num(ys)), PerFactor(np.isfinite(ys).astype(float)), regroup=False):
-                graph.push_back(f)
+            factors.append(observation_type(self.variables).group(
+                [observation_keys(self.variables, k) for k, _ in observed], self._obs_noise, self.fixed,
+                PerFactor(np.nan_to_num(ys)), PerFactor(np.isfinite(ys).astype(float)), regroup=False))
         else:
             for k, y in observed:
-                graph.push_back(observation_factor(self.variables, k, y, self._obs_noise, self.fixed))
+                factors.append(observation_factor(self.variables, k, y, self._obs_noise, self.fixed))
         if self._refine_prior is not None:
             stamps[keys.P()] = k_end * self.h  # the parameters stay in the window
-        self._smoother.update(graph, values, stamps)
+        self._update_smoother(factors, values, stamps)
         self._k, self._u_graph = k_end, u
         oldest = self._oldest_in_window()
         for kk in [kk for kk in self._refs if kk < oldest - 1]:

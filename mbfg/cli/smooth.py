@@ -3,7 +3,7 @@
 ::
 
     some_reader | mbfg smooth MODEL --params CALIB.json [--lag S] [--ppr N [--counts [--wrap M]]]
-                              [--dt H] [--period P] [--std] [--smoother incremental|batch]
+                              [--dt H] [--period P] [--std] [--smoother chain|incremental|batch]
                               [--columns t,NAMES...] [--max-gap S]
                               [--input FILE|-] [--output FILE|-] [--quiet] | plotter
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 DESCRIPTION = """\
 Estimate the states of a 3D rigid-body model from a live log, sample by
-sample: a fixed-lag smoother (iSAM2) over the impulse and observation factors
+sample: a fixed-lag smoother over the impulse and observation factors
 of 'mbfg calibrate', with the parameters of a calibration (--params, the JSON
 of 'mbfg calibrate --out'; its h and its estimate of the impulse noise, which
 weights the dynamics, are used too; --weight W weights them as the calibration
@@ -125,8 +125,10 @@ def add_parser(sub: Subparsers) -> None:
                    help="update the smoother once every N state-time samples, all N at once: faster, the "
                         "estimates N - 1 samples later (the lines in between repeat the last ones, flag "
                         "'pending'; default: %(default)s)")
-    p.add_argument("--smoother", choices=("incremental", "batch"), default="incremental",
-                   help="iSAM2 (default) or Levenberg-Marquardt over the whole window at every sample (slow)")
+    p.add_argument("--smoother", choices=("chain", "incremental", "batch"), default=None,
+                   help="chain: square-root information smoothing along the chain of states (the default, "
+                        "iSAM2 with --std); incremental: iSAM2; batch: Levenberg-Marquardt over the whole "
+                        "window at every sample (slow)")
     p.add_argument("--columns", type=_column_names, default=None, metavar="t,NAMES...",
                    help="the input's columns, for a stream without a header line (a header line, if one comes, "
                         "must name the same)")

@@ -1,0 +1,351 @@
+"""A fixed-lag smoother of our own for a chain of states: square-root information elimination, oldest first.
+
+The stream's graph is a chain: every factor touches one state or two consecutive
+ones (impulse factors x_k -> x_{k+1}; observation, initial-state and prior factors
+on one state). Eliminated oldest first, by QR of each state's rows, the chain
+leaves a *conditional* per state, ``R_j delta_j + S_j delta_{j+1} = d_j``, and a
+square-root information ``[R_f | d_f]`` on the newest state, the *frontier*
+(the filter). An update adds new states after the frontier: their factors are
+linearized in one vectorized call per factor group (no GTSAM callbacks), the old
+frontier and the new states are eliminated in turn, and one back-substitution,
+newest to oldest, gives every window state. Marginalizing the states a lag back
+is dropping their conditionals: what they knew already sits in the later ones.
+
+Linearization points (``theta``) are those of GTSAM's fixed-lag smoothers: each
+state's factors are linearized where the state entered (its prediction), the new
+states are relinearized at their solution while their update exceeds the
+threshold (``relinearize_threshold``, at most ``max_passes`` times), and an old
+state is not relinearized again (first-estimate linearization: between updates a
+state moves by the smoothing correction, orders below the threshold). QR rather
+than normal equations, as the iSAM2 window: the impulse rows carry weights ~1e3
+times the observations' and would square into the conditioning.
+
+The interface is that of :class:`~mbfg.graphs.stream.window._ISAM2Window` used by
+the estimator (``update``, ``calculateEstimatePose3``, ``calculateEstimateVector``);
+it takes the new factors as a list of :class:`~mbfg.adapter.FactorGroup` (evaluated
+vectorized) and GTSAM nonlinear factors (linearized by GTSAM).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import gtsam
+import numpy as np
+
+from mbfg._jax import jax, jnp
+from mbfg.adapter import FactorGroup
+
+
+class ChainError(RuntimeError):
+    """A factor the chain cannot hold (it skips a state or touches an eliminated one), or a state the
+    factors leave undetermined."""
+
+
+@dataclass
+class _State:
+    """One state of the window: its stamp, keys and their tangent column slices; once eliminated, its
+    conditional in back-substitution form ``delta = a - G delta_next`` (G: (n, n_next))."""
+
+    stamp: float
+    keys: list[int]
+    columns: dict[int, slice]
+    dim: int
+    a: np.ndarray | None = None
+    G: np.ndarray | None = None
+
+
+@dataclass
+class _Block:
+    """Whitened rows of N factors of one kind, each on ``span`` consecutive states from ``first[i]``:
+    ``A[i] [delta_first; delta_first+1] = b[i]`` in the least-squares sense. A: (N, m, span * n), b: (N, m)."""
+
+    first: np.ndarray
+    span: int
+    A: np.ndarray
+    b: np.ndarray
+
+
+def _regular_rows(blocks: Sequence[_Block], first: int, last: int, frontier: np.ndarray | None
+                  ) -> tuple[np.ndarray, ...] | None:
+    """The arrays of :func:`_eliminate_regular` when the update is a plain extension of the chain: a
+    frontier on state ``first``, one binary row set (the same rows) between each pair of consecutive
+    states and at most one unary row set (the same rows, missing ones as zeros) on each newer state.
+    None otherwise (a start, a factor on the frontier state, several unary kinds)."""
+    if frontier is None or last == first:
+        return None
+    binary = [b for b in blocks if b.span == 2]
+    unary = [b for b in blocks if b.span == 1]
+    if len(binary) != 1 or len(unary) > 1:
+        return None
+    pair = binary[0]
+    if not np.array_equal(pair.first, np.arange(first, last)):
+        return None
+    n = frontier.shape[1] - 1
+    m_u = unary[0].b.shape[1] if unary else 0
+    A_u = np.zeros((last - first, m_u, n))
+    b_u = np.zeros((last - first, m_u))
+    if unary:
+        idx = unary[0].first - first - 1
+        if np.any(idx < 0) or len(np.unique(idx)) != len(idx):
+            return None
+        A_u[idx], b_u[idx] = unary[0].A, unary[0].b
+    carried = np.zeros((n, n + 1))
+    carried[: len(frontier)] = frontier
+    return carried, pair.A, pair.b, A_u, b_u
+
+
+@functools.partial(jax.jit, static_argnames=())
+def _eliminate_regular(carried: jnp.ndarray, A: jnp.ndarray, b: jnp.ndarray, A_u: jnp.ndarray, b_u: jnp.ndarray
+                       ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+    """QR elimination along the chain in one compiled scan (the regular case of :func:`_regular_rows`).
+
+    Args:
+        carried: (n, n + 1) [R | d] on the first state (the old frontier, zero rows below its rank).
+        A, b: (L, m, 2n), (L, m) the binary rows between states i and i + 1 (L new states).
+        A_u, b_u: (L, m_u, n), (L, m_u) the unary rows on each new state i + 1.
+    Returns:
+        G (L, n, n), a (L, n): the conditionals ``delta_i = a_i - G_i delta_i+1``; the frontier (n, n + 1)
+        on the newest state; ok (L + 1,): each state's triangular factor has no zero on its diagonal.
+    """
+    n = carried.shape[0]
+
+    def determined(R: jnp.ndarray) -> jnp.ndarray:
+        return jnp.all(jnp.abs(jnp.diag(R[:n, :n])) > 1e-13 * jnp.max(jnp.abs(R)))
+
+    def step(carry: jnp.ndarray, rows: tuple[jnp.ndarray, ...]) -> tuple[jnp.ndarray, tuple[jnp.ndarray, ...]]:
+        A_i, b_i, A_ui, b_ui = rows
+        top = jnp.concatenate([carry[:, :n], jnp.zeros((n, n)), carry[:, n:]], axis=1)
+        R = jnp.linalg.qr(jnp.concatenate([top, jnp.concatenate([A_i, b_i[:, None]], axis=1)]), mode="r")
+        sol = jnp.linalg.solve(R[:n, :n], R[:n, n:])
+        # The next state's rows: what elimination left on it, and its own unary rows, compressed to n.
+        nxt = jnp.concatenate([R[n : 2 * n, n:], jnp.concatenate([A_ui, b_ui[:, None]], axis=1)])
+        nxt = jnp.linalg.qr(nxt, mode="r")[:n]
+        return nxt, (sol[:, :n], sol[:, n], determined(R))
+
+    R_f, (G, a, ok) = jax.lax.scan(step, carried, (A, b, A_u, b_u))
+    ok_last = jnp.all(jnp.abs(jnp.diag(R_f[:, :n])) > 1e-13 * jnp.max(jnp.abs(R_f)))
+    return G, a, R_f, jnp.concatenate([ok, ok_last[None]])
+
+
+class _ChainWindow:
+    """Fixed-lag smoother over a chain of states (module docstring).
+
+    Args:
+        lag: states stamped more than this before the newest are marginalized [s].
+        pose_threshold, velocity_threshold: a new state is relinearized while the update of a Pose3
+            variable (tangent [rad, m]) or of a Vector variable exceeds these (largest component).
+        max_passes: linearizations of an update's new factors at most.
+    """
+
+    def __init__(self, lag: float, pose_threshold: float = 0.05, velocity_threshold: float = 10.0,
+                 max_passes: int = 3) -> None:
+        self.lag = lag
+        self.pose_threshold, self.velocity_threshold, self.max_passes = pose_threshold, velocity_threshold, max_passes
+        self.theta = gtsam.Values()  # linearization points of the window's variables
+        self._states: list[_State] = []  # oldest first; all but the newest are eliminated
+        self._offset = 0  # states marginalized so far: self._states[0] is state number _offset of the stream
+        self._vars: dict[int, tuple[int, slice, bool]] = {}  # key -> (state number, columns, is a Pose3)
+        self._frontier: np.ndarray | None = None  # [R_f | d_f] on the newest state
+        self._deltas = np.zeros((0, 0))  # (window states, n): each state's update from theta
+        self.linearizations = 0  # factor linearizations so far (a vectorized group counts its factors)
+
+    # ------------------------------------------------------------------ update
+    def update(self, factors: Sequence[FactorGroup | gtsam.NonlinearFactor], values: gtsam.Values,
+               stamps: Mapping[int, float]) -> None:
+        """Add the new variables ``values`` (stamped by ``stamps``: key -> time [s]) and the new ``factors``,
+        solve, and marginalize the states stamped more than ``lag`` before the newest."""
+        n_old = len(self._states)
+        by_time: dict[float, list[int]] = {}
+        for key in values.keys():
+            if key not in stamps:
+                raise ChainError(f"variable {gtsam.DefaultKeyFormatter(key)} has no stamp")
+            by_time.setdefault(stamps[key], []).append(key)
+        for stamp in sorted(by_time):
+            if self._states and stamp <= self._states[-1].stamp:
+                raise ChainError(f"a new state at {stamp} s is not after the newest one ({self._states[-1].stamp} s)")
+            self._states.append(self._new_state(stamp, by_time[stamp], values))
+        self.theta.insert(values)
+        first = max(n_old - 1, 0)  # the old frontier is eliminated again with the new states
+        frontier = self._frontier
+        for _ in range(self.max_passes):
+            self._eliminate(first, frontier, self._linearize(factors, first))
+            self._back_substitute()
+            if not self._relinearize(n_old):
+                break
+        self._marginalize()
+
+    def _new_state(self, stamp: float, key_list: list[int], values: gtsam.Values) -> _State:
+        number = self._offset + len(self._states)
+        columns, col = {}, 0
+        for key in sorted(key_list):
+            try:
+                values.atPose3(key)
+                dim, pose = 6, True
+            except RuntimeError:
+                dim, pose = len(values.atVector(key)), False
+            columns[key] = slice(col, col + dim)
+            self._vars[key] = (number, columns[key], pose)
+            col += dim
+        return _State(stamp, sorted(key_list), columns, col)
+
+    def _linearize(self, factors: Sequence[FactorGroup | gtsam.NonlinearFactor], first: int) -> list[_Block]:
+        """Each factor's whitened rows, by the window states they touch (only states from ``first`` on)."""
+        where = {key: j for j in range(first, len(self._states)) for key in self._states[j].keys}
+        blocks: list[_Block] = []
+        cache: dict[int, np.ndarray] = {}
+        for factor in factors:
+            if isinstance(factor, FactorGroup):
+                out = factor.evaluate(factor.read(self.theta, cache), linearize=True)  # (N, m, 1 + dims)
+                out = out / np.asarray(factor.noise.sigmas())[None, :, None]
+                key_rows = factor.keys
+                self.linearizations += len(factor)
+            else:
+                linear = factor.linearize(self.theta)
+                A, b = linear.jacobian()
+                out = np.hstack([-b[:, None], A])[None]
+                key_rows = [list(linear.keys())]
+                self.linearizations += 1
+            blocks.append(self._block(key_rows, out, where))
+        return blocks
+
+    def _dim(self, key: int) -> int:
+        if key not in self._vars:
+            raise ChainError(f"a factor on {gtsam.DefaultKeyFormatter(key)}, a variable not in the window")
+        cols = self._vars[key][1]
+        return cols.stop - cols.start
+
+    def _block(self, key_rows: Sequence[Sequence[int]], out: np.ndarray, where: Mapping[int, int]) -> _Block:
+        """The rows ``out`` (N, m, 1 + tangent dims) = [-b | A] of N factors of one kind on ``key_rows``
+        as a :class:`_Block`: A's columns moved into the layout of the states they touch."""
+        states = []
+        for key in key_rows[0]:
+            j = where.get(key)
+            if j is None:
+                raise ChainError(f"a factor on {gtsam.DefaultKeyFormatter(key)}, a state already eliminated "
+                                 "or not in the window")
+            states.append(j)
+        first, span = min(states), max(states) - min(states) + 1
+        if span > 2:
+            raise ChainError(f"a factor on states {sorted(set(states))} of the window: the chain takes one state "
+                             "or two consecutive ones")
+        n = self._states[first].dim
+        if any(self._states[j].dim != n for j in states):
+            raise ChainError("a factor between states of different sizes")
+        # Column of each tangent component in [x_first | x_first+1] (the same for every row of a group).
+        target, col = [], 1
+        for key, j in zip(key_rows[0], states):
+            cols = self._states[j].columns[key]
+            target.append(np.arange(cols.start, cols.stop) + (j - first) * n)
+            col += cols.stop - cols.start
+        A = np.zeros((out.shape[0], out.shape[1], span * n))
+        A[:, :, np.concatenate(target)] = out[:, :, 1:col]
+        firsts = np.array([where[row[0]] - states[0] + first for row in key_rows])
+        for row, j0 in zip(key_rows, firsts):  # every row must lie on its states as the first one does
+            if any(where.get(key, -1) - j0 != j - first for key, j in zip(row, states)):
+                raise ChainError("the factors of one group lie differently on their states")
+        return _Block(firsts, span, A, -out[:, :, 0])
+
+    def _eliminate(self, first: int, frontier: np.ndarray | None, blocks: list[_Block]) -> None:
+        """QR elimination of the states ``first`` .. newest-1 into conditionals; the newest's rows become
+        the frontier. ``frontier``: the square-root information on state ``first`` before this update."""
+        n = self._states[first].dim
+        last = len(self._states) - 1
+        if any(s.dim != n for s in self._states[first:]):
+            raise ChainError("the window's states differ in size")
+        regular = _regular_rows(blocks, first, last, frontier)
+        if regular is not None:
+            G, a, R_f, ok = _eliminate_regular(*regular)
+            bad = np.flatnonzero(~np.asarray(ok))
+            if bad.size:
+                j = first + int(bad[0])
+                raise ChainError(f"the factors leave state {j} of the window (at {self._states[j].stamp} s) "
+                                 "undetermined")
+            G, a = np.asarray(G), np.asarray(a)
+            for i, s in enumerate(self._states[first:last]):
+                s.G, s.a = G[i], a[i]
+            self._frontier = np.asarray(R_f)
+            return
+        rows: dict[int, list[np.ndarray]] = {}  # state j -> rows [A_j | A_j+1 | b], zero-padded
+        for block in blocks:
+            for j, A, b in zip(block.first, block.A, block.b):
+                padded = np.zeros((len(b), 2 * n + 1))
+                padded[:, : A.shape[1]] = A
+                padded[:, -1] = b
+                rows.setdefault(int(j), []).append(padded)
+        carried = frontier  # [R | d] on state j, from the states before it
+        for j in range(first, last + 1):
+            stack = rows.get(j, [])
+            if carried is not None:
+                padded = np.zeros((len(carried), 2 * n + 1))
+                padded[:, :n], padded[:, -1] = carried[:, :n], carried[:, n]
+                stack = [padded, *stack]
+            if not stack:
+                raise ChainError(f"no factor determines state {j} of the window (at {self._states[j].stamp} s): "
+                                 "it is undetermined")
+            R = np.linalg.qr(np.vstack(stack), mode="r")
+            if R.shape[0] < n or np.any(np.abs(np.diag(R[:n, :n])) <= 1e-13 * np.abs(R).max()):
+                raise ChainError(f"the factors leave state {j} of the window (at {self._states[j].stamp} s) "
+                                 "undetermined")
+            if j == last:
+                self._frontier = np.hstack([R[:n, :n], R[:n, -1:]])
+            else:
+                sol = np.linalg.solve(R[:n, :n], R[:n, n:])  # [G | a]
+                self._states[j].G, self._states[j].a = sol[:, :n], sol[:, n]
+                carried = R[n : 2 * n, n:] if R.shape[0] > n else None
+
+    def _back_substitute(self) -> None:
+        """Every window state's update, newest to oldest through the conditionals (one row per state)."""
+        assert self._frontier is not None
+        n = self._states[-1].dim
+        deltas = np.empty((len(self._states), n))
+        delta = deltas[-1] = np.linalg.solve(self._frontier[:, :n], self._frontier[:, n])
+        for j in range(len(self._states) - 2, -1, -1):
+            s = self._states[j]
+            assert s.a is not None and s.G is not None
+            delta = deltas[j] = s.a - s.G @ delta
+        self._deltas = deltas
+
+    def _delta(self, key: int) -> np.ndarray:
+        number, cols, _ = self._vars[key]
+        return self._deltas[number - self._offset, cols]
+
+    def _relinearize(self, n_old: int) -> bool:
+        """Move the linearization points of the states after the first ``n_old`` (the update's new ones) to
+        their solution if a variable's update exceeds its threshold; True if they moved."""
+        new_keys = [key for s in self._states[n_old:] for key in s.keys]
+        if all(np.abs(self._delta(key)).max() <= (self.pose_threshold if self._vars[key][2]
+                                                  else self.velocity_threshold) for key in new_keys):
+            return False
+        moved, sub = gtsam.VectorValues(), gtsam.Values()
+        for key in new_keys:
+            moved.insert(key, self._delta(key))
+            if self._vars[key][2]:
+                sub.insert(key, self.theta.atPose3(key))
+            else:
+                sub.insert(key, self.theta.atVector(key))
+        self.theta.update(sub.retract(moved))
+        self._deltas[n_old:] = 0.0
+        return True
+
+    def _marginalize(self) -> None:
+        now = self._states[-1].stamp
+        n_old = 0
+        while n_old < len(self._states) - 1 and self._states[n_old].stamp < now - self.lag:
+            n_old += 1
+        for s in self._states[:n_old]:
+            for key in s.keys:
+                self.theta.erase(key)
+                del self._vars[key]
+        del self._states[:n_old]
+        self._deltas = self._deltas[n_old:]
+        self._offset += n_old
+
+    # ------------------------------------------------------------------ read-out
+    def calculateEstimatePose3(self, key: int) -> gtsam.Pose3:  # noqa: N802 - GTSAM's name
+        return self.theta.atPose3(key).retract(self._delta(key))
+
+    def calculateEstimateVector(self, key: int) -> np.ndarray:  # noqa: N802
+        return self.theta.atVector(key) + self._delta(key)

@@ -1,0 +1,148 @@
+"""The chain smoother of the stream (mbfg.graphs.stream.chain): fixed-lag smoothing by square-root
+information elimination along the chain of states.
+
+On a linear-Gaussian chain, fixed-lag smoothing with marginalization is exact: the window's estimates
+are the batch least-squares solution of every factor so far, restricted to the window. That is checked
+against a dense least-squares solve, for both elimination paths (one compiled scan for the regular
+updates, the NumPy loop for the others). On the pendulum and Furuta streams the chain gives iSAM2's
+estimates to round-off.
+"""
+
+from __future__ import annotations
+
+import math
+
+import gtsam
+import numpy as np
+import pytest
+
+from mbfg import keys
+from mbfg.errors import ModelError
+from mbfg.graphs.stream import StreamEstimator
+from mbfg.graphs.stream.chain import ChainError, _ChainWindow
+from mbfg.logs import quantize
+from mbfg.models import pendulum
+from mbfg.spook import simulate, unwrap_angles
+
+DIM = 3  # a state: one Vector3
+
+
+def _linear_chain(n_states: int, seed: int = 0) -> tuple[list[tuple[int, np.ndarray, float]],
+                                                             list[tuple[int, np.ndarray, np.ndarray]]]:
+    """A random linear-Gaussian chain: per state a measurement (k, z, sigma), per step a between
+    measurement (k, z, sigmas) of x_{k+1} - x_k."""
+    rng = np.random.default_rng(seed)
+    unary = [(k, rng.normal(size=DIM), float(rng.uniform(0.5, 2.0))) for k in range(n_states)]
+    binary = [(k, rng.normal(size=DIM), rng.uniform(0.01, 0.1, DIM)) for k in range(n_states - 1)]
+    return unary, binary
+
+
+def _unary_factor(k: int, z: np.ndarray, sigma: float) -> gtsam.NonlinearFactor:
+    return gtsam.PriorFactorVector(keys.V(k), z, gtsam.noiseModel.Isotropic.Sigma(DIM, sigma))
+
+
+def _binary_factor(k: int, z: np.ndarray, sigmas: np.ndarray) -> gtsam.NonlinearFactor:
+    return gtsam.BetweenFactorVector(keys.V(k), keys.V(k + 1), z, gtsam.noiseModel.Diagonal.Sigmas(sigmas))
+
+
+def _batch(unary, binary, n_states: int) -> np.ndarray:
+    """The least-squares solution (n_states, DIM) of every factor, by a dense solve."""
+    rows, rhs = [], []
+    for k, z, sigma in unary:
+        A = np.zeros((DIM, n_states * DIM))
+        A[:, k * DIM : (k + 1) * DIM] = np.eye(DIM) / sigma
+        rows.append(A)
+        rhs.append(z / sigma)
+    for k, z, sigmas in binary:
+        A = np.zeros((DIM, n_states * DIM))
+        A[:, k * DIM : (k + 1) * DIM] = -np.eye(DIM) / sigmas[:, None]
+        A[:, (k + 1) * DIM : (k + 2) * DIM] = np.eye(DIM) / sigmas[:, None]
+        rows.append(A)
+        rhs.append(z / sigmas)
+    x, *_ = np.linalg.lstsq(np.vstack(rows), np.concatenate(rhs), rcond=None)
+    return x.reshape(n_states, DIM)
+
+
+@pytest.mark.parametrize("per_update", [1, 3])
+def test_fixed_lag_smoothing_of_a_linear_chain_is_the_batch_least_squares_solution(per_update) -> None:
+    """One state per update takes the compiled scan; three (separate GTSAM factors) the NumPy loop.
+    After every update, each window state equals the dense batch solution of all factors so far."""
+    n_states, lag = 13, 4.0
+    unary, binary = _linear_chain(n_states)
+    window = _ChainWindow(lag)
+    start = 0
+    for stop in [1, *range(1 + per_update, n_states + 1, per_update)]:
+        values, factors, stamps = gtsam.Values(), [], {}
+        for k in range(start, stop):
+            values.insert(keys.V(k), np.zeros(DIM))  # a linearization point far from the solution
+            stamps[keys.V(k)] = float(k)
+            factors.append(_unary_factor(*unary[k]))
+            if k > 0:
+                factors.append(_binary_factor(*binary[k - 1]))
+        window.update(factors, values, stamps)
+        expected = _batch(unary[:stop], binary[: stop - 1], stop)
+        in_window = [k for k in range(stop) if k >= stop - 1 - lag]
+        for k in in_window:
+            np.testing.assert_allclose(window.calculateEstimateVector(keys.V(k)), expected[k], atol=1e-10)
+        start = stop
+
+
+def test_a_factor_skipping_a_state_or_an_undetermined_state_is_refused() -> None:
+    window = _ChainWindow(10.0)
+    values = gtsam.Values()
+    for k in range(3):
+        values.insert(keys.V(k), np.zeros(DIM))
+    stamps = {keys.V(k): float(k) for k in range(3)}
+    skipping = [_unary_factor(k, np.zeros(DIM), 1.0) for k in range(3)]
+    skipping.append(gtsam.BetweenFactorVector(keys.V(0), keys.V(2), np.zeros(DIM),
+                                              gtsam.noiseModel.Isotropic.Sigma(DIM, 1.0)))
+    with pytest.raises(ChainError, match=r"states \[0, 2\]"):
+        window.update(skipping, values, stamps)
+    window = _ChainWindow(10.0)
+    # x_0 -> x_1 is missing: x_1 and x_2 are known only relative to each other.
+    undetermined = [_unary_factor(0, np.zeros(DIM), 1.0), _binary_factor(1, np.zeros(DIM), np.ones(DIM))]
+    with pytest.raises(ChainError, match="undetermined"):
+        window.update(undetermined, values, stamps)
+
+
+H, PPR, LAG = 1e-3, 2048, 0.05
+
+
+@pytest.fixture(scope="module")
+def pendulum_log():
+    model = pendulum()
+    traj = simulate(model, 0.4, H, initial=model.initial_state({"theta": 2.0}))
+    return model, traj.t, quantize(unwrap_angles(model, traj.observations), PPR)
+
+
+@pytest.mark.parametrize("update_every", [1, 5])
+def test_chain_smoother_gives_isam2s_estimates_to_round_off(pendulum_log, update_every) -> None:
+    """The same factors, the same linearization points: the chain and iSAM2 (QR) agree to round-off,
+    filtered and smoothed, on every sample of a quantized pendulum stream."""
+    model, t, y = pendulum_log
+    out = {}
+    for smoother in ("chain", "incremental"):
+        est = StreamEstimator(model, lag=LAG, h=H, period=H, ppr=PPR, smoother=smoother, update_every=update_every)
+        filtered, smoothed = {}, {}
+        for ti, yi in zip(t, y):
+            step = est.push(ti, yi)
+            filtered.update((e.k, e) for e in step.added)
+            smoothed.update((e.k, e) for e in step.smoothed_added)
+        out[smoother] = (filtered, smoothed)
+        assert est.status.solver_failures == 0
+    for a, b in zip(out["chain"], out["incremental"]):
+        assert a.keys() == b.keys() and len(a) > 0.8 * (t[-1] - LAG) / H
+        for k in a:
+            np.testing.assert_allclose(a[k].coordinates, b[k].coordinates, rtol=0, atol=1e-10)
+            np.testing.assert_allclose(a[k].rates, b[k].rates, rtol=0, atol=1e-8)
+    step = 2 * math.pi / PPR
+    assert max(abs(e.coordinates[0] - yi[0]) for e, yi in zip(out["chain"][0].values(), y)) < 3 * step
+
+
+def test_the_chain_smoother_refuses_refinement_and_standard_deviations_by_name() -> None:
+    model = pendulum()
+    for kwargs in ({"refine": ["b"]}, {"covariance": True}):
+        with pytest.raises(ModelError, match="smoother 'chain'"):
+            StreamEstimator(model, h=H, smoother="chain", **kwargs)
+        assert StreamEstimator(model, h=H, **kwargs).smoother_kind == "incremental"  # the default falls back
+    assert StreamEstimator(model, h=H).smoother_kind == "chain"
