@@ -10,9 +10,12 @@ Sections (each can be picked with --only):
    seconds per wall second), the slowest sample and Python's full garbage
    collections during the stream,
    after a warm-up stream that compiles every factor type (no figure includes
-   JAX compilation). Each row is also split per sample into our JAX
-   linearizations, iSAM2's own update, the read-out and the rest. Where the Furuta pendulum at 0.1 s lag is below 2x real
-   time, a cProfile of its run (1 and 10 samples per update) says where the time goes.
+   JAX compilation). The Furuta rows at lag 0.1 s run twice, with the stream's
+   default smoother (``chain``, mbfg.graphs.stream.chain) and with iSAM2
+   (``incremental``), on the same samples. Each row is also split per sample into our JAX
+   linearizations, the smoother's own update, the read-out and the rest. Where the Furuta pendulum at 0.1 s
+   lag is below 2x real time with the chain, a cProfile of its run (1 and 10 samples per update) says
+   where the time goes.
    After the warm-up the process calls ``gc.freeze()``, as ``mbfg smooth`` does
    (``--no-gc-freeze``: not).
 2. ``memory``: a long stream (10 min of 1 kHz samples; ``--minutes``) replayed
@@ -121,18 +124,21 @@ class _FullCollections:
 
 class _Split:
     """Wall time of the parts of the stream's updates while active [s]: ``linearize`` (our JAX factor
-    evaluations, vmapped groups and single factors, wherever GTSAM calls them), ``isam2`` (the iSAM2
-    window's update and marginalization without the linearizations inside it), ``readout`` (filtered
-    and smoothed states from the window). The rest of a push is Python bookkeeping."""
+    evaluations, vmapped groups and single factors, wherever GTSAM or the chain calls them),
+    ``smoother`` (the window's update and marginalization without the linearizations inside it: the
+    chain's or iSAM2's), ``readout`` (filtered and smoothed states from the window). The rest of a push
+    is Python bookkeeping."""
 
     def __enter__(self) -> _Split:
         from mbfg.adapter import FactorGroup
+        from mbfg.graphs.stream.chain import _ChainWindow
         from mbfg.graphs.stream.readout import _Readout
         from mbfg.graphs.stream.window import _ISAM2Window
 
-        self.seconds = {"linearize": 0.0, "isam2": 0.0, "readout": 0.0}
+        self.seconds = {"linearize": 0.0, "smoother": 0.0, "readout": 0.0}
         self._patched = [(FactorGroup, "evaluate", "linearize"), (FactorGroup, "_alone", "linearize"),
-                         (_ISAM2Window, "update", "isam2"), (_Readout, "__call__", "readout")]
+                         (_ISAM2Window, "update", "smoother"), (_ChainWindow, "update", "smoother"),
+                         (_Readout, "__call__", "readout")]
         self._originals = [getattr(cls, name) for cls, name, _ in self._patched]
         for (cls, name, part), original in zip(self._patched, self._originals):
             setattr(cls, name, self._timed(original, part))
@@ -146,7 +152,7 @@ class _Split:
                 return original(*args, **kwargs)
             finally:
                 spent = time.perf_counter() - start
-                if part == "isam2":  # the linearizations iSAM2 calls are counted as such
+                if part == "smoother":  # the linearizations the smoother calls are counted as such
                     spent -= self.seconds["linearize"] - inner
                 self.seconds[part] += spent
 
@@ -182,27 +188,30 @@ def timing(quick: bool, profile_lines: int, settings: dict, freeze: bool = True)
     print("   p99 is then the time of an update, the latency the batching adds")
     print("   max: the slowest sample; full gc: Python's full garbage collections during the stream (number, "
           "seconds);")
-    print("   per sample: each row's stream split into our JAX linearizations, iSAM2's update without them,")
+    print("   per sample: each row's stream split into our JAX linearizations, the smoother's update without them,")
     print("   the read-out of the estimates, and the rest (Python bookkeeping), over all its samples")
     print(f"   gc.freeze() after the warm-up: {'yes' if freeze else 'no (--no-gc-freeze)'}")
-    print(f"{'model':<16} {'h [ms]':>6} {'lag [s]':>7} {'update every':>12} {'window':>6} {'mean [ms]':>10} "
+    print(f"{'model':<16} {'smoother':<11} {'h [ms]':>6} {'lag [s]':>7} {'update every':>12} {'window':>6} {'mean [ms]':>10} "
           f"{'p99 [ms]':>9} {'max [ms]':>9} {'full gc':>10} {'real-time x':>12}  rate error filtered / smoothed")
     for model in (pendulum(), furuta(dry=False)):
         log, qd_true = _log(model, duration)
         warm = Log(log.t[:80], log.y[:80], log.u[:80], log.observations, log.controls, "warm-up")
-        cases = [(H, 0.05, 1), (H, 0.1, 1), (H, 0.5, 1)]
+        cases = [(H, 0.05, 1, "chain"), (H, 0.1, 1, "chain"), (H, 0.5, 1, "chain")]
         if model.controls:
             # The Furuta pendulum at lag 0.1 s: several samples per update, and h = 2 ms (stride 2), the
-            # same 1 kHz stream with half the states, one and ten samples per update.
-            cases += [(H, 0.1, 5), (H, 0.1, 10), (H, 0.1, 20), (2 * H, 0.1, 1), (2 * H, 0.1, 10)]
-        for n in sorted({n for _, _, n in cases}):
-            _stream(model, warm, 0.01, update_every=n)  # compiles the factor types (vmapped over n): not timed
+            # same 1 kHz stream with half the states, one and ten samples per update; iSAM2 beside the chain.
+            cases = [(H, 0.05, 1, "chain"), (H, 0.5, 1, "chain")]
+            cases += [(h, 0.1, n, smoother) for h, n in ((H, 1), (H, 5), (H, 10), (H, 20), (2 * H, 1), (2 * H, 10))
+                      for smoother in ("chain", "incremental")]
+        for n, smoother in sorted({(n, smoother) for _, _, n, smoother in cases}):
+            # compiles the factor types (vmapped over n) and the chain's scan: not timed
+            _stream(model, warm, 0.01, update_every=n, smoother=smoother)
         if freeze:
             gc.collect()
             gc.freeze()
-        for h, lag, n in cases:
+        for h, lag, n, smoother in cases:
             with _FullCollections() as full_gc, _Split() as split:
-                times, est, estimates = _stream(model, log, lag, h=h, update_every=n, **settings)
+                times, est, estimates = _stream(model, log, lag, h=h, update_every=n, smoother=smoother, **settings)
             steady = times[est.m * est.stride:]  # once the window is full
             mean = steady.mean()
             errors = []
@@ -211,25 +220,25 @@ def timing(quick: bool, profile_lines: int, settings: dict, freeze: bool = True)
                      for e in estimates[kind].values() if e.t - log.t[0] >= 0.15]
                 errors.append(np.sqrt(np.mean(np.square(d), axis=0)))
             err = "  ".join(f"{f:.2g} / {s:.2g}" for f, s in zip(*errors))
-            print(f"{model.name:<16} {1e3 * h:>6g} {lag:>7g} {n:>12} {est.m + est.update_every:>6} {1e3 * mean:>10.3f} "
+            print(f"{model.name:<16} {smoother:<11} {1e3 * h:>6g} {lag:>7g} {n:>12} {est.m + est.update_every:>6} {1e3 * mean:>10.3f} "
                   f"{1e3 * np.percentile(steady, 99):>9.3f} {1e3 * steady.max():>9.1f} "
                   f"{f'{full_gc.count} / {full_gc.seconds:.2f}':>10} {H / mean:>12.2f}  {err}", flush=True)
             per_sample = {part: 1e3 * seconds / len(times) for part, seconds in split.seconds.items()}
             rest = 1e3 * times.mean() - sum(per_sample.values())
-            print(f"{'':<16} per sample [ms] over the whole stream: linearize {per_sample['linearize']:.3f}, iSAM2 "
-                  f"{per_sample['isam2']:.3f}, read-out {per_sample['readout']:.3f}, the rest {rest:.3f}",
+            print(f"{'':<16} per sample [ms] over the whole stream: linearize {per_sample['linearize']:.3f}, smoother "
+                  f"{per_sample['smoother']:.3f}, read-out {per_sample['readout']:.3f}, the rest {rest:.3f}",
                   flush=True)
             if model.name == "furuta-viscous" and lag == 0.1 and h == H and n in (1, 10) and H / mean < 2.0 \
-                    and profile_lines:
+                    and smoother == "chain" and profile_lines:
                 prof = cProfile.Profile()
                 prof.enable()
                 _stream(model, Log(log.t[:500], log.y[:500], log.u[:500], log.observations, log.controls), lag,
-                        update_every=n, **settings)
+                        update_every=n, smoother=smoother, **settings)
                 prof.disable()
                 out = io.StringIO()
                 pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(profile_lines)
                 print("   below 2x real time: cProfile of 0.5 s of this stream (sorted by own time; the JAX "
-                      "calls run inside mbfg/adapter.py's callback):")
+                      "calls run inside mbfg/adapter.py's FactorGroup.evaluate):")
                 print("\n".join("   " + line for line in out.getvalue().splitlines() if line.strip()))
 
 
@@ -395,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--qube-weight", type=float, default=None, metavar="W",
                         help="QUBE section: impulse noise sigma_y / sqrt(W) instead of the calibration's estimate")
     parser.add_argument("--relinearize-threshold", type=float, default=None, metavar="T",
-                        help="iSAM2 relinearization threshold of the timed streams (default: the estimator's)")
+                        help="relinearization threshold of the timed streams (default: the estimator's)")
     parser.add_argument("--no-gc-freeze", action="store_true",
                         help="time the streams without gc.freeze() after the warm-up (mbfg smooth freezes)")
     parser.add_argument("--profile-lines", type=int, default=15, help="cProfile lines to print (0: no profile)")

@@ -4,8 +4,13 @@
 controls)``, and returns per sample the *filtered* estimate of the newest
 state and the *smoothed* estimate of the state one lag back. Underneath, the
 graph of :func:`mbfg.graphs.joint.build_joint_problem` is grown one time-step
-at a time in GTSAM's ``IncrementalFixedLagSmoother`` (iSAM2; the
-``BatchFixedLagSmoother``, Levenberg-Marquardt over the window, on request):
+at a time in a fixed-lag smoother: by default our own square-root information
+smoother along the chain of states (:mod:`mbfg.graphs.stream.chain`: the new
+factors evaluated in one vectorized call per type, no GTSAM callbacks; iSAM2's
+estimates to round-off), with online refinement or standard deviations iSAM2
+(``smoother="incremental"``, our window over GTSAM's ``ISAM2``), on request
+GTSAM's ``IncrementalFixedLagSmoother`` or ``BatchFixedLagSmoother``
+(Levenberg-Marquardt over the window):
 
 - the first state x_0 gets the initial-state factor (3.14-3.15), its
   observation (3.5) and a weak prior on its velocity (the observations fix

@@ -28,7 +28,6 @@ vectorized) and GTSAM nonlinear factors (linearized by GTSAM).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -71,9 +70,10 @@ class _Block:
 def _regular_rows(blocks: Sequence[_Block], first: int, last: int, frontier: np.ndarray | None
                   ) -> tuple[np.ndarray, ...] | None:
     """The arrays of :func:`_eliminate_regular` when the update is a plain extension of the chain: a
-    frontier on state ``first``, one binary row set (the same rows) between each pair of consecutive
-    states and at most one unary row set (the same rows, missing ones as zeros) on each newer state.
-    None otherwise (a start, a factor on the frontier state, several unary kinds)."""
+    frontier on state ``first``, one binary row set (the same rows, at least a state's dimension of
+    them) between each pair of consecutive states and at most one unary row set (the same rows, missing
+    ones as zeros) on each newer state. None otherwise (a start, a factor on the frontier state, several
+    unary kinds, a gap's single factors)."""
     if frontier is None or last == first:
         return None
     binary = [b for b in blocks if b.span == 2]
@@ -84,6 +84,8 @@ def _regular_rows(blocks: Sequence[_Block], first: int, last: int, frontier: np.
     if not np.array_equal(pair.first, np.arange(first, last)):
         return None
     n = frontier.shape[1] - 1
+    if pair.b.shape[1] < n:  # the scan carries n rows to the next state: the binary rows must leave them
+        return None
     m_u = unary[0].b.shape[1] if unary else 0
     A_u = np.zeros((last - first, m_u, n))
     b_u = np.zeros((last - first, m_u))
@@ -97,7 +99,7 @@ def _regular_rows(blocks: Sequence[_Block], first: int, last: int, frontier: np.
     return carried, pair.A, pair.b, A_u, b_u
 
 
-@functools.partial(jax.jit, static_argnames=())
+@jax.jit
 def _eliminate_regular(carried: jnp.ndarray, A: jnp.ndarray, b: jnp.ndarray, A_u: jnp.ndarray, b_u: jnp.ndarray
                        ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     """QR elimination along the chain in one compiled scan (the regular case of :func:`_regular_rows`).
@@ -198,6 +200,9 @@ class _ChainWindow:
         cache: dict[int, np.ndarray] = {}
         for factor in factors:
             if isinstance(factor, FactorGroup):
+                if not isinstance(factor.noise, gtsam.noiseModel.Diagonal):  # whitening = dividing by sigmas
+                    raise ChainError(f"{factor.ft.name}: the chain takes diagonal noise models, got "
+                                     f"{type(factor.noise).__name__}")
                 out = factor.evaluate(factor.read(self.theta, cache), linearize=True)  # (N, m, 1 + dims)
                 out = out / np.asarray(factor.noise.sigmas())[None, :, None]
                 key_rows = factor.keys

@@ -161,7 +161,9 @@ class _GraphGrowth(_StreamHost):
         states without a sample included), their impulse factors, and their readings' observation factors.
 
         With ``update_every`` new states (no gap) the impulse and observation factors are linearized
-        together, one vmapped JAX call per type (:meth:`FactorType.make_many`); otherwise one by one.
+        together, one vmapped JAX call per type (:meth:`FactorType.group`; for the chain smoother also
+        when ``update_every`` is 1, GTSAM's smoothers then take single factors, a group of one costs them
+        its bookkeeping); otherwise one by one (a gap's length would compile a program of its own).
         """
         factors: list[FactorGroup | gtsam.NonlinearFactor] = []
         values = gtsam.Values()
@@ -183,7 +185,8 @@ class _GraphGrowth(_StreamHost):
         for kk, (poses, vel) in zip(range(k_last + 1, k_end + 1), self._predict(k_last, controls)):
             self._insert_state(values, kk, poses, vel)
         observed = [(k, y) for k, y, _ in pending if np.isfinite(y).any()]
-        if len(impulse_keys_) == self.update_every > 1:
+        grouped = self.update_every > 1 or isinstance(self._smoother, _ChainWindow)
+        if grouped and len(impulse_keys_) == self.update_every:
             itype = impulse_type(self.variables)
             # The impulse type's own Jacobian passes (one per state part and the parameters).
             factors.append(itype.group(impulse_keys_, self._imp_noise, self.fixed, PerFactor(np.stack(controls)),
@@ -191,7 +194,7 @@ class _GraphGrowth(_StreamHost):
         else:
             for kk, u_k in zip(range(k_last + 1, k_end + 1), controls):
                 factors.append(impulse_factor(self.variables, kk - 1, u_k, self.h, self._imp_noise, self.fixed))
-        if len(observed) == self.update_every > 1:
+        if grouped and len(observed) == self.update_every:
             ys = np.stack([y for _, y in observed])
             factors.append(observation_type(self.variables).group(
                 [observation_keys(self.variables, k) for k, _ in observed], self._obs_noise, self.fixed,
