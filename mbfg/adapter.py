@@ -432,8 +432,13 @@ class FactorGroup:
     def evaluate(self, xs: tuple[np.ndarray, ...], linearize: bool) -> np.ndarray:
         """Residuals (N, m), or with ``linearize`` (N, m, 1 + sum of tangent dims) = [r | H_1 | H_2 | ...],
         unwhitened, at the stacked variables ``xs`` (:meth:`read`), in calls of :func:`_call_size` factors."""
-        fn = self._linearize_fn if linearize else self._error_fn
         n = len(self.keys)
+        if n == 1:  # one factor: the type's single program (one joint pass: fewer kernels, it is launch-bound)
+            cs = tuple(jax.tree_util.tree_map(lambda a: a[0], c) if per else c
+                       for c, per in zip(self.constants, self._per_factor))
+            single = self.ft._linearize_fn if linearize else self.ft._error_fn
+            return np.asarray(single(tuple(x[0] for x in xs), cs))[None]
+        fn = self._linearize_fn if linearize else self._error_fn
         size = _call_size(n)
         if size == n:
             return np.asarray(fn(xs, self.constants))

@@ -19,7 +19,7 @@ import pytest
 from mbfg import keys
 from mbfg.errors import ModelError
 from mbfg.graphs.stream import StreamEstimator
-from mbfg.graphs.stream.chain import ChainError, _ChainWindow
+from mbfg.graphs.stream.chain import ChainError, _ChainWindow, _eliminate_regular
 from mbfg.logs import quantize
 from mbfg.models import pendulum
 from mbfg.spook import simulate, unwrap_angles
@@ -145,4 +145,31 @@ def test_the_chain_smoother_refuses_refinement_and_standard_deviations_by_name()
         with pytest.raises(ModelError, match="smoother 'chain'"):
             StreamEstimator(model, h=H, smoother="chain", **kwargs)
         assert StreamEstimator(model, h=H, **kwargs).smoother_kind == "incremental"  # the default falls back
-    assert StreamEstimator(model, h=H).smoother_kind == "chain"
+    assert StreamEstimator(model, h=H, update_every=5).smoother_kind == "chain"
+    assert StreamEstimator(model, h=H).smoother_kind == "incremental"  # one sample per update: iSAM2 is faster
+
+
+def test_the_compiled_elimination_scan_is_the_dense_least_squares_solution() -> None:
+    """The scan's conditionals and frontier, back-substituted, solve the whole stacked system: a prior
+    [R_0 | d_0] on x_0, binary rows on (x_i, x_i+1), unary rows on x_i+1."""
+    rng = np.random.default_rng(3)
+    n, L, m_u = 4, 5, 2
+    R_0 = np.triu(rng.normal(size=(n, n))) + 3 * np.eye(n)
+    carried = np.hstack([R_0, rng.normal(size=(n, 1))])
+    A, b = rng.normal(size=(L, n, 2 * n)), rng.normal(size=(L, n))
+    A_u, b_u = rng.normal(size=(L, m_u, n)), rng.normal(size=(L, m_u))
+    G, a, R_f, ok = (np.asarray(x) for x in _eliminate_regular(carried, A, b, A_u, b_u))
+    assert ok.all()
+    deltas = [np.linalg.solve(R_f[:, :n], R_f[:, n])]
+    for i in range(L - 1, -1, -1):
+        deltas.insert(0, a[i] - G[i] @ deltas[0])
+    rows, rhs = [np.hstack([R_0, np.zeros((n, L * n))])], [carried[:, n]]
+    for i in range(L):
+        row = np.zeros((n, (L + 1) * n))
+        row[:, i * n : (i + 2) * n] = A[i]
+        unary = np.zeros((m_u, (L + 1) * n))
+        unary[:, (i + 1) * n : (i + 2) * n] = A_u[i]
+        rows += [row, unary]
+        rhs += [b[i], b_u[i]]
+    expected, *_ = np.linalg.lstsq(np.vstack(rows), np.concatenate(rhs), rcond=None)
+    np.testing.assert_allclose(np.concatenate(deltas), expected, rtol=0, atol=1e-10)

@@ -74,7 +74,7 @@ def _regular_rows(blocks: Sequence[_Block], first: int, last: int, frontier: np.
     them) between each pair of consecutive states and at most one unary row set (the same rows, missing
     ones as zeros) on each newer state. None otherwise (a start, a factor on the frontier state, several
     unary kinds, a gap's single factors)."""
-    if frontier is None or last == first:
+    if frontier is None or last - first < 2:  # one new state: NumPy's two QRs cost less than a call
         return None
     binary = [b for b in blocks if b.span == 2]
     unary = [b for b in blocks if b.span == 1]
@@ -290,7 +290,7 @@ class _ChainWindow:
             if not stack:
                 raise ChainError(f"no factor determines state {j} of the window (at {self._states[j].stamp} s): "
                                  "it is undetermined")
-            R = np.linalg.qr(np.vstack(stack), mode="r")
+            R: np.ndarray = np.linalg.qr(np.vstack(stack), mode="r")  # type: ignore[assignment]  # mode "r": R only
             if R.shape[0] < n or np.any(np.abs(np.diag(R[:n, :n])) <= 1e-13 * np.abs(R).max()):
                 raise ChainError(f"the factors leave state {j} of the window (at {self._states[j].stamp} s) "
                                  "undetermined")

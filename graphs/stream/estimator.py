@@ -60,8 +60,10 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
             iSAM2 to round-off, faster), ``"incremental"`` (iSAM2),
             ``"gtsam-incremental"`` (GTSAM's IncrementalFixedLagSmoother) or
             ``"batch"`` (Levenberg-Marquardt over the whole window at every
-            sample: accurate, much slower). Default: "chain", or "incremental"
-            with ``refine`` or ``covariance``, which the chain does not do.
+            sample: accurate, much slower). Default: "chain" with ``update_every``
+            > 1, else "incremental": iSAM2 is the faster at one sample per update
+            and the one that refines parameters and gives standard deviations
+            (``python benchmarks/stream.py --only timing`` runs both).
         refine: parameter names kept in the window as one Vector variable and
             refined online (never marginalized), each with a prior at its
             current value; bounds are not enforced online.
@@ -162,7 +164,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         self.update_every = int(update_every)
         self.m = max(int(round(self.lag / self.h)), 1)
         if smoother is None:
-            smoother = "incremental" if refine or covariance else "chain"
+            smoother = "chain" if update_every > 1 and not (refine or covariance) else "incremental"
         if smoother not in ("chain", "incremental", "gtsam-incremental", "batch"):
             raise ModelError("stream: smoother must be 'chain', 'incremental', 'gtsam-incremental' or 'batch', "
                              f"got {smoother!r}")
