@@ -163,10 +163,9 @@ def dfki_lab(seconds: float, h: float, max_iterations: int, weight: float, sim_s
         val_, std = combination(lambda p, key=key: lab_combinations(p)[key], names, vals, result.covariance,
                                 fixed=fixed)
         print(f"{key:16} {val_:>11.5g} {std:>9.2g} {start[key]:>11.5g} {100 * (val_ / start[key] - 1):>7.1f}")
-    loads = {1: (v["m1"] + v["m2"]) * v["g"], 2: v["m2"] * v["g"]}
-    print("Coulomb friction, sliding torque mu_r * static load / (pi/2) [N m] (the lab's cf):")
+    print("Coulomb friction tau_c / (pi/2) [N m] (the lab's cf, whose sliding torque is (pi/2) cf):")
     for i in (1, 2):
-        cf = v[f"mu_r{i}"] * loads[i] / SLIDING
+        cf = v[f"tau_c{i}"] / SLIDING
         print(f"cf{i:<14} {cf:>11.4g} {'':>9} {lab[f'cf{i}']:>11.4g} {100 * (cf / lab[f'cf{i}'] - 1):>7.1f}")
     for i in (1, 2):
         print(f"b{i:<15} {v[f'b{i}']:>11.4g} {'':>9} {lab[f'b{i}']:>11.4g}")

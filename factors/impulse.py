@@ -79,14 +79,16 @@ def _example(name: str, free: tuple[str, ...]):
 
 
 # Registered at import so the shared Jacobian battery checks them: a frictional
-# Furuta pendulum with all 13 parameters free, the Stribeck pendulum, the particle on the ground, and the
-# linear stage (a slider with a motor, viscous and load-independent Coulomb friction, an applied offset).
+# Furuta pendulum with all 13 parameters free, the Stribeck pendulum, the particle on the ground, the
+# linear stage (a slider with a motor, viscous and load-independent Coulomb friction, an applied offset) and
+# the DFKI double pendulum (two hinges with load-independent Coulomb torques, geared rotors).
 for _name, _free in (
     ("furuta-viscous", ("K", "J_Az", "J_Bx", "b_1", "b_2", "tilt")),
     ("furuta", ("K", "J_Ax", "J_Ay", "J_Az", "J_Bx", "J_By", "b_1", "b_2", "mu_r1", "mu_r2", "tilt")),
     ("pendulum-stribeck", ("J", "b", "mu_r", "dmu_r", "omega_s")),
     ("particle", ("mu",)),
     ("linear-stage", ("M", "F_v", "F_c", "F_0")),
+    ("dfki-double-pendulum", ("J1", "J2", "b1", "b2", "tau_c1", "tau_c2")),
 ):
     _type = impulse_type(variables_for(example_model(_name), _free))
     _type.example = _example(_name, _free)

@@ -28,15 +28,12 @@ parameters. What the mapping keeps exactly and what it approximates:
   inertia: M00 and M11 exact. The off-diagonal ``-gr Ir`` (about 0.7 % of M01)
   needs a geared coupling between a rotor and the next link, which our hinges do
   not have; it is dropped.
-- **Coulomb friction.** Our dry hinge (seed 001 F.4) bounds the friction torque
-  by ``mu_r`` times the hinge's constraint multipliers (an L1 sum over its rows),
-  i.e. the bound grows with the load on the hinge; a load-independent Coulomb
-  torque is not expressible. ``mu_r`` is chosen so that the bound equals the
-  lab's sliding torque ``(pi/2) cf`` under the *static* load of the hanging
-  pendulum (``(m1 + m2) g`` at joint 1, ``m2 g`` at joint 2); while swinging the
-  centripetal and inertial loads make it larger (exactly what a constant ``cf``
-  would need from rigid.py: a friction row whose bound is a parameter, not
-  ``U lam_n``).
+- **Coulomb friction.** A load-independent Coulomb torque per hinge
+  (``Hinge(coulomb=...)``: the friction impulse of a step is bounded by
+  ``h tau_c``, through the complementarity path of seed 001 App. F), with
+  ``tau_c = (pi/2) cf``, the lab's sliding torque. The lab's ``atan(100 qdot)``
+  smooths the sign below about 0.01 rad/s; ours sticks exactly (static friction
+  up to ``tau_c``).
 """
 
 from __future__ import annotations
@@ -73,7 +70,7 @@ def is_lab_file(changes: Mapping[str, Any]) -> bool:
 def lab_to_parameters(lab: Mapping[str, Any]) -> dict[str, float]:
     """The lab's parameters (see module docstring) as :func:`dfki_double_pendulum` values [SI].
 
-    Returns ``{m1, m2, l1, r1, r2, J1, J2, b1, b2, mu_r1, mu_r2, J_s_q1, J_s_q2, g}``.
+    Returns ``{m1, m2, l1, r1, r2, J1, J2, b1, b2, tau_c1, tau_c2, J_s_q1, J_s_q2, g}``.
 
     Raises:
         ModelError: a missing key, a non-finite number, or a set with no
@@ -114,7 +111,7 @@ def lab_to_parameters(lab: Mapping[str, Any]) -> dict[str, float]:
     return {
         "m1": m1, "m2": m2, "l1": l1, "r1": r1, "r2": r2, "J1": J1, "J2": J2,
         "b1": p["b1"], "b2": p["b2"],
-        "mu_r1": SLIDING * p["cf1"] / ((m1 + m2) * g), "mu_r2": SLIDING * p["cf2"] / (m2 * g),
+        "tau_c1": SLIDING * p["cf1"], "tau_c2": SLIDING * p["cf2"],
         "J_s_q1": p["gr"] ** 2 * p["Ir"], "J_s_q2": p["gr"] ** 2 * p["Ir"], "g": g,
     }
 
@@ -140,7 +137,7 @@ def dfki_double_pendulum(lab: Mapping[str, Any] | None = None) -> RigidModel:
     Conventions as ``double-pendulum-torque`` and the DFKI logs: ``q1`` link 1's
     angle, ``q2`` link 2's relative to link 1 (0 hanging down, hinges about y),
     controls ``tau1``, ``tau2`` [N m] through motors of gain 1 and shaft inertia
-    ``gr^2 Ir``. Free by default: J1, J2, b1, b2, mu_r1, mu_r2.
+    ``gr^2 Ir``. Free by default: J1, J2, b1, b2, tau_c1, tau_c2.
 
     Args:
         lab: the lab's parameters (default :data:`DFKI_LAB`).
@@ -159,8 +156,8 @@ def dfki_double_pendulum(lab: Mapping[str, Any] | None = None) -> RigidModel:
         _p("J_perp", 1e-3, "kg m^2", 1e-9, INF, "link inertias about the other two axes (not excited)"),
         _p("b1", v["b1"], "N m s/rad", 0.0, INF, "viscous friction of joint 1", True),
         _p("b2", v["b2"], "N m s/rad", 0.0, INF, "viscous friction of joint 2", True),
-        _p("mu_r1", v["mu_r1"], "m", 0.0, INF, "dry friction of joint 1 (Coulomb pi/2 cf1 at static load)", True),
-        _p("mu_r2", v["mu_r2"], "m", 0.0, INF, "dry friction of joint 2 (Coulomb pi/2 cf2 at static load)", True),
+        _p("tau_c1", v["tau_c1"], "N m", 0.0, INF, "Coulomb friction torque of joint 1 (the lab's pi/2 cf1)", True),
+        _p("tau_c2", v["tau_c2"], "N m", 0.0, INF, "Coulomb friction torque of joint 2 (the lab's pi/2 cf2)", True),
         _p("K_q1", 1.0, "N m", 0.0, INF, "torque per unit of control tau1"),
         _p("K_q2", 1.0, "N m", 0.0, INF, "torque per unit of control tau2"),
         _p("J_s_q1", v["J_s_q1"], "kg m^2", 1e-12, INF, "motor 1 rotor inertia reflected, gr^2 Ir"),
@@ -175,12 +172,12 @@ def dfki_double_pendulum(lab: Mapping[str, Any] | None = None) -> RigidModel:
     ]
     model = hinged_tree(
         "dfki-double-pendulum", links, params,
-        description=f"DFKI double pendulum (design C.0) with the lab's identification: viscous + Coulomb (dry) "
+        description=f"DFKI double pendulum (design C.0) with the lab's identification: viscous + Coulomb "
         f"hinges, geared rotors; torque limits {tl[0]} / {tl[1]} N m (not enforced)",
     )
-    # Dry friction on both hinges (hinged_tree builds viscous-only hinges).
+    # Coulomb friction on both hinges (hinged_tree builds viscous-only hinges).
     from dataclasses import replace
 
-    joints = [replace(cast(Hinge, j), dry=f"mu_r{i + 1}") for i, j in enumerate(model.joints)]  # hinges only
+    joints = [replace(cast(Hinge, j), coulomb=f"tau_c{i + 1}") for i, j in enumerate(model.joints)]  # hinges only
     return RigidModel(model.name, model.bodies, joints, parameters=model.parameters,
                       description=model.description)
