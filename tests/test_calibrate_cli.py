@@ -113,6 +113,33 @@ def test_crossval_on_another_log(capsys, calibration):
     assert err.strip().splitlines()[-1].startswith("mbfg crossval: score ")
 
 
+def test_crossval_simulate_reports_the_free_simulation_error_of_the_calibrated_and_the_start_model(
+        capsys, calibration):
+    """--simulate: the calibrated model, run free from the other log's first sample for 0.9 s, stays within
+    0.1 rad (its error, a few hundredths of a radian, comes from the initial rate fitted to five readings
+    with 1 mrad noise); the start model (J +25 %, b -50 %) drifts beyond 0.1 rad within the span and its
+    RMS is several times larger. The text output says the same."""
+    sims = {}
+    for name in ("out", "start"):
+        code, out, err = _run(capsys, "crossval", "pendulum", calibration["other"], "--params", calibration[name],
+                              "--simulate", "0.9", "--json", "--quiet")
+        assert code == 0, err
+        sims[name] = json.loads(out)["simulation"]
+        assert sims[name]["seconds"] == pytest.approx(0.9) and sims[name]["threshold"] == 0.1
+    assert sims["out"]["drift_time"]["theta"] is None  # never beyond 0.1 rad
+    assert 0 < sims["start"]["drift_time"]["theta"] < 0.9
+    assert sims["out"]["rms"]["theta"] < 0.05 and sims["start"]["rms"]["theta"] > 3 * sims["out"]["rms"]["theta"]
+    code, out, err = _run(capsys, "crossval", "pendulum", calibration["other"], "--params", calibration["out"],
+                          "--simulate", "0.9", "--quiet")
+    assert code == 0, err
+    line = out.strip().splitlines()[1].split()
+    assert line[:3] == ["simulate", "theta", "rms"]
+    assert float(line[3]) == pytest.approx(sims["out"]["rms"]["theta"], rel=1e-5)
+    assert line[4:] == ["drift_time", "inf"]
+    err = _fails(capsys, "crossval", "pendulum", calibration["other"], "--params", calibration["out"], "--simulate", "5")
+    assert "--simulate 5" in err and "spans only 1 s" in err
+
+
 def _score(capsys, calibration: dict, params: Path) -> float:
     """crossval of the pendulum on the other log with the parameter file ``params``."""
     code, out, err = _run(capsys, "crossval", "pendulum", calibration["other"], "--params", params, "--json",

@@ -2,7 +2,7 @@
 
 ::
 
-    mbfg crossval MODEL LOG.csv --params CALIB.json [--dt H] [--weight W] [--json] [--quiet]
+    mbfg crossval MODEL LOG.csv --params CALIB.json [--dt H] [--weight W] [--simulate S] [--json] [--quiet]
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 import math
 import sys
 import time
+from dataclasses import replace
 
 from mbfg.cli.args import (
     LOG_HELP,
@@ -31,6 +32,7 @@ from mbfg.cli.common import (
     _start,
     _wall,
 )
+from mbfg.errors import DataError
 
 DESCRIPTION = """\
 Cross-validation score of calibrated parameters on another log (Marklund et
@@ -46,8 +48,20 @@ accepted); a calibration result gives the whole model, estimated and fixed
 parameters, and one made for another model is refused. --dt and --weight default to the h and w of that calibration when
 the file records them, else to the log's sample period and 1e6.
 
-Output on stdout: 'score VALUE'; with --json one JSON object {"score", "log",
-"model", "params", "h", "weight", "n"} (n: the number of time-steps). Progress
+--simulate S adds the check a lab trusts beside the score, which re-estimates
+the states and so never lets an error build up: a free simulation of the
+calibrated model over the first S seconds of LOG, from its first angles (and
+rates fitted to its first samples) with its controls, at the time-step h,
+without any correction from the readings; reported per observed coordinate as
+the RMS error against the log and the time at which the error first exceeds
+0.1 rad (or m).
+
+Output on stdout: 'score VALUE', with --simulate one line per coordinate
+'simulate NAME rms VALUE drift_time SECONDS' (inf: within 0.1 for the whole
+span); with --json one JSON object {"score", "log", "model", "params", "h",
+"weight", "n"} (n: the number of time-steps), with --simulate also "simulation":
+{"seconds", "threshold", "rms": {NAME: VALUE}, "drift_time": {NAME: SECONDS or
+null for never}}. Progress
 lines go to stderr unless --quiet, and so does a one-line summary (the score,
 the command's whole wall time and the state estimation's part of it).
 """
@@ -59,6 +73,7 @@ examples:
   mbfg calibrate pendulum log.csv --free J,b --out calib.json
   mbfg crossval pendulum other.csv --params calib.json
   mbfg crossval pendulum other.csv --params calib.json --dt 0.002 --json
+  mbfg crossval pendulum other.csv --params calib.json --simulate 1
 
 reference:
 {MARKLUND_2025}
@@ -88,6 +103,11 @@ def add_parser(sub: Subparsers) -> None:
         "--weight", type=_positive_float, default=None, metavar="W",
         help="state error weight w [rad^2/(N s)^2] (default: the calibration's w, else 1e6)",
     )
+    cv.add_argument(
+        "--simulate", type=_positive_float, default=None, metavar="S",
+        help="also free-simulate the calibrated model over the first S seconds of LOG and report the RMS error "
+             "and the time until it exceeds 0.1 rad, per observed coordinate",
+    )
     cv.add_argument("--json", action="store_true", help="print one JSON object instead of 'score VALUE'")
     cv.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
     cv.set_defaults(handler=run)
@@ -115,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
         what = f"h = {h:g} s, the time-step recorded in {args.params} (choose another with --dt)" if h else ""
     weight = args.weight if args.weight is not None else recorded.get("weight", 1e6)
     _check_time_step(log, h, what)
+    if args.simulate is not None and len(log.t) and args.simulate > log.t[-1] - log.t[0]:
+        raise DataError(f"--simulate {args.simulate:g}: {args.log} spans only {log.t[-1] - log.t[0]:.6g} s")
     period = _sample_period(log)
     step = h if h is not None else period
     n = len(range(0, len(log.t), max(int(round(step / period)), 1))) if math.isfinite(period) else len(log.t)
@@ -130,12 +152,24 @@ def run(args: argparse.Namespace) -> int:
         model, log, fitted.parameters.numpy_values(), h=h, weight=weight, quiet=args.quiet, free=free
     )
     wall = time.perf_counter() - start
+    simulation = None
+    if args.simulate is not None:
+        from mbfg.validation import free_simulation
+
+        stride = max(int(round(step / period)), 1) if math.isfinite(period) else 1
+        every = replace(log, t=log.t[::stride], y=log.y[::stride], u=log.u[::stride])  # the log at h
+        simulation = free_simulation(fitted, every, seconds=args.simulate)
     if args.json:
         doc = {"score": score, "log": args.log, "model": model.name, "params": args.params, "h": step,
                "weight": weight, "n": n}
+        if simulation is not None:
+            doc["simulation"] = {"seconds": simulation.seconds, "threshold": simulation.threshold,
+                                 "rms": simulation.rms, "drift_time": simulation.drift_time}
         print(json.dumps(_json_safe(doc)))
     else:
         print(f"score {score:.6g}")
+        for name in simulation.rms if simulation is not None else ():
+            print(f"simulate {name} rms {simulation.rms[name]:.6g} drift_time {simulation.drift_time[name]:.6g}")
     sys.stdout.flush()
     _eprint(
         f"mbfg crossval: score {score:.4g} per time-step over {n} time-steps of {step:.6g} s "
