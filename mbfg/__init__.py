@@ -26,7 +26,7 @@ from mbfg.spook import Trajectory, simulate
 from mbfg.urdf import load_urdf
 
 if _TYPE_CHECKING:
-    from mbfg.graphs.stream import StreamEstimator
+    from mbfg.graphs.stream import StreamConfig, StreamEstimator
 
 __version__ = "0.1.0"
 
@@ -51,6 +51,7 @@ __all__ = [
     "ParameterSet",
     "RigidModel",
     "State",
+    "StreamConfig",
     "StreamEstimator",
     "Trajectory",
     "double_pendulum",
@@ -65,10 +66,10 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> "type[StreamEstimator]":
+def __getattr__(name: str) -> "type[StreamEstimator] | type[StreamConfig]":
     # Imported lazily: `import mbfg` stays light.
-    if name == "StreamEstimator":
-        from mbfg.graphs.stream import StreamEstimator
+    if name in ("StreamEstimator", "StreamConfig"):
+        from mbfg.graphs import stream
 
-        return StreamEstimator
+        return getattr(stream, name)
     raise AttributeError(f"module 'mbfg' has no attribute {name!r}")

@@ -173,3 +173,30 @@ def test_the_compiled_elimination_scan_is_the_dense_least_squares_solution() -> 
         rhs += [b[i], b_u[i]]
     expected, *_ = np.linalg.lstsq(np.vstack(rows), np.concatenate(rhs), rcond=None)
     np.testing.assert_allclose(np.concatenate(deltas), expected, rtol=0, atol=1e-10)
+
+
+def test_a_stream_config_is_checked_when_made_and_equals_the_keyword_settings() -> None:
+    """StreamConfig holds the estimator's settings, frozen and checked; keywords override its fields, and a
+    variant keeps the smoother left to its default open (update_every 5: chain; with refine: iSAM2)."""
+    import dataclasses
+
+    from mbfg.graphs.stream import StreamConfig
+
+    with pytest.raises(ModelError, match="update_every"):
+        StreamConfig(h=H, update_every=0)
+    with pytest.raises(ModelError, match="lag"):
+        StreamConfig(h=H, lag=-1.0)
+    config = StreamConfig(h=H, lag=LAG, ppr=PPR, update_every=5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.lag = 1.0  # type: ignore[misc]
+    model = pendulum()
+    by_config, by_keywords = StreamEstimator(model, config), StreamEstimator(model, h=H, lag=LAG, ppr=PPR,
+                                                                             update_every=5)
+    for name in ("h", "period", "lag", "m", "update_every", "smoother_kind", "jump", "sigma_impulse"):
+        assert getattr(by_config, name) == getattr(by_keywords, name), name
+    np.testing.assert_array_equal(by_config.sigma_observation, by_keywords.sigma_observation)
+    assert by_config.smoother_kind == "chain"
+    assert StreamEstimator(model, config, refine=["b"]).smoother_kind == "incremental"
+    assert StreamEstimator(model, config, lag=0.2).m == 200
+    with pytest.raises(TypeError, match="lagg"):
+        StreamEstimator(model, config, lagg=0.2)

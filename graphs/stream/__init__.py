@@ -80,7 +80,7 @@ has run (every factor type is then compiled), as ``mbfg smooth`` does when run
 as a program; later collections then walk only what the stream made.
 """
 
-from mbfg.graphs.stream.config import DEFAULT_RELINEARIZE_THRESHOLD, read_calibration
+from mbfg.graphs.stream.config import DEFAULT_RELINEARIZE_THRESHOLD, StreamConfig, read_calibration
 from mbfg.graphs.stream.estimator import StreamEstimator
 from mbfg.graphs.stream.readout import _hinge_angles, _Readout, _wrap, joint_coordinates  # noqa: F401 - private ones for tests
 from mbfg.graphs.stream.results import (
@@ -99,6 +99,7 @@ __all__ = [
     "DEFAULT_SIGMA",
     "VELOCITY_PRIOR_SIGMA",
     "Estimate",
+    "StreamConfig",
     "StreamEstimator",
     "StreamReplay",
     "StreamStatus",

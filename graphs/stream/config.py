@@ -1,17 +1,123 @@
-"""Settings: relinearization thresholds, calibration JSON, checked numbers.
+"""Settings: the stream's configuration (:class:`StreamConfig`), relinearization thresholds, calibration
+JSON, checked numbers.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeGuard
+
+import numpy as np
 
 from mbfg.errors import ModelError
 
-#: iSAM2 relinearization thresholds per kind of variable (see :class:`StreamEstimator`).
+#: Relinearization thresholds per kind of variable (see :class:`StreamEstimator`).
 DEFAULT_RELINEARIZE_THRESHOLD: dict[str, float] = {"pose": 0.05, "velocity": 10.0, "parameters": 0.05}
+
+#: The smoothers a stream can run on (see :class:`StreamEstimator`).
+SMOOTHERS = ("chain", "incremental", "gtsam-incremental", "batch")
+
+
+def _whole(name: str, value: Any, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ModelError(f"stream: {name} must be a whole number >= {least}, got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """The settings of a :class:`~mbfg.graphs.stream.StreamEstimator`, checked when made (a bad one is
+    named in a :class:`~mbfg.errors.ModelError`); what each means is in the estimator's docstring.
+
+    Settings that need the model (``ppr`` with a model that observes no hinge, ``refine`` names) are
+    checked by the estimator. ``StreamEstimator(model, config)`` and ``StreamEstimator(model, **settings)``
+    are the same; ``dataclasses.replace(config, lag=0.2)`` makes a variant.
+    """
+
+    lag: float = 0.1
+    h: float | None = None
+    period: float | None = None
+    ppr: int | None = None
+    counts: bool = False
+    counter_modulus: int | None = None
+    sigma_observation: float | Sequence[float] | None = None
+    weight: float = 1e6
+    sigma_impulse: float | None = None
+    smoother: str | None = None
+    refine: tuple[str, ...] = ()
+    refine_sigmas: Mapping[str, float] | None = None
+    covariance: bool = False
+    jump: float | None = None
+    resync: int = 5
+    max_gap: float = 0.25
+    relinearize_threshold: float | Mapping[str, float] | None = None
+    relinearize_skip: int = 5
+    wildfire_threshold: float = 0.0
+    max_iterations: int = 5
+    update_every: int = 1
+    calibration_sigma: float | None = None
+    #: Relinearization threshold per kind of variable, from ``relinearize_threshold`` and the defaults.
+    thresholds: dict[str, float] = field(init=False, repr=False, compare=False)
+    #: The smoother the stream runs on: ``smoother``, or for None the default for these settings.
+    smoother_kind: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.h is None and self.period is None:
+            raise ModelError("stream: give the model time-step h or the sample period [s]")
+        period = _positive("stream sample period", self.period if self.period is not None else self.h)
+        h = _positive("stream time-step h", self.h if self.h is not None else period)
+        stride = int(round(h / period))
+        if stride < 1 or abs(stride * period - h) > 1e-6 * h:
+            raise ModelError(f"stream: time-step h = {h:g} s must be a whole multiple of the sample period {period:g} s")
+        _positive("stream lag", self.lag)
+        update_every = _whole("update_every", self.update_every, 1)
+        refine = (self.refine,) if isinstance(self.refine, str) else tuple(self.refine)
+        object.__setattr__(self, "refine", refine)
+        smoother = self.smoother
+        if smoother is None:
+            smoother = "chain" if update_every > 1 and not (refine or self.covariance) else "incremental"
+        if smoother not in SMOOTHERS:
+            raise ModelError("stream: smoother must be 'chain', 'incremental', 'gtsam-incremental' or 'batch', "
+                             f"got {smoother!r}")
+        if smoother == "chain" and (refine or self.covariance):
+            raise ModelError("stream: smoother 'chain' neither refines parameters nor gives standard deviations; "
+                             "use smoother='incremental' with refine or covariance")
+        object.__setattr__(self, "smoother_kind", smoother)
+        if self.ppr is not None:
+            _whole("encoder counts per revolution (ppr)", self.ppr, 1)
+        if self.counts and self.ppr is None:
+            raise ModelError("stream: raw encoder counts need ppr, the counts per revolution")
+        if self.counter_modulus is not None:
+            if not self.counts:
+                raise ModelError("stream: counter_modulus needs raw encoder counts (counts=True and ppr)")
+            _whole("counter_modulus", self.counter_modulus, 2)
+        _positive("stream state error weight", self.weight)
+        if self.sigma_impulse is not None:
+            _positive("stream impulse noise", self.sigma_impulse)
+        if self.jump is not None:
+            _positive("stream jump threshold", self.jump)
+        _whole("resync", self.resync, 1)
+        _positive("stream max_gap", self.max_gap)
+        object.__setattr__(self, "thresholds", _threshold_kinds(self.relinearize_threshold))
+
+
+def _threshold_kinds(threshold: float | Mapping[str, float] | None) -> dict[str, float]:
+    """Relinearization threshold per kind of variable ("pose", "velocity", "parameters"), checked."""
+    per_kind = dict(DEFAULT_RELINEARIZE_THRESHOLD)
+    if isinstance(threshold, Mapping):
+        unknown = set(threshold) - set(per_kind)
+        if unknown:
+            raise ModelError(f"stream: relinearize_threshold has unknown kind(s) {sorted(unknown)}; "
+                             f"expected some of {sorted(per_kind)}")
+        per_kind.update(threshold)
+    elif threshold is not None:
+        per_kind = dict.fromkeys(per_kind, threshold)
+    for kind, value in per_kind.items():
+        _positive(f"stream relinearize_threshold[{kind!r}]", value)
+    return per_kind
 
 
 def read_calibration(path: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:

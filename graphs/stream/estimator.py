@@ -7,6 +7,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import gtsam
@@ -18,7 +19,7 @@ from mbfg.errors import ModelError
 from mbfg.factors._rigid import fixed_values, variables_for
 from mbfg.graphs.stream.chain import _ChainWindow
 from mbfg.graphs.stream.config import (
-    DEFAULT_RELINEARIZE_THRESHOLD,
+    StreamConfig,
     _decimals,
     _positive,
     _usable,
@@ -39,6 +40,10 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
     Args:
         model: the model, with the parameter values to use (e.g. from
             :meth:`from_calibration`).
+        config: the settings below as one checked, frozen
+            :class:`~mbfg.graphs.stream.config.StreamConfig`; settings given as
+            keywords override its fields. Either way they are checked on
+            construction.
         lag: smoother lag [s]; the smoothed estimate is that of the state ``lag`` back.
         h: model time-step [s], a whole multiple of ``period`` (default: ``period``).
         period: sample period of the stream [s] (default: ``h``; one of them is needed).
@@ -124,72 +129,34 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
     def __init__(
         self,
         model: RigidModel,
+        config: StreamConfig | None = None,
         *,
-        lag: float = 0.1,
-        h: float | None = None,
-        period: float | None = None,
-        ppr: int | None = None,
-        counts: bool = False,
-        counter_modulus: int | None = None,
-        sigma_observation: float | Sequence[float] | None = None,
-        weight: float = 1e6,
-        sigma_impulse: float | None = None,
-        smoother: str | None = None,
-        refine: Sequence[str] = (),
-        refine_sigmas: Mapping[str, float] | None = None,
-        covariance: bool = False,
-        jump: float | None = None,
-        resync: int = 5,
-        max_gap: float = 0.25,
-        relinearize_threshold: float | Mapping[str, float] | None = None,
-        relinearize_skip: int = 5,
-        wildfire_threshold: float = 0.0,
-        max_iterations: int = 5,
-        update_every: int = 1,
-        calibration_sigma: float | None = None,
         on_warning: Callable[[str], None] | None = None,
+        **settings: Any,
     ) -> None:
         self.model = model
-        if h is None and period is None:
-            raise ModelError("stream: give the model time-step h or the sample period [s]")
-        period = _positive("stream sample period", period if period is not None else h)
-        h = _positive("stream time-step h", h if h is not None else period)
-        stride = int(round(h / period))
-        if stride < 1 or abs(stride * period - h) > 1e-6 * h:
-            raise ModelError(f"stream: time-step h = {h:g} s must be a whole multiple of the sample period {period:g} s")
-        self.period, self.stride, self.h = period, stride, stride * period
-        self.lag = _positive("stream lag", lag)
-        if isinstance(update_every, bool) or not isinstance(update_every, (int, np.integer)) or update_every < 1:
-            raise ModelError(f"stream: update_every must be a whole number >= 1, got {update_every!r}")
-        self.update_every = int(update_every)
+        try:
+            config = replace(config, **settings) if config is not None else StreamConfig(**settings)
+        except TypeError as exc:  # a setting StreamConfig does not have
+            raise TypeError(f"StreamEstimator: {exc}") from None
+        self.config = config
+        self.period = _positive("stream sample period", config.period if config.period is not None else config.h)
+        h = config.h if config.h is not None else self.period
+        self.stride = int(round(h / self.period))
+        self.h = self.stride * self.period
+        self.lag = float(config.lag)
+        self.update_every = int(config.update_every)
         self.m = max(int(round(self.lag / self.h)), 1)
-        if smoother is None:
-            smoother = "chain" if update_every > 1 and not (refine or covariance) else "incremental"
-        if smoother not in ("chain", "incremental", "gtsam-incremental", "batch"):
-            raise ModelError("stream: smoother must be 'chain', 'incremental', 'gtsam-incremental' or 'batch', "
-                             f"got {smoother!r}")
-        if smoother == "chain" and (refine or covariance):
-            raise ModelError("stream: smoother 'chain' neither refines parameters nor gives standard deviations; "
-                             "use smoother='incremental' with refine or covariance")
-        self.smoother_kind = smoother
+        self.smoother_kind = config.smoother_kind
         n_obs = len(model.observations)
         self.hinge = model.angle_observation_mask()
-        if ppr is not None:
-            if isinstance(ppr, bool) or not isinstance(ppr, (int, np.integer)) or ppr < 1:
-                raise ModelError(f"stream: encoder counts per revolution must be a whole number >= 1, got {ppr!r}")
-            if not self.hinge.any():
-                raise ModelError(f"stream: ppr is set but {model.name} observes no hinge angle")
-        if counts and ppr is None:
-            raise ModelError("stream: raw encoder counts need ppr, the counts per revolution")
-        if counter_modulus is not None:
-            if not counts:
-                raise ModelError("stream: counter_modulus needs raw encoder counts (counts=True and ppr)")
-            if isinstance(counter_modulus, bool) or not isinstance(counter_modulus, (int, np.integer)) \
-                    or counter_modulus < 2:
-                raise ModelError(f"stream: counter_modulus must be a whole number >= 2, got {counter_modulus!r}")
-        self.ppr, self.counts, self.counter_modulus = ppr, bool(counts), counter_modulus
+        ppr = config.ppr
+        if ppr is not None and not self.hinge.any():
+            raise ModelError(f"stream: ppr is set but {model.name} observes no hinge angle")
+        self.ppr, self.counts, self.counter_modulus = ppr, bool(config.counts), config.counter_modulus
         self.step_rad = 2.0 * math.pi / ppr if ppr else None
-        if sigma_observation is None:
+        calibration_sigma = config.calibration_sigma
+        if config.sigma_observation is None:
             if ppr is not None:
                 base = calibration_sigma if calibration_sigma else DEFAULT_SIGMA
                 assert self.step_rad is not None  # set with ppr
@@ -197,25 +164,23 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
             else:
                 sig = np.full(n_obs, calibration_sigma if calibration_sigma else DEFAULT_SIGMA)
         else:
-            sig = np.broadcast_to(np.asarray(sigma_observation, dtype=float), (n_obs,)).copy()
+            sig = np.broadcast_to(np.asarray(config.sigma_observation, dtype=float), (n_obs,)).copy()
         if not np.all(np.isfinite(sig)) or np.any(sig <= 0):
-            raise ModelError(f"stream: observation noise must be positive, got {sigma_observation!r}")
+            raise ModelError(f"stream: observation noise must be positive, got {config.sigma_observation!r}")
         self.sigma_observation = sig
-        self.weight = _positive("stream state error weight", weight)
+        self.weight = float(config.weight)
         # One scale for the impulse sigma: the channels' RMS sigma (they are equal for like encoders).
         sigma_y = float(np.sqrt(np.mean(sig**2)))
-        self.sigma_impulse = (_positive("stream impulse noise", sigma_impulse) if sigma_impulse is not None
+        self.sigma_impulse = (float(config.sigma_impulse) if config.sigma_impulse is not None
                               else sigma_y / math.sqrt(self.weight))
-        self.jump = _positive("stream jump threshold", jump) if jump is not None else max(0.2, 50.0 * sigma_y)
-        if isinstance(resync, bool) or not isinstance(resync, (int, np.integer)) or resync < 1:
-            raise ModelError(f"stream: resync must be a whole number >= 1, got {resync!r}")
-        self.resync = int(resync)
-        self.max_gap = _positive("stream max_gap", max_gap)
+        self.jump = float(config.jump) if config.jump is not None else max(0.2, 50.0 * sigma_y)
+        self.resync = int(config.resync)
+        self.max_gap = float(config.max_gap)
         self._max_gap_slots = max(int(round(self.max_gap / self.period)), 1)
-        self.covariance = bool(covariance)
+        self.covariance = bool(config.covariance)
         self.on_warning = on_warning
 
-        refine = tuple(refine)
+        refine = config.refine
         for name in refine:
             if name not in model.parameters:
                 raise ModelError(f"stream: {model.name} has no parameter {name!r} to refine; "
@@ -230,7 +195,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
             p0 = np.array([float(self.parameters[n]) for n in refine])
             sigmas = []
             for name, value in zip(refine, p0):
-                s = (refine_sigmas or {}).get(name)
+                s = (config.refine_sigmas or {}).get(name)
                 s = 0.1 * abs(value) if s is None or not (math.isfinite(s) and s > 0) else float(s)
                 if not s > 0:
                     raise ModelError(f"stream: parameter {name!r} is 0; give its prior sigma in refine_sigmas")
@@ -240,28 +205,27 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         self._obs_noise = noise_model(self.sigma_observation, n_obs)
         self._imp_noise = noise_model(self.sigma_impulse, 12 * model.nb)
         self._readout = _Readout(model)
-        if smoother == "chain":
-            thresholds = dict(DEFAULT_RELINEARIZE_THRESHOLD)
-            thresholds.update(self._threshold_kinds(relinearize_threshold))
+        thresholds = config.thresholds
+        if self.smoother_kind == "chain":
             self._make_smoother = lambda: _ChainWindow(self._window_lag(), thresholds["pose"], thresholds["velocity"])
-        elif smoother in ("incremental", "gtsam-incremental"):
+        elif self.smoother_kind in ("incremental", "gtsam-incremental"):
             params = gtsam.ISAM2Params()
-            params.setRelinearizeThreshold(self._threshold_map(relinearize_threshold, len(refine)))
-            params.relinearizeSkip = int(relinearize_skip)
+            params.setRelinearizeThreshold(self._threshold_map(thresholds, len(refine)))
+            params.relinearizeSkip = int(config.relinearize_skip)
             # QR: the impulse rows (sigma_p ~ 1e-3 sigma_y) make the normal equations too stiff for Cholesky.
             params.setFactorization("QR")
             # Back-substitute the whole window on every update: with iSAM2's default "wildfire" threshold
             # (1e-3) changes below it stop propagating, and the oldest (smoothed) state lags the solution.
-            params.setOptimizationParams(gtsam.ISAM2GaussNewtonParams(float(wildfire_threshold)))
+            params.setOptimizationParams(gtsam.ISAM2GaussNewtonParams(float(config.wildfire_threshold)))
             # Reuse the slots of marginalized factors, or the factor arrays grow with the stream.
             params.findUnusedFactorSlots = True
-            if smoother == "incremental":
+            if self.smoother_kind == "incremental":
                 self._make_smoother = lambda: _ISAM2Window(self._window_lag(), params, [keys.P()])
             else:
                 self._make_smoother = lambda: gtsam.IncrementalFixedLagSmoother(self._window_lag(), params)
         else:
             lm = gtsam.LevenbergMarquardtParams()
-            lm.setMaxIterations(int(max_iterations))
+            lm.setMaxIterations(int(config.max_iterations))
             self._make_smoother = lambda: gtsam.BatchFixedLagSmoother(self._window_lag(), lm)
         self._reset_stream()
 
@@ -294,24 +258,9 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         self._pred_cache: tuple[Any, list] | None = None  # the last model rollout (key, states)
 
     # ------------------------------------------------------------------ construction helpers
-    def _threshold_kinds(self, threshold: float | Mapping[str, float] | None) -> dict[str, float]:
-        """Relinearization threshold per kind of variable ("pose", "velocity", "parameters"), checked."""
-        per_kind = dict(DEFAULT_RELINEARIZE_THRESHOLD)
-        if isinstance(threshold, Mapping):
-            unknown = set(threshold) - set(per_kind)
-            if unknown:
-                raise ModelError(f"stream: relinearize_threshold has unknown kind(s) {sorted(unknown)}; "
-                                 f"expected some of {sorted(per_kind)}")
-            per_kind.update(threshold)
-        elif threshold is not None:
-            per_kind = dict.fromkeys(per_kind, threshold)
-        for kind, value in per_kind.items():
-            _positive(f"stream relinearize_threshold[{kind!r}]", value)
-        return per_kind
-
-    def _threshold_map(self, threshold: float | Mapping[str, float] | None, n_refined: int) -> gtsam.ISAM2ThresholdMap:
-        """iSAM2's per-symbol relinearization thresholds (one entry per key letter the window uses)."""
-        per_kind = self._threshold_kinds(threshold)
+    def _threshold_map(self, per_kind: Mapping[str, float], n_refined: int) -> gtsam.ISAM2ThresholdMap:
+        """iSAM2's per-symbol relinearization thresholds (one entry per key letter the window uses) from the
+        thresholds per kind of variable."""
         dims = {"x": ("pose", 6), "v": ("velocity", 6 * self.model.nb), "p": ("parameters", max(n_refined, 1))}
         out = gtsam.ISAM2ThresholdMap()
         for letter, (kind, dim) in dims.items():

@@ -168,8 +168,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(_json_safe(doc)))
     else:
         print(f"score {score:.6g}")
-        for name in simulation.rms if simulation is not None else ():
-            print(f"simulate {name} rms {simulation.rms[name]:.6g} drift_time {simulation.drift_time[name]:.6g}")
+        if simulation is not None:
+            for name, rms in simulation.rms.items():
+                print(f"simulate {name} rms {rms:.6g} drift_time {simulation.drift_time[name]:.6g}")
     sys.stdout.flush()
     _eprint(
         f"mbfg crossval: score {score:.4g} per time-step over {n} time-steps of {step:.6g} s "
