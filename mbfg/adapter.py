@@ -367,7 +367,7 @@ class FactorGroup:
         for c in constants:
             self._per_factor.append(isinstance(c, PerFactor))
             if isinstance(c, PerFactor):
-                value = jax.tree_util.tree_map(np.asarray, c.values)  # NumPy: a JAX array costs ~0.1 ms to make
+                value = jax.tree_util.tree_map(np.asarray, c.values)  # NumPy: see _as_constant
                 lengths = {leaf.shape[0] for leaf in jax.tree_util.tree_leaves(value)}
                 if lengths != {n}:
                     raise ValueError(f"{ft.name}: PerFactor constant has leading sizes {lengths}, expected {n}")

@@ -190,7 +190,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
                 raise ModelError(f"stream: the tilt {name!r} cannot be refined online (only scalar parameters)")
         self.variables = variables_for(model, refine)
         # On the device once: every JAX call of the stream takes these ~20 constants, and a NumPy leaf is
-        # copied to the device on each call (tens of microseconds per call for the lot).
+        # copied to the device on each call (benchmarks/README.md, stream section, third run).
         self.fixed = {name: jnp.asarray(value) for name, value in fixed_values(model).items()}
         self.parameters = model.parameters.numpy_values()
         self._refine_prior = None
