@@ -139,14 +139,34 @@ def test_chain_smoother_gives_isam2s_estimates_to_round_off(pendulum_log, update
     assert max(abs(e.coordinates[0] - yi[0]) for e, yi in zip(out["chain"][0].values(), y)) < 3 * step
 
 
-def test_the_chain_smoother_refuses_refinement_and_standard_deviations_by_name() -> None:
+def test_the_chain_smoother_refuses_online_refinement_by_name() -> None:
     model = pendulum()
-    for kwargs in ({"refine": ["b"]}, {"covariance": True}):
-        with pytest.raises(ModelError, match="smoother 'chain'"):
-            StreamEstimator(model, h=H, smoother="chain", **kwargs)
-        assert StreamEstimator(model, h=H, **kwargs).smoother_kind == "incremental"  # the default falls back
-    assert StreamEstimator(model, h=H, update_every=5).smoother_kind == "chain"
+    with pytest.raises(ModelError, match="smoother 'chain'"):
+        StreamEstimator(model, h=H, smoother="chain", refine=["b"])
+    assert StreamEstimator(model, h=H, update_every=5, refine=["b"]).smoother_kind == "incremental"  # the fallback
+    assert StreamEstimator(model, h=H, update_every=5, covariance=True).smoother_kind == "chain"
     assert StreamEstimator(model, h=H).smoother_kind == "incremental"  # one sample per update: iSAM2 is faster
+
+
+@pytest.mark.parametrize("update_every", [1, 5])
+def test_chain_standard_deviations_are_isam2s_marginals(pendulum_log, update_every) -> None:
+    """covariance=True: the chain's marginal covariances (backward through the conditionals) give the
+    standard deviations of iSAM2's jointMarginalCovariance, filtered and smoothed, on every sample."""
+    model, t, y = pendulum_log
+    out = {}
+    for smoother in ("chain", "incremental"):
+        est = StreamEstimator(model, lag=LAG, h=H, period=H, ppr=PPR, smoother=smoother, update_every=update_every,
+                              covariance=True)
+        stds = {}
+        for ti, yi in zip(t[:150], y[:150]):
+            step = est.push(ti, yi)
+            for kind, estimates in (("filtered", step.added), ("smoothed", step.smoothed_added)):
+                stds.update(((kind, e.k), (e.coordinate_std, e.rate_std)) for e in estimates)
+        out[smoother] = stds
+    assert out["chain"].keys() == out["incremental"].keys() and len(out["chain"]) > 150
+    for key, (q_std, qd_std) in out["chain"].items():
+        np.testing.assert_allclose(q_std, out["incremental"][key][0], rtol=1e-6, err_msg=str(key))
+        np.testing.assert_allclose(qd_std, out["incremental"][key][1], rtol=1e-6, err_msg=str(key))
 
 
 def test_the_compiled_elimination_scan_is_the_dense_least_squares_solution() -> None:
@@ -158,7 +178,7 @@ def test_the_compiled_elimination_scan_is_the_dense_least_squares_solution() -> 
     carried = np.hstack([R_0, rng.normal(size=(n, 1))])
     A, b = rng.normal(size=(L, n, 2 * n)), rng.normal(size=(L, n))
     A_u, b_u = rng.normal(size=(L, m_u, n)), rng.normal(size=(L, m_u))
-    G, a, R_f, ok = (np.asarray(x) for x in _eliminate_regular(carried, A, b, A_u, b_u))
+    G, a, _, R_f, ok = (np.asarray(x) for x in _eliminate_regular(carried, A, b, A_u, b_u))
     assert ok.all()
     deltas = [np.linalg.solve(R_f[:, :n], R_f[:, n])]
     for i in range(L - 1, -1, -1):

@@ -8,7 +8,7 @@ at a time in a fixed-lag smoother: with several samples per update our own
 square-root information smoother along the chain of states
 (:mod:`mbfg.graphs.stream.chain`: the new factors evaluated in one vectorized
 call per type, no GTSAM callbacks; iSAM2's estimates to round-off), with one
-sample per update, online refinement or standard deviations iSAM2
+sample per update or online refinement iSAM2
 (``smoother="incremental"``, our window over GTSAM's ``ISAM2``), on request
 GTSAM's ``IncrementalFixedLagSmoother`` or ``BatchFixedLagSmoother``
 (Levenberg-Marquardt over the window):

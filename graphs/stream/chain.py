@@ -54,6 +54,7 @@ class _State:
     dim: int
     a: np.ndarray | None = None
     G: np.ndarray | None = None
+    R: np.ndarray | None = None  # (n, n) upper-triangular: the conditional's square-root information
 
 
 @dataclass
@@ -101,7 +102,7 @@ def _regular_rows(blocks: Sequence[_Block], first: int, last: int, frontier: np.
 
 @jax.jit
 def _eliminate_regular(carried: jnp.ndarray, A: jnp.ndarray, b: jnp.ndarray, A_u: jnp.ndarray, b_u: jnp.ndarray
-                       ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+                       ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     """QR elimination along the chain in one compiled scan (the regular case of :func:`_regular_rows`).
 
     Args:
@@ -109,8 +110,9 @@ def _eliminate_regular(carried: jnp.ndarray, A: jnp.ndarray, b: jnp.ndarray, A_u
         A, b: (L, m, 2n), (L, m) the binary rows between states i and i + 1 (L new states).
         A_u, b_u: (L, m_u, n), (L, m_u) the unary rows on each new state i + 1.
     Returns:
-        G (L, n, n), a (L, n): the conditionals ``delta_i = a_i - G_i delta_i+1``; the frontier (n, n + 1)
-        on the newest state; ok (L + 1,): each state's triangular factor has no zero on its diagonal.
+        G (L, n, n), a (L, n): the conditionals ``delta_i = a_i - G_i delta_i+1``; R (L, n, n) their
+        square-root information; the frontier (n, n + 1) on the newest state; ok (L + 1,): each state's
+        triangular factor has no zero on its diagonal.
     """
     n = carried.shape[0]
 
@@ -125,11 +127,11 @@ def _eliminate_regular(carried: jnp.ndarray, A: jnp.ndarray, b: jnp.ndarray, A_u
         # The next state's rows: what elimination left on it, and its own unary rows, compressed to n.
         nxt = jnp.concatenate([R[n : 2 * n, n:], jnp.concatenate([A_ui, b_ui[:, None]], axis=1)])
         nxt = jnp.linalg.qr(nxt, mode="r")[:n]
-        return nxt, (sol[:, :n], sol[:, n], determined(R))
+        return nxt, (sol[:, :n], sol[:, n], R[:n, :n], determined(R))
 
-    R_f, (G, a, ok) = jax.lax.scan(step, carried, (A, b, A_u, b_u))
+    R_f, (G, a, R, ok) = jax.lax.scan(step, carried, (A, b, A_u, b_u))
     ok_last = jnp.all(jnp.abs(jnp.diag(R_f[:, :n])) > 1e-13 * jnp.max(jnp.abs(R_f)))
-    return G, a, R_f, jnp.concatenate([ok, ok_last[None]])
+    return G, a, R, R_f, jnp.concatenate([ok, ok_last[None]])
 
 
 class _ChainWindow:
@@ -152,6 +154,7 @@ class _ChainWindow:
         self._vars: dict[int, tuple[int, slice, bool]] = {}  # key -> (state number, columns, is a Pose3)
         self._frontier: np.ndarray | None = None  # [R_f | d_f] on the newest state
         self._deltas = np.zeros((0, 0))  # (window states, n): each state's update from theta
+        self._covariances: list[np.ndarray] | None = None  # per window state, on request (joint_covariance)
         self.linearizations = 0  # factor linearizations so far (a vectorized group counts its factors)
 
     # ------------------------------------------------------------------ update
@@ -262,15 +265,15 @@ class _ChainWindow:
             raise ChainError("the window's states differ in size")
         regular = _regular_rows(blocks, first, last, frontier)
         if regular is not None:
-            G, a, R_f, ok = _eliminate_regular(*regular)
+            G, a, R_cond, R_f, ok = _eliminate_regular(*regular)
             bad = np.flatnonzero(~np.asarray(ok))
             if bad.size:
                 j = first + int(bad[0])
                 raise ChainError(f"the factors leave state {j} of the window (at {self._states[j].stamp} s) "
                                  "undetermined")
-            G, a = np.asarray(G), np.asarray(a)
+            G, a, R_cond = np.asarray(G), np.asarray(a), np.asarray(R_cond)
             for i, s in enumerate(self._states[first:last]):
-                s.G, s.a = G[i], a[i]
+                s.G, s.a, s.R = G[i], a[i], R_cond[i]
             self._frontier = np.asarray(R_f)
             return
         rows: dict[int, list[np.ndarray]] = {}  # state j -> rows [A_j | A_j+1 | b], zero-padded
@@ -298,7 +301,7 @@ class _ChainWindow:
                 self._frontier = np.hstack([R[:n, :n], R[:n, -1:]])
             else:
                 sol = np.linalg.solve(R[:n, :n], R[:n, n:])  # [G | a]
-                self._states[j].G, self._states[j].a = sol[:, :n], sol[:, n]
+                self._states[j].G, self._states[j].a, self._states[j].R = sol[:, :n], sol[:, n], R[:n, :n]
                 carried = R[n : 2 * n, n:] if R.shape[0] > n else None
 
     def _back_substitute(self) -> None:
@@ -312,6 +315,7 @@ class _ChainWindow:
             assert s.a is not None and s.G is not None
             delta = deltas[j] = s.a - s.G @ delta
         self._deltas = deltas
+        self._covariances = None
 
     def _delta(self, key: int) -> np.ndarray:
         number, cols, _ = self._vars[key]
@@ -346,7 +350,36 @@ class _ChainWindow:
                 del self._vars[key]
         del self._states[:n_old]
         self._deltas = self._deltas[n_old:]
+        self._covariances = None
         self._offset += n_old
+
+    def joint_covariance(self, key_list: Sequence[int]) -> np.ndarray:
+        """Joint marginal covariance of the variables ``key_list`` (all of one window state) in their
+        tangent coordinates, blocks in that order.
+
+        Backward from the frontier, ``Sigma_N = (R_f^T R_f)^-1`` and, through each conditional
+        ``R_j delta_j + S_j delta_j+1 = d_j`` (``G_j = R_j^-1 S_j``),
+        ``Sigma_j = R_j^-1 R_j^-T + G_j Sigma_j+1 G_j^T`` (the smoothed covariances of a chain, as in
+        Rauch-Tung-Striebel), once per update for the whole window.
+        """
+        number = {self._vars[key][0] for key in key_list if key in self._vars}
+        if len(number) != 1 or any(key not in self._vars for key in key_list):
+            raise ChainError("joint_covariance takes the variables of one window state")
+        if self._covariances is None:
+            assert self._frontier is not None
+            n = self._states[-1].dim
+            R_inv = np.linalg.inv(self._frontier[:, :n])
+            sigma = R_inv @ R_inv.T
+            covariances = [sigma]
+            for s in reversed(self._states[:-1]):
+                assert s.R is not None and s.G is not None
+                R_inv = np.linalg.inv(s.R)
+                sigma = R_inv @ R_inv.T + s.G @ sigma @ s.G.T
+                covariances.append(sigma)
+            self._covariances = covariances[::-1]
+        sigma = self._covariances[number.pop() - self._offset]
+        idx = np.concatenate([np.arange(self._vars[key][1].start, self._vars[key][1].stop) for key in key_list])
+        return sigma[np.ix_(idx, idx)]
 
     # ------------------------------------------------------------------ read-out
     def calculateEstimatePose3(self, key: int) -> gtsam.Pose3:  # noqa: N802 - GTSAM's name

@@ -78,13 +78,13 @@ class StreamConfig:
         object.__setattr__(self, "refine", refine)
         smoother = self.smoother
         if smoother is None:
-            smoother = "chain" if update_every > 1 and not (refine or self.covariance) else "incremental"
+            smoother = "chain" if update_every > 1 and not refine else "incremental"
         if smoother not in SMOOTHERS:
             raise ModelError("stream: smoother must be 'chain', 'incremental', 'gtsam-incremental' or 'batch', "
                              f"got {smoother!r}")
-        if smoother == "chain" and (refine or self.covariance):
-            raise ModelError("stream: smoother 'chain' neither refines parameters nor gives standard deviations; "
-                             "use smoother='incremental' with refine or covariance")
+        if smoother == "chain" and refine:
+            raise ModelError("stream: smoother 'chain' does not refine parameters online; use "
+                             "smoother='incremental' with refine")
         object.__setattr__(self, "smoother_kind", smoother)
         if self.ppr is not None:
             _whole("encoder counts per revolution (ppr)", self.ppr, 1)

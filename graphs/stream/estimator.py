@@ -62,14 +62,14 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         sigma_impulse: impulse noise sigma_p [N s] instead of sigma_y / sqrt(w).
         smoother: ``"chain"`` (our square-root information smoother over the
             chain of states, :mod:`mbfg.graphs.stream.chain`: the new factors
-            evaluated vectorized, no GTSAM callbacks; the same estimates as
-            iSAM2 to round-off, faster), ``"incremental"`` (iSAM2),
+            evaluated vectorized, no GTSAM callbacks; the same estimates and
+            standard deviations as iSAM2 to round-off, faster), ``"incremental"`` (iSAM2),
             ``"gtsam-incremental"`` (GTSAM's IncrementalFixedLagSmoother) or
             ``"batch"`` (Levenberg-Marquardt over the whole window at every
             sample: accurate, much slower). Default: "chain" with ``update_every``
             > 1, else "incremental": iSAM2 is the faster at one sample per update
-            and the one that refines parameters and gives standard deviations
-            (``python benchmarks/stream.py --only timing`` runs both).
+            (``python benchmarks/stream.py --only timing`` runs both) and the one
+            that refines parameters online.
         refine: parameter names kept in the window as one Vector variable and
             refined online (never marginalized), each with a prior at its
             current value; bounds are not enforced online.
@@ -525,6 +525,8 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
 
     def _joint_covariance(self, key_list: list[int]) -> np.ndarray:
         """Joint marginal covariance of ``key_list`` in GTSAM tangent coordinates, blocks in that order."""
+        if self.smoother_kind == "chain":
+            return self._smoother.joint_covariance(key_list)
         if self.smoother_kind != "batch":
             joint = self._smoother.getISAM2().jointMarginalCovariance(key_list)
         else:

@@ -127,8 +127,8 @@ def add_parser(sub: Subparsers) -> None:
                         "'pending'; default: %(default)s)")
     p.add_argument("--smoother", choices=("chain", "incremental", "batch"), default=None,
                    help="chain: square-root information smoothing along the chain of states (the default "
-                        "with --update-every > 1, the faster there); incremental: iSAM2 (the default otherwise, "
-                        "and with --std); batch: Levenberg-Marquardt over the whole window at every sample "
+                        "with --update-every > 1, the faster there); incremental: iSAM2 (the default otherwise); "
+                        "batch: Levenberg-Marquardt over the whole window at every sample "
                         "(slow)")
     p.add_argument("--columns", type=_column_names, default=None, metavar="t,NAMES...",
                    help="the input's columns, for a stream without a header line (a header line, if one comes, "
