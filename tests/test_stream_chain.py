@@ -4,8 +4,8 @@ information elimination along the chain of states.
 On a linear-Gaussian chain, fixed-lag smoothing with marginalization is exact: the window's estimates
 are the batch least-squares solution of every factor so far, restricted to the window. That is checked
 against a dense least-squares solve, for both elimination paths (one compiled scan for the regular
-updates, the NumPy loop for the others). On the pendulum and Furuta streams the chain gives iSAM2's
-estimates to round-off.
+updates, the NumPy loop for the others). On a quantized pendulum stream the chain gives iSAM2's
+estimates and standard deviations to round-off.
 """
 
 from __future__ import annotations
@@ -65,8 +65,9 @@ def _batch(unary, binary, n_states: int) -> np.ndarray:
 
 @pytest.mark.parametrize("per_update", [1, 3])
 def test_fixed_lag_smoothing_of_a_linear_chain_is_the_batch_least_squares_solution(per_update) -> None:
-    """One state per update takes the compiled scan; three (separate GTSAM factors) the NumPy loop.
-    After every update, each window state equals the dense batch solution of all factors so far."""
+    """Fed one or three states per update (GTSAM factors, each its own block: the NumPy elimination; the
+    compiled scan has its own test below). After every update, each window state equals the dense batch
+    solution of all factors so far."""
     n_states, lag = 13, 4.0
     unary, binary = _linear_chain(n_states)
     window = _ChainWindow(lag)

@@ -151,11 +151,10 @@ class _ChainWindow:
         self.theta = gtsam.Values()  # linearization points of the window's variables
         self._states: list[_State] = []  # oldest first; all but the newest are eliminated
         self._offset = 0  # states marginalized so far: self._states[0] is state number _offset of the stream
-        self._vars: dict[int, tuple[int, slice, bool]] = {}  # key -> (state number, columns, is a Pose3)
+        self._vars: dict[int, tuple[int, bool]] = {}  # key -> (state number, is a Pose3); columns: its _State
         self._frontier: np.ndarray | None = None  # [R_f | d_f] on the newest state
         self._deltas = np.zeros((0, 0))  # (window states, n): each state's update from theta
         self._covariances: list[np.ndarray] | None = None  # per window state, on request (joint_covariance)
-        self.linearizations = 0  # factor linearizations so far (a vectorized group counts its factors)
 
     # ------------------------------------------------------------------ update
     def update(self, factors: Sequence[FactorGroup | gtsam.NonlinearFactor], values: gtsam.Values,
@@ -192,7 +191,7 @@ class _ChainWindow:
             except RuntimeError:
                 dim, pose = len(values.atVector(key)), False
             columns[key] = slice(col, col + dim)
-            self._vars[key] = (number, columns[key], pose)
+            self._vars[key] = (number, pose)
             col += dim
         return _State(stamp, sorted(key_list), columns, col)
 
@@ -209,20 +208,22 @@ class _ChainWindow:
                 out = factor.evaluate(factor.read(self.theta, cache), linearize=True)  # (N, m, 1 + dims)
                 out = out / np.asarray(factor.noise.sigmas())[None, :, None]
                 key_rows = factor.keys
-                self.linearizations += len(factor)
             else:
                 linear = factor.linearize(self.theta)
                 A, b = linear.jacobian()
                 out = np.hstack([-b[:, None], A])[None]
                 key_rows = [list(linear.keys())]
-                self.linearizations += 1
             blocks.append(self._block(key_rows, out, where))
         return blocks
 
-    def _dim(self, key: int) -> int:
+    def _columns(self, key: int) -> slice:
+        """The columns of variable ``key`` in its state's tangent vector."""
         if key not in self._vars:
             raise ChainError(f"a factor on {gtsam.DefaultKeyFormatter(key)}, a variable not in the window")
-        cols = self._vars[key][1]
+        return self._states[self._vars[key][0] - self._offset].columns[key]
+
+    def _dim(self, key: int) -> int:
+        cols = self._columns(key)
         return cols.stop - cols.start
 
     def _block(self, key_rows: Sequence[Sequence[int]], out: np.ndarray, where: Mapping[int, int]) -> _Block:
@@ -318,20 +319,19 @@ class _ChainWindow:
         self._covariances = None
 
     def _delta(self, key: int) -> np.ndarray:
-        number, cols, _ = self._vars[key]
-        return self._deltas[number - self._offset, cols]
+        return self._deltas[self._vars[key][0] - self._offset, self._columns(key)]
 
     def _relinearize(self, n_old: int) -> bool:
         """Move the linearization points of the states after the first ``n_old`` (the update's new ones) to
         their solution if a variable's update exceeds its threshold; True if they moved."""
         new_keys = [key for s in self._states[n_old:] for key in s.keys]
-        if all(np.abs(self._delta(key)).max() <= (self.pose_threshold if self._vars[key][2]
+        if all(np.abs(self._delta(key)).max() <= (self.pose_threshold if self._vars[key][1]
                                                   else self.velocity_threshold) for key in new_keys):
             return False
         moved, sub = gtsam.VectorValues(), gtsam.Values()
         for key in new_keys:
             moved.insert(key, self._delta(key))
-            if self._vars[key][2]:
+            if self._vars[key][1]:
                 sub.insert(key, self.theta.atPose3(key))
             else:
                 sub.insert(key, self.theta.atVector(key))
@@ -378,7 +378,7 @@ class _ChainWindow:
                 covariances.append(sigma)
             self._covariances = covariances[::-1]
         sigma = self._covariances[number.pop() - self._offset]
-        idx = np.concatenate([np.arange(self._vars[key][1].start, self._vars[key][1].stop) for key in key_list])
+        idx = np.concatenate([np.arange(self._columns(key).start, self._columns(key).stop) for key in key_list])
         return sigma[np.ix_(idx, idx)]
 
     # ------------------------------------------------------------------ read-out

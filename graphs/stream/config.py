@@ -80,8 +80,7 @@ class StreamConfig:
         if smoother is None:
             smoother = "chain" if update_every > 1 and not refine else "incremental"
         if smoother not in SMOOTHERS:
-            raise ModelError("stream: smoother must be 'chain', 'incremental', 'gtsam-incremental' or 'batch', "
-                             f"got {smoother!r}")
+            raise ModelError(f"stream: smoother must be one of {', '.join(map(repr, SMOOTHERS))}, got {smoother!r}")
         if smoother == "chain" and refine:
             raise ModelError("stream: smoother 'chain' does not refine parameters online; use "
                              "smoother='incremental' with refine")

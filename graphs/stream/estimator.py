@@ -22,7 +22,6 @@ from mbfg.graphs.stream.chain import _ChainWindow
 from mbfg.graphs.stream.config import (
     StreamConfig,
     _decimals,
-    _positive,
     _usable,
     read_calibration,
 )
@@ -141,7 +140,8 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         except TypeError as exc:  # a setting StreamConfig does not have
             raise TypeError(f"StreamEstimator: {exc}") from None
         self.config = config
-        self.period = _positive("stream sample period", config.period if config.period is not None else config.h)
+        # StreamConfig checked both: at least one is given, h a whole multiple of the period.
+        self.period = float(config.period if config.period is not None else config.h)  # type: ignore[arg-type]
         h = config.h if config.h is not None else self.period
         self.stride = int(round(h / self.period))
         self.h = self.stride * self.period
