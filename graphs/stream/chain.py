@@ -115,21 +115,26 @@ def _eliminate_regular(carried: jnp.ndarray, A: jnp.ndarray, b: jnp.ndarray, A_u
         triangular factor has no zero on its diagonal.
     """
     n = carried.shape[0]
+    m_u = A_u.shape[1]
 
     def determined(R: jnp.ndarray) -> jnp.ndarray:
         return jnp.all(jnp.abs(jnp.diag(R[:n, :n])) > 1e-13 * jnp.max(jnp.abs(R)))
 
-    def step(carry: jnp.ndarray, rows: tuple[jnp.ndarray, ...]) -> tuple[jnp.ndarray, tuple[jnp.ndarray, ...]]:
-        A_i, b_i, A_ui, b_ui = rows
-        top = jnp.concatenate([carry[:, :n], jnp.zeros((n, n)), carry[:, n:]], axis=1)
-        R = jnp.linalg.qr(jnp.concatenate([top, jnp.concatenate([A_i, b_i[:, None]], axis=1)]), mode="r")
-        sol = jnp.linalg.solve(R[:n, :n], R[:n, n:])
-        # The next state's rows: what elimination left on it, and its own unary rows, compressed to n.
-        nxt = jnp.concatenate([R[n : 2 * n, n:], jnp.concatenate([A_ui, b_ui[:, None]], axis=1)])
-        nxt = jnp.linalg.qr(nxt, mode="r")[:n]
-        return nxt, (sol[:, :n], sol[:, n], R[:n, :n], determined(R))
+    # One QR per state: state i's rows are what elimination left on it (n rows), its own unary rows and
+    # the binary rows to state i + 1, stacked (the same least squares as two QRs, half the LAPACK calls).
+    unary = jnp.concatenate([A_u, b_u[:, :, None]], axis=2)  # (L, m_u, n + 1): on states 1 .. L
+    unary_on_i = jnp.concatenate([jnp.zeros((1, m_u, n + 1)), unary[:-1]])  # the old frontier's are in carried
 
-    R_f, (G, a, R, ok) = jax.lax.scan(step, carried, (A, b, A_u, b_u))
+    def step(carry: jnp.ndarray, rows: tuple[jnp.ndarray, ...]) -> tuple[jnp.ndarray, tuple[jnp.ndarray, ...]]:
+        A_i, b_i, U_i = rows
+        on_i = jnp.concatenate([carry, U_i])
+        top = jnp.concatenate([on_i[:, :n], jnp.zeros((n + m_u, n)), on_i[:, n:]], axis=1)
+        R = jnp.linalg.qr(jnp.concatenate([top, jnp.concatenate([A_i, b_i[:, None]], axis=1)]), mode="r")
+        sol = jax.scipy.linalg.solve_triangular(R[:n, :n], R[:n, n:])
+        return R[n : 2 * n, n:], (sol[:, :n], sol[:, n], R[:n, :n], determined(R))
+
+    carry, (G, a, R, ok) = jax.lax.scan(step, carried, (A, b, unary_on_i))
+    R_f = jnp.linalg.qr(jnp.concatenate([carry, unary[-1]]), mode="r")[:n]
     ok_last = jnp.all(jnp.abs(jnp.diag(R_f[:, :n])) > 1e-13 * jnp.max(jnp.abs(R_f)))
     return G, a, R, R_f, jnp.concatenate([ok, ok_last[None]])
 
