@@ -20,8 +20,9 @@ from mbfg import keys
 from mbfg.errors import ModelError
 from mbfg.graphs.stream import StreamEstimator
 from mbfg.graphs.stream.chain import ChainError, _ChainWindow, _eliminate_regular
+from mbfg.graphs.stream.growth import _GraphGrowth
 from mbfg.logs import quantize
-from mbfg.models import pendulum
+from mbfg.models import furuta, pendulum
 from mbfg.spook import simulate, unwrap_angles
 
 DIM = 3  # a state: one Vector3
@@ -131,6 +132,8 @@ def test_chain_smoother_gives_isam2s_estimates_to_round_off(pendulum_log, update
             smoothed.update((e.k, e) for e in step.smoothed_added)
         out[smoother] = (filtered, smoothed)
         assert est.status.solver_failures == 0
+        # The chain's regular updates of several samples take the fused program (graphs/stream/fused.py).
+        assert (est._fused is not None) == (smoother == "chain" and update_every > 1)
     for a, b in zip(out["chain"], out["incremental"]):
         assert a.keys() == b.keys() and len(a) > 0.8 * (t[-1] - LAG) / H
         for k in a:
@@ -221,3 +224,32 @@ def test_a_stream_config_is_checked_when_made_and_equals_the_keyword_settings() 
     assert StreamEstimator(model, config, lag=0.2).m == 200
     with pytest.raises(TypeError, match="lagg"):
         StreamEstimator(model, config, lagg=0.2)
+
+
+def test_the_fused_update_of_a_driven_two_body_stream_is_the_factor_by_factor_update(monkeypatch) -> None:
+    """The Furuta pendulum (two bodies, a motor voltage) at 5 samples per update: the one-program update
+    (Spook prediction, impulse and observation linearization, elimination) and the factor groups' update
+    through the chain's general path give the same filtered and smoothed estimates to round-off."""
+    model = furuta(dry=False)
+    n = 150
+    u = 0.5 * np.sign(np.sin(2 * np.pi * 3.0 * np.arange(n) * H))[:, None]
+    traj = simulate(model, n * H, H, initial=model.initial_state({"alpha": 0.5}), controls=u)
+    y = quantize(unwrap_angles(model, traj.observations), PPR)
+    u = np.vstack([u, u[-1:]])
+    out = {}
+    for fused in (True, False):
+        if not fused:
+            monkeypatch.setattr(_GraphGrowth, "_extend_regular", _GraphGrowth._extend_factors)
+        est = StreamEstimator(model, lag=LAG, h=H, period=H, ppr=PPR, smoother="chain", update_every=5)
+        filtered, smoothed = {}, {}
+        for ti, yi, ui in zip(traj.t, y, u):
+            step = est.push(ti, yi, ui)
+            filtered.update((e.k, e) for e in step.added)
+            smoothed.update((e.k, e) for e in step.smoothed_added)
+        assert est.status.solver_failures == 0 and (est._fused is not None) == fused
+        out[fused] = (filtered, smoothed)
+    for a, b in zip(out[True], out[False]):
+        assert a.keys() == b.keys() and len(a) > 0.5 * n
+        for k in a:
+            np.testing.assert_allclose(a[k].coordinates, b[k].coordinates, rtol=0, atol=1e-10)
+            np.testing.assert_allclose(a[k].rates, b[k].rates, rtol=0, atol=1e-8)

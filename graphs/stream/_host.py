@@ -58,6 +58,7 @@ class _StreamHost:
     _u_graph: np.ndarray
     _pending: list[tuple[int, np.ndarray, np.ndarray]]
     _rollout: Callable[..., Any] | None
+    _fused: Callable[..., Any] | None
     _raw_prev: np.ndarray | None
     _unwrapped: np.ndarray
     _refs: dict[int, np.ndarray]

@@ -28,8 +28,9 @@ vectorized) and GTSAM nonlinear factors (linearized by GTSAM).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import gtsam
 import numpy as np
@@ -52,6 +53,7 @@ class _State:
     keys: list[int]
     columns: dict[int, slice]
     dim: int
+    thresholds: np.ndarray  # (dim,) the relinearization threshold of each tangent component
     a: np.ndarray | None = None
     G: np.ndarray | None = None
     R: np.ndarray | None = None  # (n, n) upper-triangular: the conditional's square-root information
@@ -179,26 +181,97 @@ class _ChainWindow:
         self.theta.insert(values)
         first = max(n_old - 1, 0)  # the old frontier is eliminated again with the new states
         frontier = self._frontier
-        for _ in range(self.max_passes):
+        for passes in range(1, self.max_passes + 1):
             self._eliminate(first, frontier, self._linearize(factors, first))
             self._back_substitute()
-            if not self._relinearize(n_old):
+            # The last pass keeps its linearization points: the conditionals are linear about them.
+            if passes == self.max_passes or not self._relinearize(n_old):
                 break
         self._marginalize()
 
+    def update_regular(self, front_keys: Sequence[int], new_keys: Sequence[Sequence[int]], stamps: Sequence[float],
+                       binary_keys: Sequence[int], unary_keys: Sequence[int], solve: Callable[..., Any]) -> None:
+        """A regular update (:mod:`mbfg.graphs.stream.fused`) in one compiled call per linearization pass.
+
+        Args:
+            front_keys: the frontier's keys, its poses then its velocity.
+            new_keys, stamps: the keys of each new state (in the order of ``front_keys``) and its time [s].
+            binary_keys: the keys of the factor between the frontier and the first new state, and
+                unary_keys: those of the factor on the first new state (the others lie alike).
+            solve: ``solve(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried,
+                binary_cols, unary_cols)``: the program of :func:`~mbfg.graphs.stream.fused.regular_update_program`
+                with the update's data bound.
+        """
+        if self._frontier is None:
+            raise ChainError("a regular update needs a window with a frontier")
+        n_old = len(self._states)
+        first = n_old - 1
+        front = self._states[first]
+        dims = {role: front.columns[key].stop - front.columns[key].start for role, key in enumerate(front_keys)}
+        poses = [self._vars[key][1] for key in front_keys]
+        for stamp, state_keys in zip(stamps, new_keys):
+            if stamp <= self._states[-1].stamp:
+                raise ChainError(f"a new state at {stamp} s is not after the newest one ({self._states[-1].stamp} s)")
+            self._states.append(self._add_state(stamp, {key: (dims[role], poses[role])
+                                                        for role, key in enumerate(state_keys)}))
+        n = front.dim
+        carried = np.zeros((n, n + 1))
+        carried[: len(self._frontier)] = self._frontier
+        T_front = np.array([self.theta.atPose3(key).matrix() for key in front_keys[:-1]])
+        v_front = self.theta.atVector(front_keys[-1])
+        T_est = np.array([self.calculateEstimatePose3(key).matrix() for key in front_keys[:-1]])
+        v_est = self.calculateEstimateVector(front_keys[-1])
+        binary_cols = self._targets(binary_keys, first)
+        unary_cols = self._targets(unary_keys, first + 1)
+        T_given, v_given, use_given = np.zeros((len(new_keys), *T_front.shape)), np.zeros((len(new_keys), n // 2)), False
+        for passes in range(1, self.max_passes + 1):
+            T_new, v_new, G, a, R, R_f, ok = (np.asarray(x) for x in solve(
+                T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, binary_cols, unary_cols))
+            bad = np.flatnonzero(~ok)
+            if bad.size:
+                j = first + int(bad[0])
+                raise ChainError(f"the factors leave state {j} of the window (at {self._states[j].stamp} s) "
+                                 "undetermined")
+            if not use_given:  # the prediction: the new states' linearization points
+                values = gtsam.Values()
+                for state_keys, T, v in zip(new_keys, T_new, v_new):
+                    for key, T_body in zip(state_keys, T):
+                        values.insert(key, gtsam.Pose3(T_body))
+                    values.insert(state_keys[-1], v)
+                self.theta.insert(values)
+            for s, G_j, a_j, R_j in zip(self._states[first:], G, a, R):
+                s.G, s.a, s.R = G_j, a_j, R_j
+            self._frontier = R_f
+            self._back_substitute()
+            if passes == self.max_passes or not self._relinearize(n_old):
+                break
+            T_given = np.array([[self.theta.atPose3(key).matrix() for key in state_keys[:-1]] for state_keys in new_keys])
+            v_given = np.array([self.theta.atVector(state_keys[-1]) for state_keys in new_keys])
+            use_given = True
+        self._marginalize()
+
     def _new_state(self, stamp: float, key_list: list[int], values: gtsam.Values) -> _State:
-        number = self._offset + len(self._states)
-        columns, col = {}, 0
-        for key in sorted(key_list):
+        dims = {}
+        for key in key_list:
             try:
                 values.atPose3(key)
-                dim, pose = 6, True
+                dims[key] = (6, True)
             except RuntimeError:
-                dim, pose = len(values.atVector(key)), False
+                dims[key] = (len(values.atVector(key)), False)
+        return self._add_state(stamp, dims)
+
+    def _add_state(self, stamp: float, dims: Mapping[int, tuple[int, bool]]) -> _State:
+        """A new newest state of the variables ``dims`` (key -> (tangent dimension, is a Pose3)); its
+        columns in key order."""
+        number = self._offset + len(self._states)
+        columns, col, thresholds = {}, 0, []
+        for key in sorted(dims):
+            dim, pose = dims[key]
             columns[key] = slice(col, col + dim)
             self._vars[key] = (number, pose)
+            thresholds.append(np.full(dim, self.pose_threshold if pose else self.velocity_threshold))
             col += dim
-        return _State(stamp, sorted(key_list), columns, col)
+        return _State(stamp, sorted(dims), columns, col, np.concatenate(thresholds))
 
     def _linearize(self, factors: Sequence[FactorGroup | gtsam.NonlinearFactor], first: int) -> list[_Block]:
         """Each factor's whitened rows, by the window states they touch (only states from ``first`` on)."""
@@ -248,19 +321,23 @@ class _ChainWindow:
         n = self._states[first].dim
         if any(self._states[j].dim != n for j in states):
             raise ChainError("a factor between states of different sizes")
-        # Column of each tangent component in [x_first | x_first+1] (the same for every row of a group).
-        target, col = [], 1
-        for key, j in zip(key_rows[0], states):
-            cols = self._states[j].columns[key]
-            target.append(np.arange(cols.start, cols.stop) + (j - first) * n)
-            col += cols.stop - cols.start
+        target = self._targets(key_rows[0], first)  # the same for every row of a group
         A = np.zeros((out.shape[0], out.shape[1], span * n))
-        A[:, :, np.concatenate(target)] = out[:, :, 1:col]
+        A[:, :, target] = out[:, :, 1 : 1 + len(target)]
         firsts = np.array([where[row[0]] - states[0] + first for row in key_rows])
         for row, j0 in zip(key_rows, firsts):  # every row must lie on its states as the first one does
             if any(where.get(key, -1) - j0 != j - first for key, j in zip(row, states)):
                 raise ChainError("the factors of one group lie differently on their states")
         return _Block(firsts, span, A, -out[:, :, 0])
+
+    def _targets(self, key_row: Sequence[int], first: int) -> np.ndarray:
+        """The column of each tangent component of the variables ``key_row`` in [x_first | x_first+1 ...]."""
+        target = []
+        for key in key_row:
+            j = self._vars[key][0] - self._offset
+            cols = self._states[j].columns[key]
+            target.append(np.arange(cols.start, cols.stop) + (j - first) * self._states[first].dim)
+        return np.concatenate(target)
 
     def _eliminate(self, first: int, frontier: np.ndarray | None, blocks: list[_Block]) -> None:
         """QR elimination of the states ``first`` .. newest-1 into conditionals; the newest's rows become
@@ -329,10 +406,9 @@ class _ChainWindow:
     def _relinearize(self, n_old: int) -> bool:
         """Move the linearization points of the states after the first ``n_old`` (the update's new ones) to
         their solution if a variable's update exceeds its threshold; True if they moved."""
-        new_keys = [key for s in self._states[n_old:] for key in s.keys]
-        if all(np.abs(self._delta(key)).max() <= (self.pose_threshold if self._vars[key][1]
-                                                  else self.velocity_threshold) for key in new_keys):
+        if np.all(np.abs(self._deltas[n_old:]) <= np.array([s.thresholds for s in self._states[n_old:]])):
             return False
+        new_keys = [key for s in self._states[n_old:] for key in s.keys]
         moved, sub = gtsam.VectorValues(), gtsam.Values()
         for key in new_keys:
             moved.insert(key, self._delta(key))

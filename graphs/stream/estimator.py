@@ -208,6 +208,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         self._obs_noise = noise_model(self.sigma_observation, n_obs)
         self._imp_noise = noise_model(self.sigma_impulse, 12 * model.nb)
         self._readout = _Readout(model)
+        self._fused: Callable[..., Any] | None = None  # the chain's regular update program (graphs/stream/fused.py)
         thresholds = config.thresholds
         if self.smoother_kind == "chain":
             self._make_smoother = lambda: _ChainWindow(self._window_lag(), thresholds["pose"], thresholds["velocity"])

@@ -18,6 +18,7 @@ from mbfg.factors.initial_state import initial_state_type
 from mbfg.factors.observation import observation_factor, observation_keys, observation_type
 from mbfg.graphs.joint import initial_states
 from mbfg.graphs.stream.chain import _ChainWindow
+from mbfg.graphs.stream.fused import regular_update_program
 from mbfg.graphs.stream.results import VELOCITY_PRIOR_SIGMA, Estimate
 from mbfg.rigid import State
 
@@ -165,23 +166,65 @@ class _GraphGrowth(_StreamHost):
         when ``update_every`` is 1, GTSAM's smoothers then take single factors, a group of one costs them
         its bookkeeping); otherwise one by one (a gap's length would compile a program of its own).
         """
-        factors: list[FactorGroup | gtsam.NonlinearFactor] = []
-        values = gtsam.Values()
-        stamps: dict[int, float] = {}
         k_last, k_end = self._k, pending[-1][0]
         samples = {k: (y, u) for k, y, u in pending}
-        impulse_keys_, controls = [], []
+        controls = []
         u = self._u_graph
         ref = self._refs[k_last]
         for kk in range(k_last + 1, k_end + 1):
-            impulse_keys_.append(impulse_keys(self.variables, kk - 1))
             controls.append(u)  # u_{kk-1}
-            for key in self._state_keys(kk):
-                stamps[key] = kk * self.h
             if kk in samples:
                 y, u = samples[kk]
                 ref = np.where(np.isfinite(y), y, ref)
             self._refs[kk] = ref
+        if (isinstance(self._smoother, _ChainWindow) and k_end - k_last == len(pending) == self.update_every > 1
+                and self._refine_prior is None):
+            self._extend_regular(pending, controls)
+        else:
+            self._extend_factors(pending, controls)
+        self._k, self._u_graph = k_end, u
+        oldest = self._oldest_in_window()
+        for kk in [kk for kk in self._refs if kk < oldest - 1]:
+            del self._refs[kk]
+        self.status.states += k_end - k_last
+        self.status.updates += 1
+
+    def _extend_regular(self, pending: Sequence[tuple[int, np.ndarray, np.ndarray]],
+                        controls: Sequence[np.ndarray]) -> None:
+        """The chain's update with a sample for every new state (no gap): one compiled program per pass
+        (:mod:`mbfg.graphs.stream.fused`), the same factors as :meth:`_extend_factors`."""
+        if self._fused is None:
+            self._fused = regular_update_program(self.variables)
+        program = self._fused
+        k_last = self._k
+        ys = np.stack([y for _, y, _ in pending])
+        data = (np.asarray(controls, dtype=float), np.nan_to_num(ys), np.isfinite(ys).astype(float), self.fixed,
+                np.asarray(self.h, dtype=float))
+        sigmas = (np.asarray(self._imp_noise.sigmas()), np.asarray(self._obs_noise.sigmas()))
+
+        def solve(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, binary_cols,  # type: ignore[no-untyped-def]
+                  unary_cols):
+            return program(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, *data,
+                           binary_cols, unary_cols, *sigmas)
+
+        ks = [k for k, _, _ in pending]
+        self._smoother.update_regular(self._state_keys(k_last), [self._state_keys(k) for k in ks],
+                                      [k * self.h for k in ks], impulse_keys(self.variables, k_last),
+                                      observation_keys(self.variables, ks[0]), solve)
+
+    def _extend_factors(self, pending: Sequence[tuple[int, np.ndarray, np.ndarray]],
+                        controls: Sequence[np.ndarray]) -> None:
+        """The smoother's update with the new states' predictions and their factors (every smoother;
+        the chain's updates across a gap)."""
+        factors: list[FactorGroup | gtsam.NonlinearFactor] = []
+        values = gtsam.Values()
+        stamps: dict[int, float] = {}
+        k_last, k_end = self._k, pending[-1][0]
+        impulse_keys_ = []
+        for kk in range(k_last + 1, k_end + 1):
+            impulse_keys_.append(impulse_keys(self.variables, kk - 1))
+            for key in self._state_keys(kk):
+                stamps[key] = kk * self.h
         for kk, (poses, vel) in zip(range(k_last + 1, k_end + 1), self._predict(k_last, controls)):
             self._insert_state(values, kk, poses, vel)
         observed = [(k, y) for k, y, _ in pending if np.isfinite(y).any()]
@@ -205,9 +248,3 @@ class _GraphGrowth(_StreamHost):
         if self._refine_prior is not None:
             stamps[keys.P()] = k_end * self.h  # the parameters stay in the window
         self._update_smoother(factors, values, stamps)
-        self._k, self._u_graph = k_end, u
-        oldest = self._oldest_in_window()
-        for kk in [kk for kk in self._refs if kk < oldest - 1]:
-            del self._refs[kk]
-        self.status.states += k_end - k_last
-        self.status.updates += 1

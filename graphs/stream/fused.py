@@ -1,0 +1,101 @@
+"""A regular stream update as one compiled program: Spook prediction, linearization and elimination.
+
+A regular update of the chain smoother (:mod:`mbfg.graphs.stream.chain`) adds ``N`` states after
+the frontier (the newest state), with one impulse factor (3.6-3.7) between each pair of consecutive
+states and one observation factor (3.5) on each new state, and no gap. Taken step by step it is four
+JAX calls, the Spook prediction of the new states, the vmapped impulse and observation
+linearizations and the elimination scan, with NumPy and GTSAM round trips between them (states to
+``gtsam.Pose3`` and back, rows moved into the chain's column layout). A stream of a few samples per
+update is bound by those fixed costs, not by arithmetic (``python benchmarks/stream.py --only
+timing``), so here they are one program: the same prediction (:func:`mbfg.spook.step`), the same
+vmapped linearizations (:meth:`mbfg.adapter.FactorType._vmapped`, whitened by the noise sigmas),
+the same elimination (:func:`~mbfg.graphs.stream.chain._eliminate_regular`). The chain keeps the
+linearization points, the conditionals and the back-substitution
+(:meth:`~mbfg.graphs.stream.chain._ChainWindow.update_regular`); ``tests/test_stream_chain.py``
+checks that both ways give the same estimates.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from mbfg import keys
+from mbfg import quaternion as quat
+from mbfg._jax import jax, jnp
+from mbfg.factors._rigid import Variables
+from mbfg.factors.impulse import impulse_type
+from mbfg.factors.observation import observation_type
+from mbfg.graphs.stream.chain import _eliminate_regular
+from mbfg.rigid import State
+from mbfg.spook import step
+
+
+@functools.cache
+def regular_update_program(variables: Variables) -> Callable[..., tuple[jnp.ndarray, ...]]:
+    """The jitted program of one regular update of the stream of ``variables.model`` (no free parameters;
+    one per variable layout, as its factor types).
+
+    The program's arguments (nb bodies, n = 12 nb the state's tangent dimension, N new states):
+        T_front (nb, 4, 4), v_front (6 nb,): the frontier's linearization point (poses T_world_body
+            [m], velocity [m/s, rad/s] per body [v, omega]);
+        T_est, v_est: the frontier's estimate, where the prediction starts;
+        T_given (N, nb, 4, 4), v_given (N, 6 nb), use_given (bool): linearize at these instead of the
+            prediction (a relinearization pass);
+        carried (n, n + 1): the frontier's square-root information [R | d], zero rows below its rank;
+        us (N, n_u): the control of each impulse factor (u_k of x_k -> x_k+1);
+        ys (N, n_obs), mask (N, n_obs): the readings [rad, m] (0 where missing) and 1 / 0 per reading;
+        fixed: the parameter values (:func:`mbfg.factors._rigid.fixed_values`), h: the time-step [s];
+        binary_cols (2 n,), unary_cols (n,): the chain's column of each tangent component of an
+            impulse factor's variables (on [x_k | x_k+1]) and of an observation factor's (on x_k);
+        binary_sigmas (12 nb,), unary_sigmas (n_obs,): the noise sigmas that whiten the rows.
+    Returns:
+        T_new (N, nb, 4, 4), v_new (N, 6 nb): the new states' linearization points; and
+        :func:`~mbfg.graphs.stream.chain._eliminate_regular`'s G, a, R, R_f, ok.
+    """
+    if keys.parameter_keys(variables):
+        raise ValueError("the fused stream update takes fixed parameters only (the chain does not refine)")
+    model = variables.model
+    nb = model.nb
+    linearize_binary = impulse_type(variables)._vmapped((None, 0, None))[1]
+    linearize_unary = observation_type(variables)._vmapped((None, 0, 0))[1]
+
+    def predict(T_est: jnp.ndarray, v_est: jnp.ndarray, us: jnp.ndarray, fixed: Any, h: jnp.ndarray
+                ) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """Spook steps from the frontier's estimate: poses (N, nb, 4, 4) and velocities (N, 6 nb)."""
+        V = v_est.reshape(nb, 6)
+        x = State(T_est[:, :3, 3], jax.vmap(quat.from_matrix_jax)(T_est[:, :3, :3]), V[:, :3], V[:, 3:])
+
+        def body(x: State, u: jnp.ndarray) -> tuple[State, State]:
+            x_next, _ = step(model, x, u, fixed, h)
+            return x_next, x_next
+
+        _, xs = jax.lax.scan(body, x, us)
+        N = us.shape[0]
+        R_world_body = jax.vmap(jax.vmap(quat.to_matrix))(xs.e)
+        top = jnp.concatenate([R_world_body, xs.r[..., None]], axis=3)
+        bottom = jnp.broadcast_to(jnp.array([0.0, 0.0, 0.0, 1.0]), (N, nb, 1, 4))
+        return jnp.concatenate([top, bottom], axis=2), jnp.concatenate([xs.v, xs.w], axis=2).reshape(N, 6 * nb)
+
+    def rows(out: jnp.ndarray, sigmas: jnp.ndarray, cols: jnp.ndarray, width: int) -> tuple[jnp.ndarray, ...]:
+        """[r | H] (N, m, 1 + dims) as whitened rows A (N, m, width) in the chain's columns and b (N, m)."""
+        out = out / sigmas[None, :, None]
+        A = jnp.zeros(out.shape[:2] + (width,)).at[:, :, cols].set(out[:, :, 1:])
+        return A, -out[:, :, 0]
+
+    def run(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, us, ys, mask, fixed, h,
+            binary_cols, unary_cols, binary_sigmas, unary_sigmas):  # type: ignore[no-untyped-def]
+        n = carried.shape[0]
+        T_pred, v_pred = predict(T_est, v_est, us, fixed, h)
+        T_new = jnp.where(use_given, T_given, T_pred)
+        v_new = jnp.where(use_given, v_given, v_pred)
+        T_prev = jnp.concatenate([T_front[None], T_new[:-1]])
+        v_prev = jnp.concatenate([v_front[None], v_new[:-1]])
+        state_prev = (*(T_prev[:, i] for i in range(nb)), v_prev)
+        state_new = (*(T_new[:, i] for i in range(nb)), v_new)
+        A, b = rows(linearize_binary((*state_prev, *state_new), (fixed, us, h)), binary_sigmas, binary_cols, 2 * n)
+        A_u, b_u = rows(linearize_unary(state_new, (fixed, ys, mask)), unary_sigmas, unary_cols, n)
+        return (T_new, v_new, *_eliminate_regular(carried, A, b, A_u, b_u))
+
+    return jax.jit(run)
