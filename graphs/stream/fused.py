@@ -85,7 +85,7 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[jnp.ndar
         return A, -out[:, :, 0]
 
     def run(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, us, ys, mask, fixed, h,
-            binary_cols, unary_cols, binary_sigmas, unary_sigmas):  # type: ignore[no-untyped-def]
+            binary_cols, unary_cols, binary_sigmas, unary_sigmas):
         n = carried.shape[0]
         T_pred, v_pred = predict(T_est, v_est, us, fixed, h)
         T_new = jnp.where(use_given, T_given, T_pred)

@@ -202,7 +202,7 @@ class _GraphGrowth(_StreamHost):
                 np.asarray(self.h, dtype=float))
         sigmas = (np.asarray(self._imp_noise.sigmas()), np.asarray(self._obs_noise.sigmas()))
 
-        def solve(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, binary_cols,  # type: ignore[no-untyped-def]
+        def solve(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, binary_cols,
                   unary_cols):
             return program(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, *data,
                            binary_cols, unary_cols, *sigmas)
