@@ -9,6 +9,8 @@ tangent ``[omega, v]``: ``T * Exp([omega, v])``.
 
 from __future__ import annotations
 
+import numpy as np
+
 from mbfg._jax import jnp
 
 # Below this squared angle the Taylor series is exact to float64 precision and,
@@ -85,3 +87,35 @@ def pose3_retract(T: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
     t_new = t + R @ xi[3:]
     top = jnp.concatenate([R_new, t_new[:, None]], axis=1)
     return jnp.concatenate([top, jnp.array([[0.0, 0.0, 0.0, 1.0]])], axis=0)
+
+
+# -- NumPy batch helper ---------------------------------------------------------------
+# Reading many states out of a smoother (one retraction per pose per state) in one vectorized call
+# instead of one GTSAM call per pose; tests/test_stream_chain.py checks it against gtsam.Pose3.retract.
+
+
+def pose3_retract_np(T: np.ndarray, xi: np.ndarray) -> np.ndarray:
+    """GTSAM's ``Pose3.retract`` (the exponential map, ``T * Exp(xi)``) over a leading axis, in NumPy.
+
+    T: (M, 4, 4) poses T_world_body [m]; xi: (M, 6) tangents [omega [rad], v [m]]. Returns (M, 4, 4).
+    ``Exp([omega, v]) = (Exp(omega), J_l(omega) v)``, with the left Jacobian of SO(3)
+    ``J_l = I + (1 - cos theta) / theta^2 K + (theta - sin theta) / theta^3 K^2``, K = [omega]x.
+    """
+    omega, v = xi[:, :3], xi[:, 3:]
+    theta_sq = np.einsum("mi,mi->m", omega, omega)
+    small = theta_sq < _SMALL_ANGLE_SQ
+    safe_sq = np.where(small, 1.0, theta_sq)
+    theta = np.sqrt(safe_sq)
+    a = np.where(small, 1.0 - theta_sq / 6.0, np.sin(theta) / theta)
+    b = np.where(small, 0.5 - theta_sq / 24.0, (1.0 - np.cos(theta)) / safe_sq)
+    c = np.where(small, 1.0 / 6.0 - theta_sq / 120.0, (theta - np.sin(theta)) / (safe_sq * theta))
+    K = np.zeros((len(xi), 3, 3))
+    K[:, 0, 1], K[:, 0, 2], K[:, 1, 2] = -omega[:, 2], omega[:, 1], -omega[:, 0]
+    K[:, 1, 0], K[:, 2, 0], K[:, 2, 1] = omega[:, 2], -omega[:, 1], omega[:, 0]
+    KK = K @ K
+    eye = np.eye(3)
+    exp = np.zeros((len(xi), 4, 4))
+    exp[:, :3, :3] = eye + a[:, None, None] * K + b[:, None, None] * KK
+    exp[:, :3, 3] = np.einsum("mij,mj->mi", eye + b[:, None, None] * K + c[:, None, None] * KK, v)
+    exp[:, 3, 3] = 1.0
+    return T @ exp

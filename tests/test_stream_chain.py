@@ -21,6 +21,7 @@ from mbfg.errors import ModelError
 from mbfg.graphs.stream import StreamEstimator
 from mbfg.graphs.stream.chain import ChainError, _ChainWindow, _eliminate_regular
 from mbfg.graphs.stream.growth import _GraphGrowth
+from mbfg.lie import pose3_retract_np
 from mbfg.logs import quantize
 from mbfg.models import furuta, pendulum
 from mbfg.spook import simulate, unwrap_angles
@@ -253,3 +254,15 @@ def test_the_fused_update_of_a_driven_two_body_stream_is_the_factor_by_factor_up
         for k in a:
             np.testing.assert_allclose(a[k].coordinates, b[k].coordinates, rtol=0, atol=1e-10)
             np.testing.assert_allclose(a[k].rates, b[k].rates, rtol=0, atol=1e-8)
+
+
+def test_the_vectorized_pose_retraction_is_gtsams() -> None:
+    """The chain reads its states out with lie.pose3_retract_np: GTSAM's Pose3.retract (the exponential
+    map) to round-off, for ordinary, small (Taylor branch) and zero rotations."""
+    rng = np.random.default_rng(3)
+    xi = rng.normal(size=(60, 6)) * np.repeat([1.0, 1e-5, 1e-9], 20)[:, None]
+    xi[:5, :3] = 0.0
+    poses = [gtsam.Pose3(gtsam.Rot3.Expmap(rng.normal(size=3)), rng.normal(size=3)) for _ in xi]
+    out = pose3_retract_np(np.array([p.matrix() for p in poses]), xi)
+    expected = np.array([p.retract(x).matrix() for p, x in zip(poses, xi)])
+    np.testing.assert_allclose(out, expected, rtol=0, atol=1e-14)

@@ -37,6 +37,7 @@ import numpy as np
 
 from mbfg._jax import jax, jnp
 from mbfg.adapter import FactorGroup
+from mbfg.lie import pose3_retract_np
 
 
 class ChainError(RuntimeError):
@@ -199,7 +200,7 @@ class _ChainWindow:
             binary_keys: the keys of the factor between the frontier and the first new state, and
                 unary_keys: those of the factor on the first new state (the others lie alike).
             solve: ``solve(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried,
-                binary_cols, unary_cols)``: the program of :func:`~mbfg.graphs.stream.fused.regular_update_program`
+                binary_order, unary_order)``: the program of :func:`~mbfg.graphs.stream.fused.regular_update_program`
                 with the update's data bound.
         """
         if self._frontier is None:
@@ -221,12 +222,15 @@ class _ChainWindow:
         v_front = self.theta.atVector(front_keys[-1])
         T_est = np.array([self.calculateEstimatePose3(key).matrix() for key in front_keys[:-1]])
         v_est = self.calculateEstimateVector(front_keys[-1])
-        binary_cols = self._targets(binary_keys, first)
-        unary_cols = self._targets(unary_keys, first + 1)
+        # The factors' tangent components in the chain's column order (each factor covers its states).
+        binary_cols, unary_cols = self._targets(binary_keys, first), self._targets(unary_keys, first + 1)
+        if sorted(binary_cols) != list(range(2 * n)) or sorted(unary_cols) != list(range(n)):
+            raise ChainError("a regular update's factors must cover their states' variables")
+        binary_order, unary_order = np.argsort(binary_cols), np.argsort(unary_cols)
         T_given, v_given, use_given = np.zeros((len(new_keys), *T_front.shape)), np.zeros((len(new_keys), n // 2)), False
         for passes in range(1, self.max_passes + 1):
             T_new, v_new, G, a, R, R_f, ok = (np.asarray(x) for x in solve(
-                T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, binary_cols, unary_cols))
+                T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, binary_order, unary_order))
             bad = np.flatnonzero(~ok)
             if bad.size:
                 j = first + int(bad[0])
@@ -393,10 +397,10 @@ class _ChainWindow:
         n = self._states[-1].dim
         deltas = np.empty((len(self._states), n))
         delta = deltas[-1] = np.linalg.solve(self._frontier[:, :n], self._frontier[:, n])
-        for j in range(len(self._states) - 2, -1, -1):
-            s = self._states[j]
+        for j, s in zip(range(len(self._states) - 2, -1, -1), reversed(self._states[:-1])):
             assert s.a is not None and s.G is not None
-            delta = deltas[j] = s.a - s.G @ delta
+            delta = s.a - s.G.dot(delta)
+            deltas[j] = delta
         self._deltas = deltas
         self._covariances = None
 
@@ -463,6 +467,16 @@ class _ChainWindow:
         return sigma[np.ix_(idx, idx)]
 
     # ------------------------------------------------------------------ read-out
+    def estimates(self, state_keys: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """The estimates of whole window states at once: poses T_world_body (K, nb, 4, 4) [m] and
+        velocities (K, d) of the K states whose keys are ``state_keys`` (each: nb Pose3 keys, then one
+        Vector key); the same as :meth:`calculateEstimatePose3` per pose, in one vectorized retraction."""
+        T = np.array([[self.theta.atPose3(key).matrix() for key in ks[:-1]] for ks in state_keys])
+        xi = np.array([[self._delta(key) for key in ks[:-1]] for ks in state_keys])
+        v = np.array([self.theta.atVector(ks[-1]) + self._delta(ks[-1]) for ks in state_keys])
+        n_states, nb = T.shape[:2]
+        return pose3_retract_np(T.reshape(-1, 4, 4), xi.reshape(-1, 6)).reshape(n_states, nb, 4, 4), v
+
     def calculateEstimatePose3(self, key: int) -> gtsam.Pose3:  # noqa: N802 - GTSAM's name
         return self.theta.atPose3(key).retract(self._delta(key))
 

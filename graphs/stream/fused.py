@@ -47,8 +47,8 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[jnp.ndar
         us (N, n_u): the control of each impulse factor (u_k of x_k -> x_k+1);
         ys (N, n_obs), mask (N, n_obs): the readings [rad, m] (0 where missing) and 1 / 0 per reading;
         fixed: the parameter values (:func:`mbfg.factors._rigid.fixed_values`), h: the time-step [s];
-        binary_cols (2 n,), unary_cols (n,): the chain's column of each tangent component of an
-            impulse factor's variables (on [x_k | x_k+1]) and of an observation factor's (on x_k);
+        binary_order (2 n,), unary_order (n,): the tangent component of an impulse factor's variables
+            (on [x_k | x_k+1]) and of an observation factor's (on x_k) in each of the chain's columns;
         binary_sigmas (12 nb,), unary_sigmas (n_obs,): the noise sigmas that whiten the rows.
     Returns:
         T_new (N, nb, 4, 4), v_new (N, 6 nb): the new states' linearization points; and
@@ -78,15 +78,13 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[jnp.ndar
         bottom = jnp.broadcast_to(jnp.array([0.0, 0.0, 0.0, 1.0]), (N, nb, 1, 4))
         return jnp.concatenate([top, bottom], axis=2), jnp.concatenate([xs.v, xs.w], axis=2).reshape(N, 6 * nb)
 
-    def rows(out: jnp.ndarray, sigmas: jnp.ndarray, cols: jnp.ndarray, width: int) -> tuple[jnp.ndarray, ...]:
-        """[r | H] (N, m, 1 + dims) as whitened rows A (N, m, width) in the chain's columns and b (N, m)."""
+    def rows(out: jnp.ndarray, sigmas: jnp.ndarray, order: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
+        """[r | H] (N, m, 1 + dims) as whitened rows A (N, m, dims) in the chain's column order and b (N, m)."""
         out = out / sigmas[None, :, None]
-        A = jnp.zeros(out.shape[:2] + (width,)).at[:, :, cols].set(out[:, :, 1:])
-        return A, -out[:, :, 0]
+        return out[:, :, 1:][:, :, order], -out[:, :, 0]
 
     def run(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, us, ys, mask, fixed, h,
-            binary_cols, unary_cols, binary_sigmas, unary_sigmas):
-        n = carried.shape[0]
+            binary_order, unary_order, binary_sigmas, unary_sigmas):
         T_pred, v_pred = predict(T_est, v_est, us, fixed, h)
         T_new = jnp.where(use_given, T_given, T_pred)
         v_new = jnp.where(use_given, v_given, v_pred)
@@ -94,8 +92,8 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[jnp.ndar
         v_prev = jnp.concatenate([v_front[None], v_new[:-1]])
         state_prev = (*(T_prev[:, i] for i in range(nb)), v_prev)
         state_new = (*(T_new[:, i] for i in range(nb)), v_new)
-        A, b = rows(linearize_binary((*state_prev, *state_new), (fixed, us, h)), binary_sigmas, binary_cols, 2 * n)
-        A_u, b_u = rows(linearize_unary(state_new, (fixed, ys, mask)), unary_sigmas, unary_cols, n)
+        A, b = rows(linearize_binary((*state_prev, *state_new), (fixed, us, h)), binary_sigmas, binary_order)
+        A_u, b_u = rows(linearize_unary(state_new, (fixed, ys, mask)), unary_sigmas, unary_order)
         return (T_new, v_new, *_eliminate_regular(carried, A, b, A_u, b_u))
 
     return jax.jit(run)

@@ -202,10 +202,10 @@ class _GraphGrowth(_StreamHost):
                 np.asarray(self.h, dtype=float))
         sigmas = (np.asarray(self._imp_noise.sigmas()), np.asarray(self._obs_noise.sigmas()))
 
-        def solve(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, binary_cols,
-                  unary_cols):
+        def solve(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, binary_order,
+                  unary_order):
             return program(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, *data,
-                           binary_cols, unary_cols, *sigmas)
+                           binary_order, unary_order, *sigmas)
 
         ks = [k for k, _, _ in pending]
         self._smoother.update_regular(self._state_keys(k_last), [self._state_keys(k) for k in ks],
