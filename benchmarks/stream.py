@@ -13,7 +13,8 @@ Sections (each can be picked with --only):
    JAX compilation). The Furuta rows at lag 0.1 s run twice, with the stream's
    default smoother (``chain``, mbfg.graphs.stream.chain) and with iSAM2
    (``incremental``), on the same samples. Each row is also split per sample into our JAX
-   linearizations, the smoother's own update, the read-out and the rest. Where the Furuta pendulum at 0.1 s
+   programs (linearizations; the chain's one program per regular update, mbfg.graphs.stream.fused),
+   the smoother's own update, the read-out and the rest. Where the Furuta pendulum at 0.1 s
    lag is below 2x real time with the chain, a cProfile of its run (1 and 10 samples per update) says
    where the time goes.
    After the warm-up the process calls ``gc.freeze()``, as ``mbfg smooth`` does
@@ -123,37 +124,55 @@ class _FullCollections:
 
 
 class _Split:
-    """Wall time of the parts of the stream's updates while active [s]: ``linearize`` (our JAX factor
-    evaluations, vmapped groups and single factors, wherever GTSAM or the chain calls them),
-    ``smoother`` (the window's update and marginalization without the linearizations inside it: the
-    chain's or iSAM2's), ``readout`` (filtered and smoothed states from the window). The rest of a push
-    is Python bookkeeping."""
+    """Wall time of the parts of the stream's updates while active [s]: ``jax`` (our JAX programs: the
+    factor linearizations, vmapped groups and single factors, wherever GTSAM or the chain calls them, and
+    the chain's one program per regular update, with the Spook prediction and the elimination in it),
+    ``smoother`` (the window's update and marginalization without those programs: the chain's or
+    iSAM2's), ``readout`` (filtered and smoothed states from the window). The rest of a push is Python
+    bookkeeping."""
 
     def __enter__(self) -> _Split:
+        import jax
+
         from mbfg.adapter import FactorGroup
         from mbfg.graphs.stream.chain import _ChainWindow
         from mbfg.graphs.stream.readout import _Readout
         from mbfg.graphs.stream.window import _ISAM2Window
 
-        self.seconds = {"linearize": 0.0, "smoother": 0.0, "readout": 0.0}
-        self._patched = [(FactorGroup, "evaluate", "linearize"), (FactorGroup, "_alone", "linearize"),
+        self.seconds = {"jax": 0.0, "smoother": 0.0, "readout": 0.0}
+        split = self
+
+        def update_regular(chain, *args):
+            *rest, solve = args
+
+            def timed_solve(*inputs):  # waits for the results, as the chain's conversion to NumPy would
+                start = time.perf_counter()
+                out = jax.block_until_ready(solve(*inputs))
+                split.seconds["jax"] += time.perf_counter() - start
+                return out
+
+            return original_regular(chain, *rest, timed_solve)
+
+        original_regular = _ChainWindow.update_regular
+        self._patched = [(FactorGroup, "evaluate", "jax"), (FactorGroup, "_alone", "jax"),
                          (_ISAM2Window, "update", "smoother"), (_ChainWindow, "update", "smoother"),
-                         (_Readout, "__call__", "readout")]
+                         (_ChainWindow, "update_regular", "smoother"), (_Readout, "__call__", "readout")]
         self._originals = [getattr(cls, name) for cls, name, _ in self._patched]
         for (cls, name, part), original in zip(self._patched, self._originals):
-            setattr(cls, name, self._timed(original, part))
+            wrapped = update_regular if (cls, name) == (_ChainWindow, "update_regular") else original
+            setattr(cls, name, self._timed(wrapped, part))
         return self
 
     def _timed(self, original, part: str):
         def timed(*args, **kwargs):
             start = time.perf_counter()
-            inner = self.seconds["linearize"]
+            inner = self.seconds["jax"]
             try:
                 return original(*args, **kwargs)
             finally:
                 spent = time.perf_counter() - start
-                if part == "smoother":  # the linearizations the smoother calls are counted as such
-                    spent -= self.seconds["linearize"] - inner
+                if part == "smoother":  # the JAX programs the smoother calls are counted as such
+                    spent -= self.seconds["jax"] - inner
                 self.seconds[part] += spent
 
         return timed
@@ -188,7 +207,9 @@ def timing(quick: bool, profile_lines: int, settings: dict, freeze: bool = True)
     print("   p99 is then the time of an update, the latency the batching adds")
     print("   max: the slowest sample; full gc: Python's full garbage collections during the stream (number, "
           "seconds);")
-    print("   per sample: each row's stream split into our JAX linearizations, the smoother's update without them,")
+    print("   per sample: each row's stream split into our JAX programs (linearizations; for the chain's regular")
+    print("   updates one program with the Spook prediction, the linearizations and the elimination), the smoother's")
+    print("   update without them,")
     print("   the read-out of the estimates, and the rest (Python bookkeeping), over all its samples")
     print(f"   gc.freeze() after the warm-up: {'yes' if freeze else 'no (--no-gc-freeze)'}")
     print(f"{'model':<16} {'smoother':<11} {'h [ms]':>6} {'lag [s]':>7} {'update every':>12} {'window':>6} {'mean [ms]':>10} "
@@ -225,7 +246,7 @@ def timing(quick: bool, profile_lines: int, settings: dict, freeze: bool = True)
                   f"{f'{full_gc.count} / {full_gc.seconds:.2f}':>10} {H / mean:>12.2f}  {err}", flush=True)
             per_sample = {part: 1e3 * seconds / len(times) for part, seconds in split.seconds.items()}
             rest = 1e3 * times.mean() - sum(per_sample.values())
-            print(f"{'':<16} per sample [ms] over the whole stream: linearize {per_sample['linearize']:.3f}, smoother "
+            print(f"{'':<16} per sample [ms] over the whole stream: JAX {per_sample['jax']:.3f}, smoother "
                   f"{per_sample['smoother']:.3f}, read-out {per_sample['readout']:.3f}, the rest {rest:.3f}",
                   flush=True)
             if model.name == "furuta-viscous" and lag == 0.1 and h == H and n in (1, 10) and H / mean < 2.0 \
