@@ -227,10 +227,13 @@ def test_a_stream_config_is_checked_when_made_and_equals_the_keyword_settings() 
         StreamEstimator(model, config, lagg=0.2)
 
 
-def test_the_fused_update_of_a_driven_two_body_stream_is_the_factor_by_factor_update(monkeypatch) -> None:
+@pytest.mark.parametrize("threshold", [None, 1e-5])
+def test_the_fused_update_of_a_driven_two_body_stream_is_the_factor_by_factor_update(monkeypatch, threshold) -> None:
     """The Furuta pendulum (two bodies, a motor voltage) at 5 samples per update: the one-program update
     (Spook prediction, impulse and observation linearization, elimination) and the factor groups' update
-    through the chain's general path give the same filtered and smoothed estimates to round-off."""
+    through the chain's general path give the same filtered and smoothed estimates to round-off; with the
+    default relinearization thresholds (one pass per update) and with tiny ones (the new states
+    relinearized at their solution, up to three passes)."""
     model = furuta(dry=False)
     n = 150
     u = 0.5 * np.sign(np.sin(2 * np.pi * 3.0 * np.arange(n) * H))[:, None]
@@ -241,7 +244,8 @@ def test_the_fused_update_of_a_driven_two_body_stream_is_the_factor_by_factor_up
     for fused in (True, False):
         if not fused:
             monkeypatch.setattr(_GraphGrowth, "_extend_regular", _GraphGrowth._extend_factors)
-        est = StreamEstimator(model, lag=LAG, h=H, period=H, ppr=PPR, smoother="chain", update_every=5)
+        settings = {} if threshold is None else {"relinearize_threshold": threshold}
+        est = StreamEstimator(model, lag=LAG, h=H, period=H, ppr=PPR, smoother="chain", update_every=5, **settings)
         filtered, smoothed = {}, {}
         for ti, yi, ui in zip(traj.t, y, u):
             step = est.push(ti, yi, ui)

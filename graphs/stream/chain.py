@@ -10,6 +10,10 @@ linearized in one vectorized call per factor group (no GTSAM callbacks), the old
 frontier and the new states are eliminated in turn, and one back-substitution,
 newest to oldest, gives every window state. Marginalizing the states a lag back
 is dropping their conditionals: what they knew already sits in the later ones.
+The stream's regular updates (a sample for each of N new states, no gap) take
+:meth:`_ChainWindow.update_regular` instead: the prediction of the new states,
+their linearization and the elimination in one compiled program
+(:mod:`mbfg.graphs.stream.fused`).
 
 Linearization points (``theta``) are those of GTSAM's fixed-lag smoothers: each
 state's factors are linearized where the state entered (its prediction), the new
@@ -21,7 +25,8 @@ than normal equations, as the iSAM2 window: the impulse rows carry weights ~1e3
 times the observations' and would square into the conditioning.
 
 The interface is that of :class:`~mbfg.graphs.stream.window._ISAM2Window` used by
-the estimator (``update``, ``calculateEstimatePose3``, ``calculateEstimateVector``);
+the estimator (``update``, ``calculateEstimatePose3``, ``calculateEstimateVector``, and
+``estimates`` for whole states at once);
 it takes the new factors as a list of :class:`~mbfg.adapter.FactorGroup` (evaluated
 vectorized) and GTSAM nonlinear factors (linearized by GTSAM).
 """
