@@ -133,8 +133,8 @@ def test_chain_smoother_gives_isam2s_estimates_to_round_off(pendulum_log, update
             smoothed.update((e.k, e) for e in step.smoothed_added)
         out[smoother] = (filtered, smoothed)
         assert est.status.solver_failures == 0
-        # The chain's regular updates of several samples take the fused program (graphs/stream/fused.py).
-        assert (est._fused is not None) == (smoother == "chain" and update_every > 1)
+        # The chain's regular updates take the fused program (graphs/stream/fused.py).
+        assert (est._fused is not None) == (smoother == "chain")
     for a, b in zip(out["chain"], out["incremental"]):
         assert a.keys() == b.keys() and len(a) > 0.8 * (t[-1] - LAG) / H
         for k in a:
@@ -150,7 +150,7 @@ def test_the_chain_smoother_refuses_online_refinement_by_name() -> None:
         StreamEstimator(model, h=H, smoother="chain", refine=["b"])
     assert StreamEstimator(model, h=H, update_every=5, refine=["b"]).smoother_kind == "incremental"  # the fallback
     assert StreamEstimator(model, h=H, update_every=5, covariance=True).smoother_kind == "chain"
-    assert StreamEstimator(model, h=H).smoother_kind == "incremental"  # one sample per update: iSAM2 is faster
+    assert StreamEstimator(model, h=H).smoother_kind == "chain"  # one sample per update too
 
 
 @pytest.mark.parametrize("update_every", [1, 5])

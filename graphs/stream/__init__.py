@@ -4,13 +4,12 @@
 controls)``, and returns per sample the *filtered* estimate of the newest
 state and the *smoothed* estimate of the state one lag back. Underneath, the
 graph of :func:`mbfg.graphs.joint.build_joint_problem` is grown one time-step
-at a time in a fixed-lag smoother: with several samples per update our own
-square-root information smoother along the chain of states
-(:mod:`mbfg.graphs.stream.chain`: an update's Spook prediction, linearization
-and elimination in one compiled program, :mod:`mbfg.graphs.stream.fused`, no
-GTSAM callbacks; iSAM2's estimates to round-off), with one
-sample per update or online refinement iSAM2
-(``smoother="incremental"``, our window over GTSAM's ``ISAM2``), on request
+at a time in a fixed-lag smoother: our own square-root information smoother
+along the chain of states (:mod:`mbfg.graphs.stream.chain`: an update's
+prediction, linearization and elimination in one compiled program,
+:mod:`mbfg.graphs.stream.fused`, no GTSAM callbacks; iSAM2's estimates to
+round-off), with online refinement iSAM2 (``smoother="incremental"``, our
+window over GTSAM's ``ISAM2``), on request
 GTSAM's ``IncrementalFixedLagSmoother`` or ``BatchFixedLagSmoother``
 (Levenberg-Marquardt over the window):
 

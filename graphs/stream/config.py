@@ -73,12 +73,12 @@ class StreamConfig:
         if stride < 1 or abs(stride * period - h) > 1e-6 * h:
             raise ModelError(f"stream: time-step h = {h:g} s must be a whole multiple of the sample period {period:g} s")
         _positive("stream lag", self.lag)
-        update_every = _whole("update_every", self.update_every, 1)
+        _whole("update_every", self.update_every, 1)
         refine = (self.refine,) if isinstance(self.refine, str) else tuple(self.refine)
         object.__setattr__(self, "refine", refine)
         smoother = self.smoother
         if smoother is None:
-            smoother = "chain" if update_every > 1 and not refine else "incremental"
+            smoother = "chain" if not refine else "incremental"
         if smoother not in SMOOTHERS:
             raise ModelError(f"stream: smoother must be one of {', '.join(map(repr, SMOOTHERS))}, got {smoother!r}")
         if smoother == "chain" and refine:

@@ -60,15 +60,15 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         weight: a state error weight w: sigma_p = sigma_y / sqrt(w) (default 1e6).
         sigma_impulse: impulse noise sigma_p [N s] instead of sigma_y / sqrt(w).
         smoother: ``"chain"`` (our square-root information smoother over the
-            chain of states, :mod:`mbfg.graphs.stream.chain`: the new factors
-            evaluated vectorized, no GTSAM callbacks; the same estimates and
-            standard deviations as iSAM2 to round-off, faster), ``"incremental"`` (iSAM2),
+            chain of states, :mod:`mbfg.graphs.stream.chain`: an update's
+            prediction, linearization and elimination in one compiled program,
+            no GTSAM callbacks; the same estimates and standard deviations as
+            iSAM2 to round-off, faster: ``python benchmarks/stream.py --only
+            timing`` runs both), ``"incremental"`` (iSAM2),
             ``"gtsam-incremental"`` (GTSAM's IncrementalFixedLagSmoother) or
             ``"batch"`` (Levenberg-Marquardt over the whole window at every
-            sample: accurate, much slower). Default: "chain" with ``update_every``
-            > 1, else "incremental": iSAM2 is the faster at one sample per update
-            (``python benchmarks/stream.py --only timing`` runs both) and the one
-            that refines parameters online.
+            sample: accurate, much slower). Default: "chain", or "incremental"
+            with ``refine`` (iSAM2 refines parameters online, the chain does not).
         refine: parameter names kept in the window as one Vector variable and
             refined online (never marginalized), each with a prior at its
             current value; bounds are not enforced online.
@@ -86,9 +86,10 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
             (``leaps``), unless ``resync`` samples in a row go on from it, when
             the window restarts there (``restarts``, flag ``restart``). Bounds the
             states one sample can add, whatever its time says.
-        relinearize_threshold, relinearize_skip: iSAM2's relinearization
-            (variables whose update exceeds the threshold are relinearized, checked
-            every ``relinearize_skip`` updates); a smaller threshold is closer to
+        relinearize_threshold, relinearize_skip: relinearization (variables
+            whose update exceeds the threshold are relinearized; iSAM2 checks every
+            window variable every ``relinearize_skip`` updates, the chain the new
+            states of each update); a smaller threshold is closer to
             the batch solution and costs more JAX linearizations. A float holds
             for every variable; a mapping gives one per kind of variable:
             ``"pose"`` (Pose3 tangent [rad, m]), ``"velocity"`` [rad/s, m/s] and

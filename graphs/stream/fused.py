@@ -28,6 +28,7 @@ from mbfg.factors._rigid import Variables
 from mbfg.factors.impulse import impulse_type
 from mbfg.factors.observation import observation_type
 from mbfg.graphs.stream.chain import _eliminate_regular
+from mbfg.lie import so3_exp
 from mbfg.rigid import State
 from mbfg.spook import step
 
@@ -63,8 +64,14 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[jnp.ndar
 
     def predict(T_est: jnp.ndarray, v_est: jnp.ndarray, us: jnp.ndarray, fixed: Any, h: jnp.ndarray
                 ) -> tuple[jnp.ndarray, jnp.ndarray]:
-        """Spook steps from the frontier's estimate: poses (N, nb, 4, 4) and velocities (N, 6 nb)."""
+        """The new states from the frontier's estimate: poses (N, nb, 4, 4) and velocities (N, 6 nb). As
+        :meth:`~mbfg.graphs.stream.growth._GraphGrowth._predict`: one state at constant velocity (the
+        Spook position update, q + h v, the rotation by Exp(h omega)), several by Spook steps."""
         V = v_est.reshape(nb, 6)
+        if us.shape[0] == 1:
+            R_new = jnp.einsum("bij,bjk->bik", T_est[:, :3, :3], jax.vmap(so3_exp)(V[:, 3:] * h))
+            top = jnp.concatenate([R_new, (T_est[:, :3, 3] + V[:, :3] * h)[..., None]], axis=2)
+            return jnp.concatenate([top, T_est[:, 3:]], axis=1)[None], v_est[None]
         x = State(T_est[:, :3, 3], jax.vmap(quat.from_matrix_jax)(T_est[:, :3, :3]), V[:, :3], V[:, 3:])
 
         def body(x: State, u: jnp.ndarray) -> tuple[State, State]:

@@ -126,10 +126,9 @@ def add_parser(sub: Subparsers) -> None:
                         "estimates N - 1 samples later (the lines in between repeat the last ones, flag "
                         "'pending'; default: %(default)s)")
     p.add_argument("--smoother", choices=("chain", "incremental", "batch"), default=None,
-                   help="chain: square-root information smoothing along the chain of states (the default "
-                        "with --update-every > 1, the faster there); incremental: iSAM2 (the default otherwise); "
-                        "batch: Levenberg-Marquardt over the whole window at every sample "
-                        "(slow)")
+                   help="chain: square-root information smoothing along the chain of states (the default, the "
+                        "faster); incremental: iSAM2; batch: Levenberg-Marquardt over the whole window at every "
+                        "sample (slow)")
     p.add_argument("--columns", type=_column_names, default=None, metavar="t,NAMES...",
                    help="the input's columns, for a stream without a header line (a header line, if one comes, "
                         "must name the same)")
