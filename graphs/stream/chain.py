@@ -162,6 +162,8 @@ class _ChainWindow:
         self.lag = lag
         self.pose_threshold, self.velocity_threshold, self.max_passes = pose_threshold, velocity_threshold, max_passes
         self.theta = gtsam.Values()  # linearization points of the window's variables
+        # The same as arrays (Pose3 as its 4x4 matrix), for reading many states out at once.
+        self._theta_arrays: dict[int, np.ndarray] = {}
         self._states: list[_State] = []  # oldest first; all but the newest are eliminated
         self._offset = 0  # states marginalized so far: self._states[0] is state number _offset of the stream
         self._vars: dict[int, tuple[int, bool]] = {}  # key -> (state number, is a Pose3); columns: its _State
@@ -185,6 +187,7 @@ class _ChainWindow:
                 raise ChainError(f"a new state at {stamp} s is not after the newest one ({self._states[-1].stamp} s)")
             self._states.append(self._new_state(stamp, by_time[stamp], values))
         self.theta.insert(values)
+        self._remember(values)
         first = max(n_old - 1, 0)  # the old frontier is eliminated again with the new states
         frontier = self._frontier
         for passes in range(1, self.max_passes + 1):
@@ -223,8 +226,8 @@ class _ChainWindow:
         n = front.dim
         carried = np.zeros((n, n + 1))
         carried[: len(self._frontier)] = self._frontier
-        T_front = np.array([self.theta.atPose3(key).matrix() for key in front_keys[:-1]])
-        v_front = self.theta.atVector(front_keys[-1])
+        T_front = np.array([self._theta_arrays[key] for key in front_keys[:-1]])
+        v_front = self._theta_arrays[front_keys[-1]]
         T_est = np.array([self.calculateEstimatePose3(key).matrix() for key in front_keys[:-1]])
         v_est = self.calculateEstimateVector(front_keys[-1])
         # The factors' tangent components in the chain's column order (each factor covers its states).
@@ -246,7 +249,9 @@ class _ChainWindow:
                 for state_keys, T, v in zip(new_keys, T_new, v_new):
                     for key, T_body in zip(state_keys, T):
                         values.insert(key, gtsam.Pose3(T_body))
+                        self._theta_arrays[key] = T_body
                     values.insert(state_keys[-1], v)
+                    self._theta_arrays[state_keys[-1]] = v
                 self.theta.insert(values)
             for s, G_j, a_j, R_j in zip(self._states[first:], G, a, R):
                 s.G, s.a, s.R = G_j, a_j, R_j
@@ -254,10 +259,16 @@ class _ChainWindow:
             self._back_substitute()
             if passes == self.max_passes or not self._relinearize(n_old):
                 break
-            T_given = np.array([[self.theta.atPose3(key).matrix() for key in state_keys[:-1]] for state_keys in new_keys])
-            v_given = np.array([self.theta.atVector(state_keys[-1]) for state_keys in new_keys])
+            T_given = np.array([[self._theta_arrays[key] for key in state_keys[:-1]] for state_keys in new_keys])
+            v_given = np.array([self._theta_arrays[state_keys[-1]] for state_keys in new_keys])
             use_given = True
         self._marginalize()
+
+    def _remember(self, values: gtsam.Values) -> None:
+        """Keep the window variables' linearization points ``values`` as arrays too (:attr:`_theta_arrays`)."""
+        for key in values.keys():
+            self._theta_arrays[key] = (values.atPose3(key).matrix() if self._vars[key][1]
+                                       else np.asarray(values.atVector(key)))
 
     def _new_state(self, stamp: float, key_list: list[int], values: gtsam.Values) -> _State:
         dims = {}
@@ -425,7 +436,9 @@ class _ChainWindow:
                 sub.insert(key, self.theta.atPose3(key))
             else:
                 sub.insert(key, self.theta.atVector(key))
-        self.theta.update(sub.retract(moved))
+        moved_theta = sub.retract(moved)
+        self.theta.update(moved_theta)
+        self._remember(moved_theta)
         self._deltas[n_old:] = 0.0
         return True
 
@@ -437,6 +450,7 @@ class _ChainWindow:
         for s in self._states[:n_old]:
             for key in s.keys:
                 self.theta.erase(key)
+                del self._theta_arrays[key]
                 del self._vars[key]
         del self._states[:n_old]
         self._deltas = self._deltas[n_old:]
@@ -476,9 +490,9 @@ class _ChainWindow:
         """The estimates of whole window states at once: poses T_world_body (K, nb, 4, 4) [m] and
         velocities (K, d) of the K states whose keys are ``state_keys`` (each: nb Pose3 keys, then one
         Vector key); the same as :meth:`calculateEstimatePose3` per pose, in one vectorized retraction."""
-        T = np.array([[self.theta.atPose3(key).matrix() for key in ks[:-1]] for ks in state_keys])
+        T = np.array([[self._theta_arrays[key] for key in ks[:-1]] for ks in state_keys])
         xi = np.array([[self._delta(key) for key in ks[:-1]] for ks in state_keys])
-        v = np.array([self.theta.atVector(ks[-1]) + self._delta(ks[-1]) for ks in state_keys])
+        v = np.array([self._theta_arrays[ks[-1]] + self._delta(ks[-1]) for ks in state_keys])
         n_states, nb = T.shape[:2]
         return pose3_retract_np(T.reshape(-1, 4, 4), xi.reshape(-1, 6)).reshape(n_states, nb, 4, 4), v
 
