@@ -161,9 +161,9 @@ class _ChainWindow:
                  max_passes: int = 3) -> None:
         self.lag = lag
         self.pose_threshold, self.velocity_threshold, self.max_passes = pose_threshold, velocity_threshold, max_passes
-        self.theta = gtsam.Values()  # linearization points of the window's variables
-        # The same as arrays (Pose3 as its 4x4 matrix), for reading many states out at once.
-        self._theta_arrays: dict[int, np.ndarray] = {}
+        # The linearization points of the window's variables: a Pose3 as its 4x4 matrix, a Vector as is.
+        # Arrays, not gtsam.Values: a regular update inserts them and reads states out without a GTSAM call.
+        self.theta: dict[int, np.ndarray] = {}
         self._states: list[_State] = []  # oldest first; all but the newest are eliminated
         self._offset = 0  # states marginalized so far: self._states[0] is state number _offset of the stream
         self._vars: dict[int, tuple[int, bool]] = {}  # key -> (state number, is a Pose3); columns: its _State
@@ -186,7 +186,6 @@ class _ChainWindow:
             if self._states and stamp <= self._states[-1].stamp:
                 raise ChainError(f"a new state at {stamp} s is not after the newest one ({self._states[-1].stamp} s)")
             self._states.append(self._new_state(stamp, by_time[stamp], values))
-        self.theta.insert(values)
         self._remember(values)
         first = max(n_old - 1, 0)  # the old frontier is eliminated again with the new states
         frontier = self._frontier
@@ -226,10 +225,9 @@ class _ChainWindow:
         n = front.dim
         carried = np.zeros((n, n + 1))
         carried[: len(self._frontier)] = self._frontier
-        T_front = np.array([self._theta_arrays[key] for key in front_keys[:-1]])
-        v_front = self._theta_arrays[front_keys[-1]]
-        T_est = np.array([self.calculateEstimatePose3(key).matrix() for key in front_keys[:-1]])
-        v_est = self.calculateEstimateVector(front_keys[-1])
+        T_front = np.array([self.theta[key] for key in front_keys[:-1]])
+        v_front = self.theta[front_keys[-1]]
+        (T_est,), (v_est,) = self.estimates([front_keys])
         # The factors' tangent components in the chain's column order (each factor covers its states).
         binary_cols, unary_cols = self._targets(binary_keys, first), self._targets(unary_keys, first + 1)
         if sorted(binary_cols) != list(range(2 * n)) or sorted(unary_cols) != list(range(n)):
@@ -245,30 +243,34 @@ class _ChainWindow:
                 raise ChainError(f"the factors leave state {j} of the window (at {self._states[j].stamp} s) "
                                  "undetermined")
             if not use_given:  # the prediction: the new states' linearization points
-                values = gtsam.Values()
                 for state_keys, T, v in zip(new_keys, T_new, v_new):
-                    for key, T_body in zip(state_keys, T):
-                        values.insert(key, gtsam.Pose3(T_body))
-                        self._theta_arrays[key] = T_body
-                    values.insert(state_keys[-1], v)
-                    self._theta_arrays[state_keys[-1]] = v
-                self.theta.insert(values)
+                    self.theta.update(zip(state_keys, T))
+                    self.theta[state_keys[-1]] = v
             for s, G_j, a_j, R_j in zip(self._states[first:], G, a, R):
                 s.G, s.a, s.R = G_j, a_j, R_j
             self._frontier = R_f
             self._back_substitute()
             if passes == self.max_passes or not self._relinearize(n_old):
                 break
-            T_given = np.array([[self._theta_arrays[key] for key in state_keys[:-1]] for state_keys in new_keys])
-            v_given = np.array([self._theta_arrays[state_keys[-1]] for state_keys in new_keys])
+            T_given = np.array([[self.theta[key] for key in state_keys[:-1]] for state_keys in new_keys])
+            v_given = np.array([self.theta[state_keys[-1]] for state_keys in new_keys])
             use_given = True
         self._marginalize()
 
     def _remember(self, values: gtsam.Values) -> None:
-        """Keep the window variables' linearization points ``values`` as arrays too (:attr:`_theta_arrays`)."""
+        """The window variables' linearization points ``values`` into :attr:`theta`."""
         for key in values.keys():
-            self._theta_arrays[key] = (values.atPose3(key).matrix() if self._vars[key][1]
-                                       else np.asarray(values.atVector(key)))
+            self.theta[key] = values.atPose3(key).matrix() if self._vars[key][1] else np.asarray(values.atVector(key))
+
+    def _values(self, key_list: Sequence[int]) -> gtsam.Values:
+        """The linearization points of ``key_list`` as GTSAM values (for the factors GTSAM linearizes)."""
+        values = gtsam.Values()
+        for key in key_list:
+            if self._vars[key][1]:
+                values.insert(key, gtsam.Pose3(self.theta[key]))
+            else:
+                values.insert(key, self.theta[key])
+        return values
 
     def _new_state(self, stamp: float, key_list: list[int], values: gtsam.Values) -> _State:
         dims = {}
@@ -296,6 +298,7 @@ class _ChainWindow:
     def _linearize(self, factors: Sequence[FactorGroup | gtsam.NonlinearFactor], first: int) -> list[_Block]:
         """Each factor's whitened rows, by the window states they touch (only states from ``first`` on)."""
         where = {key: j for j in range(first, len(self._states)) for key in self._states[j].keys}
+        values = self._values(list(where))
         blocks: list[_Block] = []
         cache: dict[int, np.ndarray] = {}
         for factor in factors:
@@ -303,11 +306,11 @@ class _ChainWindow:
                 if not isinstance(factor.noise, gtsam.noiseModel.Diagonal):  # whitening = dividing by sigmas
                     raise ChainError(f"{factor.ft.name}: the chain takes diagonal noise models, got "
                                      f"{type(factor.noise).__name__}")
-                out = factor.evaluate(factor.read(self.theta, cache), linearize=True)  # (N, m, 1 + dims)
+                out = factor.evaluate(factor.read(values, cache), linearize=True)  # (N, m, 1 + dims)
                 out = out / np.asarray(factor.noise.sigmas())[None, :, None]
                 key_rows = factor.keys
             else:
-                linear = factor.linearize(self.theta)
+                linear = factor.linearize(values)
                 A, b = linear.jacobian()
                 out = np.hstack([-b[:, None], A])[None]
                 key_rows = [list(linear.keys())]
@@ -429,16 +432,14 @@ class _ChainWindow:
         if np.all(np.abs(self._deltas[n_old:]) <= np.array([s.thresholds for s in self._states[n_old:]])):
             return False
         new_keys = [key for s in self._states[n_old:] for key in s.keys]
-        moved, sub = gtsam.VectorValues(), gtsam.Values()
+        poses = [key for key in new_keys if self._vars[key][1]]
+        if poses:
+            moved = pose3_retract_np(np.array([self.theta[key] for key in poses]),
+                                     np.array([self._delta(key) for key in poses]))
+            self.theta.update(zip(poses, moved))
         for key in new_keys:
-            moved.insert(key, self._delta(key))
-            if self._vars[key][1]:
-                sub.insert(key, self.theta.atPose3(key))
-            else:
-                sub.insert(key, self.theta.atVector(key))
-        moved_theta = sub.retract(moved)
-        self.theta.update(moved_theta)
-        self._remember(moved_theta)
+            if not self._vars[key][1]:
+                self.theta[key] = self.theta[key] + self._delta(key)
         self._deltas[n_old:] = 0.0
         return True
 
@@ -449,8 +450,7 @@ class _ChainWindow:
             n_old += 1
         for s in self._states[:n_old]:
             for key in s.keys:
-                self.theta.erase(key)
-                del self._theta_arrays[key]
+                del self.theta[key]
                 del self._vars[key]
         del self._states[:n_old]
         self._deltas = self._deltas[n_old:]
@@ -490,14 +490,14 @@ class _ChainWindow:
         """The estimates of whole window states at once: poses T_world_body (K, nb, 4, 4) [m] and
         velocities (K, d) of the K states whose keys are ``state_keys`` (each: nb Pose3 keys, then one
         Vector key); the same as :meth:`calculateEstimatePose3` per pose, in one vectorized retraction."""
-        T = np.array([[self._theta_arrays[key] for key in ks[:-1]] for ks in state_keys])
+        T = np.array([[self.theta[key] for key in ks[:-1]] for ks in state_keys])
         xi = np.array([[self._delta(key) for key in ks[:-1]] for ks in state_keys])
-        v = np.array([self._theta_arrays[ks[-1]] + self._delta(ks[-1]) for ks in state_keys])
+        v = np.array([self.theta[ks[-1]] + self._delta(ks[-1]) for ks in state_keys])
         n_states, nb = T.shape[:2]
         return pose3_retract_np(T.reshape(-1, 4, 4), xi.reshape(-1, 6)).reshape(n_states, nb, 4, 4), v
 
     def calculateEstimatePose3(self, key: int) -> gtsam.Pose3:  # noqa: N802 - GTSAM's name
-        return self.theta.atPose3(key).retract(self._delta(key))
+        return gtsam.Pose3(self.theta[key]).retract(self._delta(key))
 
     def calculateEstimateVector(self, key: int) -> np.ndarray:  # noqa: N802
-        return self.theta.atVector(key) + self._delta(key)
+        return self.theta[key] + self._delta(key)
