@@ -227,7 +227,8 @@ class _ChainWindow:
         carried[: len(self._frontier)] = self._frontier
         T_front = np.array([self.theta[key] for key in front_keys[:-1]])
         v_front = self.theta[front_keys[-1]]
-        (T_est,), (v_est,) = self.estimates([front_keys])
+        T_est = np.array([self.calculateEstimatePose3(key).matrix() for key in front_keys[:-1]])
+        v_est = self.calculateEstimateVector(front_keys[-1])
         # The factors' tangent components in the chain's column order (each factor covers its states).
         binary_cols, unary_cols = self._targets(binary_keys, first), self._targets(unary_keys, first + 1)
         if sorted(binary_cols) != list(range(2 * n)) or sorted(unary_cols) != list(range(n)):
