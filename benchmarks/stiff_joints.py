@@ -4,7 +4,8 @@ The log: ``tests/rigid_references.py``'s double pendulum (Lagrange's equations i
 angles, DOP853 at rtol 1e-12: rigid hinges, no discretization), released from (1.0, -0.5) rad,
 ``--duration`` s at 1 kHz, 1e-3 rad of noise on both angles. The model: ``double_pendulum()`` with
 ``eps_lin`` = each ``--eps`` value and ``eps_rot`` = 100 times it (the built-in ratio), J1, J2, b1, b2
-free and started 20 % high, at most ``--max-iterations`` LM iterations (calibrate's other defaults).
+free and started 20 % high (``--continuation``: each compliance from the previous one's result), at most
+``--max-iterations`` LM iterations (calibrate's other defaults).
 
 Printed per compliance: LM iterations, converged, wall, the error of each parameter [%] and the LM
 history (cost, lambda after the iteration, gain ratio rho). A stiff hinge removes the compliance
@@ -13,6 +14,7 @@ narrow curved valley; this shows where it stops.
 
     python benchmarks/stiff_joints.py                    # eps 1e-5, 1e-7, 1e-8: about 2 min
     python benchmarks/stiff_joints.py --eps 1e-8 --max-iterations 40
+    python benchmarks/stiff_joints.py --eps 1e-6,1e-8 --continuation
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=4.0, help="log length [s] (default 4)")
     parser.add_argument("--max-iterations", type=int, default=20)
     parser.add_argument("--damping", default="tenfold", choices=("tenfold", "nielsen"))
+    parser.add_argument("--continuation", action="store_true",
+                        help="start each compliance from the previous one's result (continuation in eps) instead "
+                             "of from +20 %%")
     args = parser.parse_args()
     print("# load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
@@ -65,6 +70,8 @@ def main() -> None:
         print("  iter  cost (0.5 sum r^2)   lambda    rho")
         for row in result.history[1:]:
             print(f"  {int(row['iteration']):>4} {row['cost']:>19.4e} {row['lam']:>8.0e} {row['rho']:>6.3f}")
+        if args.continuation:
+            start = start.with_parameters({p.name: p.value for p in result.parameters})
     print("\n# load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
