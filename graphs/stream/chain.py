@@ -234,7 +234,8 @@ class _ChainWindow:
         if sorted(binary_cols) != list(range(2 * n)) or sorted(unary_cols) != list(range(n)):
             raise ChainError("a regular update's factors must cover their states' variables")
         binary_order, unary_order = np.argsort(binary_cols), np.argsort(unary_cols)
-        T_given, v_given, use_given = np.zeros((len(new_keys), *T_front.shape)), np.zeros((len(new_keys), n // 2)), False
+        T_given, v_given = np.zeros((len(new_keys), *T_front.shape)), np.zeros((len(new_keys), *v_front.shape))
+        use_given = False
         for passes in range(1, self.max_passes + 1):
             T_new, v_new, G, a, R, R_f, ok = (np.asarray(x) for x in solve(
                 T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, binary_order, unary_order))

@@ -161,10 +161,8 @@ class _GraphGrowth(_StreamHost):
         """Add the states x_{k_last+1} .. x_k of the samples (k, readings, controls) in ``pending`` (bridged
         states without a sample included), their impulse factors, and their readings' observation factors.
 
-        With ``update_every`` new states (no gap) the impulse and observation factors are linearized
-        together, one vmapped JAX call per type (:meth:`FactorType.group`; for the chain smoother also
-        when ``update_every`` is 1, GTSAM's smoothers then take single factors, a group of one costs them
-        its bookkeeping); otherwise one by one (a gap's length would compile a program of its own).
+        The chain smoother's regular updates (``update_every`` new states, each with its sample) take
+        :meth:`_extend_regular`, one compiled program; every other update :meth:`_extend_factors`.
         """
         k_last, k_end = self._k, pending[-1][0]
         samples = {k: (y, u) for k, y, u in pending}
@@ -214,8 +212,14 @@ class _GraphGrowth(_StreamHost):
 
     def _extend_factors(self, pending: Sequence[tuple[int, np.ndarray, np.ndarray]],
                         controls: Sequence[np.ndarray]) -> None:
-        """The smoother's update with the new states' predictions and their factors (every smoother;
-        the chain's updates across a gap)."""
+        """The smoother's update with the new states' predictions and their factors (GTSAM's smoothers;
+        the chain's updates across a gap or of fewer samples than ``update_every``).
+
+        With ``update_every`` new states (no gap) the impulse and observation factors are linearized
+        together, one vmapped JAX call per type (:meth:`FactorType.group`; for the chain smoother also
+        when ``update_every`` is 1, GTSAM's smoothers then take single factors, a group of one costs them
+        its bookkeeping); otherwise one by one (a gap's length would compile a program of its own).
+        """
         factors: list[FactorGroup | gtsam.NonlinearFactor] = []
         values = gtsam.Values()
         stamps: dict[int, float] = {}
