@@ -18,12 +18,16 @@ checks that both ways give the same estimates.
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 from mbfg import keys
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
+from mbfg._programs import PersistentJit
 from mbfg.factors._rigid import Variables
 from mbfg.factors.impulse import impulse_type
 from mbfg.factors.observation import observation_type
@@ -31,6 +35,19 @@ from mbfg.graphs.stream.chain import _eliminate_regular
 from mbfg.lie import so3_exp
 from mbfg.rigid import State
 from mbfg.spook import step
+
+#: The code the program is built from beyond the residuals it linearizes (whose jaxprs are fingerprinted):
+#: the prediction, the elimination and this glue. Any change to them makes a new program on disk.
+_CODE = ("mbfg.graphs.stream.fused", "mbfg.graphs.stream.chain", "mbfg.spook", "mbfg.lcp", "mbfg.lie",
+         "mbfg.quaternion", "mbfg.rigid")
+
+
+@functools.cache
+def _code_digest() -> str:
+    digest = hashlib.sha256()
+    for name in _CODE:
+        digest.update(inspect.getsource(importlib.import_module(name)).encode())
+    return digest.hexdigest()
 
 
 @functools.cache
@@ -59,8 +76,9 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[jnp.ndar
         raise ValueError("the fused stream update takes fixed parameters only (the chain does not refine)")
     model = variables.model
     nb = model.nb
-    linearize_binary = impulse_type(variables)._vmapped((None, 0, None))[1]
-    linearize_unary = observation_type(variables)._vmapped((None, 0, 0))[1]
+    binary, unary = impulse_type(variables), observation_type(variables)
+    linearize_binary = binary._vmapped((None, 0, None))[1]
+    linearize_unary = unary._vmapped((None, 0, 0))[1]
 
     def predict(T_est: jnp.ndarray, v_est: jnp.ndarray, us: jnp.ndarray, fixed: Any, h: jnp.ndarray
                 ) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -103,4 +121,16 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[jnp.ndar
         A_u, b_u = rows(linearize_unary(state_new, (fixed, ys, mask)), unary_sigmas, unary_order)
         return (T_new, v_new, *_eliminate_regular(carried, A, b, A_u, b_u))
 
-    return jax.jit(run)
+    def describe(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, us, ys, mask, fixed, h,
+                 *rest) -> str | None:
+        """What the program computes, for :class:`~mbfg._programs.PersistentJit`: the fingerprints of the
+        two residuals (their jaxprs, as their own programs are found) and of the code around them.
+        Tracing the whole program takes seconds at every start of a stream; this takes two residual traces."""
+        state = (*(T_given[:, i] for i in range(nb)), v_given)
+        parts = (binary._describe("linearize", (None, 0, None))((*state, *state), (fixed, us, h)),
+                 unary._describe("linearize", (None, 0, 0))(state, (fixed, ys, mask)))
+        if None in parts:
+            return None
+        return f"stream regular update; {parts[0]}; {parts[1]}; code {_code_digest()}"
+
+    return PersistentJit(run, describe)
