@@ -12,7 +12,8 @@ vmapped linearizations (:meth:`mbfg.adapter.FactorType._vmapped`, whitened by th
 the same elimination (:func:`~mbfg.graphs.stream.chain._eliminate_regular`). The chain keeps the
 linearization points, the conditionals and the back-substitution
 (:meth:`~mbfg.graphs.stream.chain._ChainWindow.update_regular`); ``tests/test_stream_chain.py``
-checks that both ways give the same estimates.
+checks that both ways give the same estimates. The traced program is kept on disk
+(:class:`mbfg._programs.PersistentJit`), so a stream's start in a new process does not trace it again.
 """
 
 from __future__ import annotations
@@ -43,10 +44,15 @@ _CODE = ("mbfg.graphs.stream.fused", "mbfg.graphs.stream.chain", "mbfg.spook", "
 
 
 @functools.cache
-def _code_digest() -> str:
+def _code_digest() -> str | None:
+    """SHA-256 of the source of the :data:`_CODE` modules (None where a source cannot be read: the
+    program is then traced in every process, not kept)."""
     digest = hashlib.sha256()
     for name in _CODE:
-        digest.update(inspect.getsource(importlib.import_module(name)).encode())
+        try:
+            digest.update(inspect.getsource(importlib.import_module(name)).encode())
+        except (OSError, TypeError):
+            return None
     return digest.hexdigest()
 
 
@@ -129,8 +135,9 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[jnp.ndar
         state = (*(T_given[:, i] for i in range(nb)), v_given)
         parts = (binary._describe("linearize", (None, 0, None))((*state, *state), (fixed, us, h)),
                  unary._describe("linearize", (None, 0, 0))(state, (fixed, ys, mask)))
-        if None in parts:
+        code = _code_digest()
+        if None in parts or code is None:
             return None
-        return f"stream regular update; {parts[0]}; {parts[1]}; code {_code_digest()}"
+        return f"stream regular update; {parts[0]}; {parts[1]}; code {code}"
 
     return PersistentJit(run, describe)
