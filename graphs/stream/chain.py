@@ -143,8 +143,7 @@ def _eliminate_regular(carried: jnp.ndarray, A: jnp.ndarray, b: jnp.ndarray, A_u
 
     carry, (G, a, R, ok) = jax.lax.scan(step, carried, (A, b, unary_on_i))
     R_f = jnp.linalg.qr(jnp.concatenate([carry, unary[-1]]), mode="r")[:n]
-    ok_last = jnp.all(jnp.abs(jnp.diag(R_f[:, :n])) > 1e-13 * jnp.max(jnp.abs(R_f)))
-    return G, a, R, R_f, jnp.concatenate([ok, ok_last[None]])
+    return G, a, R, R_f, jnp.concatenate([ok, determined(R_f)[None]])
 
 
 class _ChainWindow:
@@ -237,20 +236,14 @@ class _ChainWindow:
         T_given, v_given = np.zeros((len(new_keys), *T_front.shape)), np.zeros((len(new_keys), *v_front.shape))
         use_given = False
         for passes in range(1, self.max_passes + 1):
-            T_new, v_new, G, a, R, R_f, ok = (np.asarray(x) for x in solve(
-                T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, binary_order, unary_order))
-            bad = np.flatnonzero(~ok)
-            if bad.size:
-                j = first + int(bad[0])
-                raise ChainError(f"the factors leave state {j} of the window (at {self._states[j].stamp} s) "
-                                 "undetermined")
+            T_new, v_new, *eliminated = solve(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried,
+                                              binary_order, unary_order)
+            self._accept(first, *eliminated)
+            T_new, v_new = np.asarray(T_new), np.asarray(v_new)
             if not use_given:  # the prediction: the new states' linearization points
                 for state_keys, T, v in zip(new_keys, T_new, v_new):
                     self.theta.update(zip(state_keys, T))
                     self.theta[state_keys[-1]] = v
-            for s, G_j, a_j, R_j in zip(self._states[first:], G, a, R):
-                s.G, s.a, s.R = G_j, a_j, R_j
-            self._frontier = R_f
             self._back_substitute()
             if passes == self.max_passes or not self._relinearize(n_old):
                 break
@@ -304,13 +297,16 @@ class _ChainWindow:
         blocks: list[_Block] = []
         cache: dict[int, np.ndarray] = {}
         for factor in factors:
+            key_rows = factor.keys if isinstance(factor, FactorGroup) else [list(factor.keys())]
+            for key in {key for row in key_rows for key in row} - where.keys():
+                raise ChainError(f"a factor on {gtsam.DefaultKeyFormatter(key)}, a state already eliminated "
+                                 "or not in the window")
             if isinstance(factor, FactorGroup):
                 if not isinstance(factor.noise, gtsam.noiseModel.Diagonal):  # whitening = dividing by sigmas
                     raise ChainError(f"{factor.ft.name}: the chain takes diagonal noise models, got "
                                      f"{type(factor.noise).__name__}")
                 out = factor.evaluate(factor.read(values, cache), linearize=True)  # (N, m, 1 + dims)
                 out = out / np.asarray(factor.noise.sigmas())[None, :, None]
-                key_rows = factor.keys
             else:
                 linear = factor.linearize(values)
                 A, b = linear.jacobian()
@@ -325,20 +321,10 @@ class _ChainWindow:
             raise ChainError(f"a factor on {gtsam.DefaultKeyFormatter(key)}, a variable not in the window")
         return self._states[self._vars[key][0] - self._offset].columns[key]
 
-    def _dim(self, key: int) -> int:
-        cols = self._columns(key)
-        return cols.stop - cols.start
-
     def _block(self, key_rows: Sequence[Sequence[int]], out: np.ndarray, where: Mapping[int, int]) -> _Block:
         """The rows ``out`` (N, m, 1 + tangent dims) = [-b | A] of N factors of one kind on ``key_rows``
         as a :class:`_Block`: A's columns moved into the layout of the states they touch."""
-        states = []
-        for key in key_rows[0]:
-            j = where.get(key)
-            if j is None:
-                raise ChainError(f"a factor on {gtsam.DefaultKeyFormatter(key)}, a state already eliminated "
-                                 "or not in the window")
-            states.append(j)
+        states = [where[key] for key in key_rows[0]]  # every key is in the window (checked by _linearize)
         first, span = min(states), max(states) - min(states) + 1
         if span > 2:
             raise ChainError(f"a factor on states {sorted(set(states))} of the window: the chain takes one state "
@@ -351,7 +337,7 @@ class _ChainWindow:
         A[:, :, target] = out[:, :, 1 : 1 + len(target)]
         firsts = np.array([where[row[0]] - states[0] + first for row in key_rows])
         for row, j0 in zip(key_rows, firsts):  # every row must lie on its states as the first one does
-            if any(where.get(key, -1) - j0 != j - first for key, j in zip(row, states)):
+            if any(where[key] - j0 != j - first for key, j in zip(row, states)):
                 raise ChainError("the factors of one group lie differently on their states")
         return _Block(firsts, span, A, -out[:, :, 0])
 
@@ -373,16 +359,7 @@ class _ChainWindow:
             raise ChainError("the window's states differ in size")
         regular = _regular_rows(blocks, first, last, frontier)
         if regular is not None:
-            G, a, R_cond, R_f, ok = _eliminate_regular(*regular)
-            bad = np.flatnonzero(~np.asarray(ok))
-            if bad.size:
-                j = first + int(bad[0])
-                raise ChainError(f"the factors leave state {j} of the window (at {self._states[j].stamp} s) "
-                                 "undetermined")
-            G, a, R_cond = np.asarray(G), np.asarray(a), np.asarray(R_cond)
-            for i, s in enumerate(self._states[first:last]):
-                s.G, s.a, s.R = G[i], a[i], R_cond[i]
-            self._frontier = np.asarray(R_f)
+            self._accept(first, *_eliminate_regular(*regular))
             return
         rows: dict[int, list[np.ndarray]] = {}  # state j -> rows [A_j | A_j+1 | b], zero-padded
         for block in blocks:
@@ -411,6 +388,18 @@ class _ChainWindow:
                 sol = np.linalg.solve(R[:n, :n], R[:n, n:])  # [G | a]
                 self._states[j].G, self._states[j].a, self._states[j].R = sol[:, :n], sol[:, n], R[:n, :n]
                 carried = R[n : 2 * n, n:] if R.shape[0] > n else None
+
+    def _accept(self, first: int, G: jnp.ndarray, a: jnp.ndarray, R: jnp.ndarray, R_f: jnp.ndarray,
+                ok: jnp.ndarray) -> None:
+        """The conditionals of the states ``first`` .. newest-1 and the frontier, from
+        :func:`_eliminate_regular` (its G, a, R, R_f, ok); a state left undetermined is refused by name."""
+        bad = np.flatnonzero(~np.asarray(ok))
+        if bad.size:
+            j = first + int(bad[0])
+            raise ChainError(f"the factors leave state {j} of the window (at {self._states[j].stamp} s) undetermined")
+        for s, G_j, a_j, R_j in zip(self._states[first:], np.asarray(G), np.asarray(a), np.asarray(R)):
+            s.G, s.a, s.R = G_j, a_j, R_j
+        self._frontier = np.asarray(R_f)
 
     def _back_substitute(self) -> None:
         """Every window state's update, newest to oldest through the conditionals (one row per state)."""

@@ -504,13 +504,12 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
             return ()
         est = self._smoother
         assert self._t0 is not None  # set with the smoother
-        nb = self.model.nb
+        state_keys = [self._state_keys(k) for k in ks]  # per state: its poses, then its velocity
         if isinstance(est, _ChainWindow):
-            T_world_body, vel = est.estimates([self._state_keys(k) for k in ks])
+            T_world_body, vel = est.estimates(state_keys)
         else:
-            T_world_body = np.array([[est.calculateEstimatePose3(keys.X(k, i)).matrix() for i in range(nb)]
-                                     for k in ks])
-            vel = np.array([est.calculateEstimateVector(keys.V(k)) for k in ks])
+            T_world_body = np.array([[est.calculateEstimatePose3(key).matrix() for key in sk[:-1]] for sk in state_keys])
+            vel = np.array([est.calculateEstimateVector(sk[-1]) for sk in state_keys])
         R_world_body, r_world_body = T_world_body[:, :, :3, :3], T_world_body[:, :, :3, 3]
         out = self._readout(R_world_body, r_world_body, vel, jacobians=covariance)
         q, qd = out[0], out[1]

@@ -175,8 +175,7 @@ class _GraphGrowth(_StreamHost):
                 y, u = samples[kk]
                 ref = np.where(np.isfinite(y), y, ref)
             self._refs[kk] = ref
-        if (isinstance(self._smoother, _ChainWindow) and k_end - k_last == len(pending) == self.update_every
-                and self._refine_prior is None):
+        if isinstance(self._smoother, _ChainWindow) and k_end - k_last == len(pending) == self.update_every:
             self._extend_regular(pending, controls)
         else:
             self._extend_factors(pending, controls)

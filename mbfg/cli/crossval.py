@@ -139,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
         raise DataError(f"--simulate {args.simulate:g}: {args.log} spans only {log.t[-1] - log.t[0]:.6g} s")
     period = _sample_period(log)
     step = h if h is not None else period
-    n = len(range(0, len(log.t), max(int(round(step / period)), 1))) if math.isfinite(period) else len(log.t)
+    stride = max(int(round(step / period)), 1) if math.isfinite(period) else 1  # log rows per time-step
+    n = len(range(0, len(log.t), stride))
     if not args.quiet:
         _eprint(
             f"mbfg crossval: {model.name} with the parameters of {args.params}; state estimation over "
@@ -156,7 +157,6 @@ def run(args: argparse.Namespace) -> int:
     if args.simulate is not None:
         from mbfg.validation import free_simulation
 
-        stride = max(int(round(step / period)), 1) if math.isfinite(period) else 1
         every = replace(log, t=log.t[::stride], y=log.y[::stride], u=log.u[::stride])  # the log at h
         simulation = free_simulation(fitted, every, seconds=args.simulate)
     if args.json:
