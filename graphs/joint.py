@@ -37,7 +37,10 @@ are complementarity pairs and the LM crawled through their kinks instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +56,7 @@ from mbfg.factors.impulse import impulse_keys, impulse_type
 from mbfg.factors.initial_state import initial_state_factor
 from mbfg.factors.observation import observation_keys, observation_type
 from mbfg.factors.prior import partial_prior_factor, tilt_yaw_prior_factor
-from mbfg.logs import Log
+from mbfg.logs import Log, round_time, sample_period
 from mbfg.rigid import RigidModel, State
 from mbfg.solvers import LMResult, bounded_levenberg_marquardt
 from mbfg.vectorized import Blocks, VectorizedGraph
@@ -133,12 +136,22 @@ class JointProblem:
         return out
 
 
-def _uniform_stride(log: Log, h: float | None) -> tuple[float, int]:
-    """(h, stride): h a whole multiple of the log's (uniform) sample period."""
+def time_step(log: Log, h: float | None) -> tuple[float, int]:
+    """(h, stride) of an estimation over ``log``: h [s] a whole multiple ``stride`` of the log's (uniform)
+    sample period, the period if ``h`` is None.
+
+    h is the stride times the period rounded to the period's decimals (:func:`mbfg.logs.sample_period`,
+    :func:`mbfg.logs.round_time`): 0.001 for a 1 kHz log, not the median difference of its times
+    0.0010000000000000009, so that the h a calibration reports is the one written in the log.
+
+    Raises:
+        DataError: a log of fewer than 3 rows, a non-uniform sample period (naming the row), an h that is
+            not a whole multiple of the period.
+    """
     if len(log.t) < 3:
         raise DataError(f"{log.source}: a log needs at least 3 rows, got {len(log.t)}")
     dt = np.diff(log.t)
-    period = float(np.median(dt))
+    period = sample_period(log.t)
     bad = np.flatnonzero(np.abs(dt - period) > 0.01 * period)
     if bad.size:
         raise DataError(
@@ -150,7 +163,7 @@ def _uniform_stride(log: Log, h: float | None) -> tuple[float, int]:
     stride = int(round(h / period))
     if stride < 1 or abs(stride * period - h) > 1e-6 * h:
         raise DataError(f"time-step h = {h} s must be a whole multiple of the log's sample period {period:.6g} s")
-    return stride * period, stride
+    return round_time(stride, period), stride
 
 
 def _check_log(model: RigidModel, log: Log) -> None:
@@ -352,7 +365,7 @@ def build_joint_problem(
         raise ModelError(f"state error weight must be a positive number, got {weight}")
     if initial_parameters is not None:
         model = model.with_parameters(dict(initial_parameters))
-    h, stride = _uniform_stride(log, h)
+    h, stride = time_step(log, h)
     variables = variables_for(model, free)
     idx = np.arange(0, len(log.t), stride)
     t, y, u = log.t[idx] - log.t[0], log.y[idx], log.u[idx]
@@ -447,13 +460,53 @@ def _vectorized(variables: Variables, n: int, groups: list[FactorGroup], others:
     return VectorizedGraph([g for g in groups if len(g)], others, Blocks(members, dims), order)
 
 
+#: The report of the innermost :func:`reporting_compiles` block, None outside one. A context variable, not an
+#: argument: the CLI reports the solves inside :func:`mbfg.calibration.calibrate` without threading it through.
+_COMPILE_REPORT: ContextVar[Callable[[str, float | None], None] | None] = ContextVar(
+    "mbfg_compile_report", default=None)
+
+
+@contextmanager
+def reporting_compiles(report: Callable[[str, float | None], None]) -> Iterator[None]:
+    """Within the block, every :func:`solve` compiles its problem's programs before the LM starts, calling
+    ``report(label, None)`` before and ``report(label, seconds)`` after (label: the LM's progress label).
+
+    On a first run JAX traces and compiles for seconds inside the LM's first iteration, which says nothing
+    until it ends; a command can say "compiling ..." instead (``mbfg calibrate``, ``mbfg crossval``). The
+    price is one evaluation of the residuals and Jacobians at the initial values, which the LM repeats.
+    """
+    token = _COMPILE_REPORT.set(report)
+    try:
+        yield
+    finally:
+        _COMPILE_REPORT.reset(token)
+
+
+def _compile(problem: JointProblem) -> None:
+    """Trace and compile (or load from the disk cache) every program the LM calls on ``problem``: the
+    linearization and the error-only path its trial steps take."""
+    if problem.vectorized is not None:
+        problem.vectorized.linearize(problem.initial)
+        problem.vectorized.error(problem.initial)
+    else:
+        problem.graph.linearize(problem.initial)
+        problem.graph.error(problem.initial)
+
+
 def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: float = 1e-6,
           damping_update: str = "tenfold", quiet: bool = False, label: str | None = None) -> LMResult:
-    """Box-constrained Levenberg-Marquardt on the problem (:func:`mbfg.solvers.bounded_levenberg_marquardt`)."""
+    """Box-constrained Levenberg-Marquardt on the problem (:func:`mbfg.solvers.bounded_levenberg_marquardt`);
+    inside :func:`reporting_compiles`, its programs are compiled first and the compile time reported."""
+    label = label or f"calibrate {problem.model.name}"
+    report = _COMPILE_REPORT.get()
+    if report is not None:
+        report(label, None)
+        start = time.perf_counter()
+        _compile(problem)
+        report(label, time.perf_counter() - start)
     return bounded_levenberg_marquardt(
         problem.vectorized or problem.graph, problem.initial, problem.bounds, max_iterations=max_iterations,
-        relative_tol=relative_tol, damping_update=damping_update, quiet=quiet,
-        label=label or f"calibrate {problem.model.name}",
+        relative_tol=relative_tol, damping_update=damping_update, quiet=quiet, label=label,
     )
 
 
@@ -486,6 +539,8 @@ __all__ = [
     "estimate_states",
     "filtered_observations",
     "initial_states",
+    "reporting_compiles",
     "smooth_initial_states",
     "solve",
+    "time_step",
 ]

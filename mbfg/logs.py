@@ -37,7 +37,7 @@ import numpy as np
 
 from mbfg.errors import DataError
 
-__all__ = ["Log", "add_noise", "quantize", "quantize_linear", "read_log", "write_log"]
+__all__ = ["Log", "add_noise", "quantize", "quantize_linear", "read_log", "round_time", "sample_period", "write_log"]
 
 
 @dataclass(frozen=True)
@@ -321,6 +321,43 @@ def read_log(
 
     t, y, u, _ = _read_table(source, text, "t", observations, controls)
     return Log(t=t, y=y, u=u, observations=observations, controls=controls, source=source)
+
+
+# --------------------------------------------------------------------------------------
+# Times
+# --------------------------------------------------------------------------------------
+
+
+def _decimals(x: float, tol: float) -> int:
+    """The fewest decimals (at most 12) that write ``x`` to within ``tol``."""
+    for d in range(13):
+        if abs(round(x, d) - x) <= tol:
+            return d
+    return 12
+
+
+def sample_period(t: Sequence[float] | np.ndarray) -> float:
+    """The median spacing of the times ``t`` [s], rounded to the decimals it is written with: 0.001 for a
+    log at 1 kHz, not the 0.0010000000000000009 that ``0.002 - 0.001`` gives in floating point. NaN for
+    fewer than two times.
+
+    The spacing is rounded where rounding moves it by no more than the floating-point error of a
+    difference of times that large (so a log whose clock starts at 1e4 s still gives 0.001), and by no
+    more than 1e-12 of the spacing itself, so a real, jittered period (0.0010000004) is kept as it is.
+    """
+    t = np.asarray(t, dtype=float)
+    if len(t) < 2:
+        return math.nan
+    period = float(np.median(np.diff(t)))
+    noise = 8 * np.finfo(float).eps * float(np.max(np.abs(t)))
+    return round(period, _decimals(period, max(noise, 1e-12 * abs(period))))
+
+
+def round_time(k: float, period: float) -> float:
+    """``k`` periods [s] (a step index times the sample period, or a stride of samples) rounded to the
+    period's decimals: 3 x 0.1 gives 0.3, not 0.30000000000000004, so that times written from step
+    indices match the times of the log they came from."""
+    return round(k * period, _decimals(period, 1e-12 * abs(period)))
 
 
 # --------------------------------------------------------------------------------------

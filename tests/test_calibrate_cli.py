@@ -98,6 +98,36 @@ def test_calibrate_progress_on_stderr(calibration):
     assert " s wall in all (calibration " in summary  # the whole command's time, then the calibration's
 
 
+def test_calibrate_json_h_is_exact_to_the_logs_decimals(calibration):
+    """Issue 21: h is the stride times the sample period rounded to its decimals (0.001 at 1 kHz), not the median
+    difference of the log's times 0.0010000000000000009, on stdout and in the --out file."""
+    assert calibration["code"] == 0, calibration["stderr"]
+    assert json.loads(calibration["stdout"])["h"] == 0.001
+    assert '"h": 0.001,' in calibration["out"].read_text()
+
+
+def test_calibrate_says_compiling_before_the_first_iteration(calibration):
+    """Issue 21: the JAX compile (seconds on a first run) is announced on stderr before it starts and timed after
+    it, in the words of 'mbfg smooth', before the LM's first progress line."""
+    err = calibration["stderr"]
+    compiling = err.find("mbfg calibrate: compiling [calibrate pendulum] (JAX) ...\n")
+    compiled = err.find("mbfg calibrate: compiled in ")
+    first = err.find("[calibrate pendulum] 1/20")
+    assert 0 < compiling < compiled < first, err
+    assert err[compiled:].split("\n")[0].endswith(" s"), err
+
+
+def test_crossval_says_compiling_unless_quiet(capsys, calibration):
+    code, out, err = _run(capsys, "crossval", "pendulum", calibration["other"], "--params", calibration["out"])
+    assert code == 0, err
+    compiling = err.find("mbfg crossval: compiling [states pendulum] (JAX) ...\n")
+    assert 0 < compiling < err.find("mbfg crossval: compiled in ") < err.find("mbfg crossval: score "), err
+    code, out, err = _run(capsys, "crossval", "pendulum", calibration["other"], "--params", calibration["out"],
+                          "--quiet")
+    assert code == 0, err
+    assert "compil" not in err.replace("compiling included", "")  # only the summary line, which says so
+
+
 def test_crossval_on_another_log(capsys, calibration):
     code, out, err = _run(capsys, "crossval", "pendulum", calibration["other"], "--params", calibration["out"],
                           "--json", "--quiet")
@@ -105,7 +135,7 @@ def test_crossval_on_another_log(capsys, calibration):
     doc = json.loads(out)
     assert doc["log"] == str(calibration["other"])
     assert doc["model"] == "pendulum"
-    assert doc["h"] == pytest.approx(0.001) and doc["weight"] == 1e6  # recorded in the calibration
+    assert doc["h"] == 0.001 and doc["weight"] == 1e6  # recorded in the calibration, exact
     assert doc["n"] == 1001
     score = doc["score"]
     assert math.isfinite(score)
@@ -195,6 +225,7 @@ def test_calibrate_table_output(capsys, calibration):
     assert lines[-1].startswith("cost ") and "3 LM iterations, NOT converged" in lines[-1]
     assert "[calibrate" not in err  # --quiet: only the summary line
     assert len(err.strip().splitlines()) == 1
+    assert "mbfg calibrate: compiling" not in err and "compiled in" not in err
 
 
 def test_calibrate_plot_writes_the_figure(capsys, calibration, tmp_path):

@@ -16,8 +16,8 @@ import pytest
 from mbfg import residuals
 from mbfg.calibration import calibrate, parameter_covariance
 from mbfg.errors import DataError, ModelError
-from mbfg.graphs.joint import build_joint_problem, filtered_observations
-from mbfg.logs import Log
+from mbfg.graphs.joint import build_joint_problem, filtered_observations, time_step
+from mbfg.logs import Log, round_time, sample_period
 from mbfg.models import furuta, particle, pendulum
 from mbfg.spook import simulate, step, unwrap_angles
 
@@ -262,6 +262,27 @@ def test_time_step_not_a_multiple_of_the_sample_period_is_named(pendulum_log) ->
     model, log = pendulum_log
     with pytest.raises(DataError, match=r"h = 0.0015 s must be a whole multiple"):
         build_joint_problem(model, log, h=1.5e-3)
+
+
+def test_time_step_is_the_stride_times_the_period_exact_to_the_logs_decimals() -> None:
+    """Issue 21: h comes from the stride times the period rounded to the period's decimals, not from the median
+    difference of the times (0.0010000000000000009 at 1 kHz) times the stride (0.30000000000000004 for 3 x 0.1)."""
+    def log(t: np.ndarray) -> Log:
+        return Log(t, np.zeros((len(t), 1)), np.zeros((len(t), 0)), ("theta",), (), "grid.csv")
+
+    khz = np.array([float(repr(k * 0.001)) for k in range(1001)])  # as written and read back
+    assert float(np.median(np.diff(khz))) != 0.001  # the float noise this is about
+    assert time_step(log(khz), None) == (0.001, 1)
+    assert time_step(log(khz), 0.002) == (0.002, 2)
+    assert time_step(log(khz), 0.007) == (0.007, 7)
+    assert time_step(log(np.arange(30) * 0.1), 0.3) == (0.3, 3)
+    # A clock that starts late: the differences carry the rounding error of times near 1e4 s (1e-12).
+    assert sample_period(1e4 + np.arange(100) * 0.001) == 0.001
+    # A real, jittered period is not rounded away, and neither is a fine one.
+    assert sample_period(np.arange(100) * 0.0010000004) == 0.0010000004
+    assert sample_period(np.arange(100) * 0.00025) == 0.00025
+    assert round_time(3, 0.1) == 0.3 and round_time(1899, 0.001) == 1.899
+    assert np.isnan(sample_period([0.0]))
 
 
 def test_angles_in_degrees_are_detected(pendulum_log) -> None:

@@ -25,6 +25,7 @@ from mbfg.cli.common import (
     _check_figure,
     _check_output,
     _check_time_step,
+    _compile_notice,
     _eprint,
     _json_safe,
     _model_with_params,
@@ -219,10 +220,11 @@ def run(args: argparse.Namespace) -> int:
             f"(sample period {period:.6g} s), h = {h:.6g} s, weight {args.weight:g}"
             + (f"; start from {args.params}" if args.params else "; start from the model's values")
         )
-    result = calibrate(
-        model, log, free=free, h=args.dt, weight=args.weight, max_iterations=args.max_iterations, priors=priors,
-        quiet=args.quiet, bias=args.bias,
-    )
+    with _compile_notice("calibrate", args.quiet):
+        result = calibrate(
+            model, log, free=free, h=args.dt, weight=args.weight, max_iterations=args.max_iterations, priors=priors,
+            quiet=args.quiet, bias=args.bias,
+        )
     doc = _json_safe({**result.to_dict(), "log": args.log, "params": args.params, "priors": priors or {}})
     if args.out:
         try:

@@ -9,6 +9,7 @@ that ``mbfg --help`` stays quick.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -197,7 +198,27 @@ def _parse_free(model: RigidModel, text: str) -> list[str]:
 
 
 def _sample_period(log: Log) -> float:
-    return float(np.median(np.diff(log.t))) if len(log.t) > 1 else float("nan")
+    """The log's sample period [s], exact to the decimals of its times (:func:`mbfg.logs.sample_period`)."""
+    from mbfg.logs import sample_period
+
+    return sample_period(log.t)
+
+
+def _compile_notice(command: str, quiet: bool) -> contextlib.AbstractContextManager[None]:
+    """Around an estimation (``mbfg calibrate``, ``mbfg crossval``): unless ``quiet``, a "compiling ..." line on
+    stderr before each LM compiles its JAX programs and "compiled in S s" after, the words of ``mbfg smooth``'s
+    warm-up. On a first run that is seconds to tens of seconds that would otherwise pass without a line."""
+    if quiet:
+        return contextlib.nullcontext()  # no compile-first evaluation either: nothing would be said
+    from mbfg.graphs.joint import reporting_compiles
+
+    def report(label: str, seconds: float | None) -> None:
+        if seconds is None:
+            _eprint(f"mbfg {command}: compiling [{label}] (JAX) ...")
+        else:
+            _eprint(f"mbfg {command}: compiled in {seconds:.1f} s")
+
+    return reporting_compiles(report)
 
 
 def _check_time_step(log: Log, h: float | None, what: str) -> None:

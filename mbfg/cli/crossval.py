@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from dataclasses import replace
@@ -24,11 +23,11 @@ from mbfg.cli.args import (
 from mbfg.cli.common import (
     _calibration_settings,
     _check_time_step,
+    _compile_notice,
     _eprint,
     _json_safe,
     _model_with_params,
     _rigid_model,
-    _sample_period,
     _start,
     _wall,
 )
@@ -115,7 +114,7 @@ def add_parser(sub: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """The ``crossval`` subcommand (see :data:`DESCRIPTION`)."""
-    from mbfg.graphs.joint import cross_validation_score
+    from mbfg.graphs.joint import cross_validation_score, time_step
     from mbfg.logs import read_log
 
     _start(args)
@@ -137,9 +136,9 @@ def run(args: argparse.Namespace) -> int:
     _check_time_step(log, h, what)
     if args.simulate is not None and len(log.t) and args.simulate > log.t[-1] - log.t[0]:
         raise DataError(f"--simulate {args.simulate:g}: {args.log} spans only {log.t[-1] - log.t[0]:.6g} s")
-    period = _sample_period(log)
-    step = h if h is not None else period
-    stride = max(int(round(step / period)), 1) if math.isfinite(period) else 1  # log rows per time-step
+    # The estimation's own h and stride: the JSON's h is then exact to the log's decimals (0.001, not the
+    # 0.0010000000000000009 of a difference of times), even from a calibration file that recorded the noisy one.
+    step, stride = time_step(log, h)
     n = len(range(0, len(log.t), stride))
     if not args.quiet:
         _eprint(
@@ -149,16 +148,24 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     # The calibration's free parameters held at their values: its factor types, so its compiled programs.
     free = [name for name in recorded.get("free", []) if name in model.parameters]
-    score = cross_validation_score(
-        model, log, fitted.parameters.numpy_values(), h=h, weight=weight, quiet=args.quiet, free=free
-    )
+    with _compile_notice("crossval", args.quiet):
+        score = cross_validation_score(
+            model, log, fitted.parameters.numpy_values(), h=step, weight=weight, quiet=args.quiet, free=free
+        )
     wall = time.perf_counter() - start
     simulation = None
     if args.simulate is not None:
         from mbfg.validation import free_simulation
 
+        # The stepper compiles on a first run: seconds that would otherwise pass without a line.
+        if not args.quiet:
+            _eprint(f"mbfg crossval: compiling the {model.name} stepper (JAX) and simulating the first "
+                    f"{args.simulate:g} s ...")
+        started = time.perf_counter()
         every = replace(log, t=log.t[::stride], y=log.y[::stride], u=log.u[::stride])  # the log at h
         simulation = free_simulation(fitted, every, seconds=args.simulate)
+        if not args.quiet:
+            _eprint(f"mbfg crossval: compiled and simulated in {time.perf_counter() - started:.1f} s")
     if args.json:
         doc = {"score": score, "log": args.log, "model": model.name, "params": args.params, "h": step,
                "weight": weight, "n": n}
