@@ -104,6 +104,21 @@ def X(k: int, i: int) -> int:
     return _key("x", k * BODY_STRIDE + i)
 
 
+#: gtsam.Symbol's layout: the letter in the top 8 bits of the 64-bit key, the index in the low 56.
+_INDEX_BITS = 56
+
+
+def rigid_state(k: int, nb: int) -> list[int]:
+    """Keys of rigid-body state k: the poses X(k, 0) .. X(k, nb - 1), then the velocity V(k); the same keys
+    as those calls, by the symbol layout's arithmetic (the stream asks for them several times per sample)."""
+    if k < 0:
+        raise ValueError(f"time-step index must be >= 0, got {k}")
+    if not 0 < nb <= BODY_STRIDE:
+        raise ValueError(f"number of bodies must be in [1, {BODY_STRIDE}], got {nb}")
+    x = (ord("x") << _INDEX_BITS) | (k * BODY_STRIDE)
+    return [x + i for i in range(nb)] + [(ord("v") << _INDEX_BITS) | k]
+
+
 def parameter_keys(variables: Variables) -> list[int]:
     """Keys of the free parameters of a rigid-body variable layout: [P()] if scalars are free, [T()] if the tilt is."""
     return ([P()] if variables.free else []) + ([T()] if variables.tilt_free else [])

@@ -28,6 +28,7 @@ class _StreamHost:
     m: int
     update_every: int
     hinge: np.ndarray
+    _hinge_list: list[bool]
     counts: bool
     counter_modulus: int | None
     step_rad: float | None

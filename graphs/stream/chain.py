@@ -167,6 +167,8 @@ class _ChainWindow:
         self._offset = 0  # states marginalized so far: self._states[0] is state number _offset of the stream
         self._vars: dict[int, tuple[int, bool]] = {}  # key -> (state number, is a Pose3); columns: its _State
         self._frontier: np.ndarray | None = None  # [R_f | d_f] on the newest state
+        # A state's layout ((dim, is a Pose3) per key, in key order) -> its column slices, dimension, thresholds.
+        self._layouts: dict[tuple[tuple[int, bool], ...], tuple[list[slice], int, np.ndarray]] = {}
         self._deltas = np.zeros((0, 0))  # (window states, n): each state's update from theta
         self._covariances: list[np.ndarray] | None = None  # per window state, on request (joint_covariance)
 
@@ -281,14 +283,19 @@ class _ChainWindow:
         """A new newest state of the variables ``dims`` (key -> (tangent dimension, is a Pose3)); its
         columns in key order."""
         number = self._offset + len(self._states)
-        columns, col, thresholds = {}, 0, []
-        for key in sorted(dims):
-            dim, pose = dims[key]
-            columns[key] = slice(col, col + dim)
+        order = sorted(dims)
+        shape = tuple(dims[key] for key in order)
+        if shape not in self._layouts:  # every state of a stream has the same layout: its slices once
+            slices, col, thresholds = [], 0, []
+            for dim, pose in shape:
+                slices.append(slice(col, col + dim))
+                thresholds.append(np.full(dim, self.pose_threshold if pose else self.velocity_threshold))
+                col += dim
+            self._layouts[shape] = (slices, col, np.concatenate(thresholds))
+        slices, col, thresholds = self._layouts[shape]
+        for key, (_, pose) in zip(order, shape):
             self._vars[key] = (number, pose)
-            thresholds.append(np.full(dim, self.pose_threshold if pose else self.velocity_threshold))
-            col += dim
-        return _State(stamp, sorted(dims), columns, col, np.concatenate(thresholds))
+        return _State(stamp, order, dict(zip(order, slices)), col, thresholds)
 
     def _linearize(self, factors: Sequence[FactorGroup | gtsam.NonlinearFactor], first: int) -> list[_Block]:
         """Each factor's whitened rows, by the window states they touch (only states from ``first`` on)."""
@@ -405,12 +412,14 @@ class _ChainWindow:
         """Every window state's update, newest to oldest through the conditionals (one row per state)."""
         assert self._frontier is not None
         n = self._states[-1].dim
-        deltas = np.empty((len(self._states), n))
+        states = self._states
+        deltas = np.empty((len(states), n))
         delta = deltas[-1] = np.linalg.solve(self._frontier[:, :n], self._frontier[:, n])
-        for j, s in zip(range(len(self._states) - 2, -1, -1), reversed(self._states[:-1])):
-            assert s.a is not None and s.G is not None
-            delta = s.a - s.G.dot(delta)
-            deltas[j] = delta
+        # The window's ~100 states make this loop a fixed cost of every update: nothing in it but the
+        # arithmetic (a state's conditional is set when it is eliminated, before any back-substitution).
+        for j in range(len(states) - 2, -1, -1):
+            s = states[j]
+            delta = deltas[j] = s.a - s.G @ delta  # type: ignore[operator]
         self._deltas = deltas
         self._covariances = None
 

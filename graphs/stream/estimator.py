@@ -152,6 +152,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         self.smoother_kind = config.smoother_kind
         n_obs = len(model.observations)
         self.hinge = model.angle_observation_mask()
+        self._hinge_list: list[bool] = self.hinge.tolist()  # the per-sample gate reads it in Python
         ppr = config.ppr
         if ppr is not None and not self.hinge.any():
             raise ModelError(f"stream: ppr is set but {model.name} observes no hinge angle")

@@ -153,14 +153,29 @@ class _FaultGate(_StreamHost):
         f = self._filtered
         if f is None:
             return y
-        if pred is None:
-            pred = f.coordinates + f.rates * (k - f.k) * self.h
+        # The usual sample (every reading believable) in Python floats: this runs on every sample, and a
+        # NumPy operation on a few readings costs more than its arithmetic.
+        dt = (k - f.k) * self.h
+        readings, hinges = y.tolist(), self._hinge_list
+        expected = pred.tolist() if pred is not None else [q + qd * dt for q, qd in zip(f.coordinates.tolist(),
+                                                                                          f.rates.tolist())]
+        usual = True
+        for c, (reading, guess) in enumerate(zip(readings, expected)):
+            d = reading - guess  # NaN where the reading is missing: not a jump
+            if hinges[c]:
+                d = _wrap_angle(d) if math.isfinite(d) else math.nan  # as np.arctan2 of a non-finite angle
+            if abs(d) > self.jump:
+                usual = False
+                break
+        if usual:
+            for c, reading in enumerate(readings):
+                if not math.isnan(reading):
+                    self._jumps_in_row[c] = 0
+            return y
+        pred = np.asarray(expected)
         innovation = y - pred
         innovation = np.where(self.hinge, _wrap(innovation), innovation)
         finite = np.isfinite(y)
-        if not np.any(np.abs(innovation[finite]) > self.jump):  # the usual sample: every reading believable
-            self._jumps_in_row[finite] = 0
-            return y
         out = y.copy()
         for c in np.flatnonzero(finite):
             if abs(innovation[c]) > self.jump:

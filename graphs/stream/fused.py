@@ -25,6 +25,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from mbfg import keys
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
@@ -57,7 +59,7 @@ def _code_digest() -> str | None:
 
 
 @functools.cache
-def regular_update_program(variables: Variables) -> Callable[..., tuple[jnp.ndarray, ...]]:
+def regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndarray, ...]]:
     """The jitted program of one regular update of the stream of ``variables.model`` (no free parameters;
     one per variable layout, as its factor types).
 
@@ -74,7 +76,7 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[jnp.ndar
         binary_order (2 n,), unary_order (n,): the tangent component of an impulse factor's variables
             (on [x_k | x_k+1]) and of an observation factor's (on x_k) in each of the chain's columns;
         binary_sigmas (12 nb,), unary_sigmas (n_obs,): the noise sigmas that whiten the rows.
-    Returns:
+    Returns (NumPy arrays, from the program's one output):
         T_new (N, nb, 4, 4), v_new (N, 6 nb): the new states' linearization points; and
         :func:`~mbfg.graphs.stream.chain._eliminate_regular`'s G, a, R, R_f, ok.
     """
@@ -125,7 +127,9 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[jnp.ndar
         state_new = (*(T_new[:, i] for i in range(nb)), v_new)
         A, b = rows(linearize_binary((*state_prev, *state_new), (fixed, us, h)), binary_sigmas, binary_order)
         A_u, b_u = rows(linearize_unary(state_new, (fixed, ys, mask)), unary_sigmas, unary_order)
-        return (T_new, v_new, *_eliminate_regular(carried, A, b, A_u, b_u))
+        outputs = (T_new, v_new, *_eliminate_regular(carried, A, b, A_u, b_u))
+        # One array out: each output array is a device-to-host conversion of its own on the way back.
+        return jnp.concatenate([jnp.ravel(x).astype(T_new.dtype) for x in outputs])
 
     def describe(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, us, ys, mask, fixed, h,
                  *rest) -> str | None:
@@ -140,4 +144,19 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[jnp.ndar
             return None
         return f"stream regular update; {parts[0]}; {parts[1]}; code {code}"
 
-    return PersistentJit(run, describe)
+    program = PersistentJit(run, describe)
+
+    def call(T_front, v_front, T_est, v_est, T_given, v_given, *rest) -> tuple[np.ndarray, ...]:
+        """The program, its one output array split into T_new, v_new, G, a, R, R_f, ok (NumPy views)."""
+        N, n = T_given.shape[0], rest[1].shape[0]  # rest: use_given, carried, ...
+        shapes = (T_given.shape, v_given.shape, (N, n, n), (N, n), (N, n, n), (n, n + 1), (N + 1,))
+        flat = np.asarray(program(T_front, v_front, T_est, v_est, T_given, v_given, *rest))
+        out, start = [], 0
+        for shape in shapes:
+            size = int(np.prod(shape))
+            out.append(flat[start : start + size].reshape(shape))
+            start += size
+        out[-1] = out[-1] > 0.5  # ok: the booleans, carried as 0.0 / 1.0
+        return tuple(out)
+
+    return call

@@ -32,7 +32,7 @@ class _GraphGrowth(_StreamHost):
     """The graph growth of :class:`StreamEstimator` (a mixin): new smoothers, predictions, updates."""
 
     def _state_keys(self, k: int) -> list[int]:
-        return [keys.X(k, i) for i in range(self.model.nb)] + [keys.V(k)]
+        return keys.rigid_state(k, self.model.nb)
 
     def _insert_state(self, values: gtsam.Values, k: int, poses: Sequence[gtsam.Pose3], vel: np.ndarray) -> None:
         for i, pose in enumerate(poses):
