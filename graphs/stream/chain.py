@@ -490,10 +490,17 @@ class _ChainWindow:
         """The estimates of whole window states at once: poses T_world_body (K, nb, 4, 4) [m] and
         velocities (K, d) of the K states whose keys are ``state_keys`` (each: nb Pose3 keys, then one
         Vector key); the same as :meth:`calculateEstimatePose3` per pose, in one vectorized retraction."""
-        T = np.array([[self.theta[key] for key in ks[:-1]] for ks in state_keys])
-        xi = np.array([[self._delta(key) for key in ks[:-1]] for ks in state_keys])
-        v = np.array([self.theta[ks[-1]] + self._delta(ks[-1]) for ks in state_keys])
+        theta, states = self.theta, self._states
+        T = np.array([[theta[key] for key in ks[:-1]] for ks in state_keys])
         n_states, nb = T.shape[:2]
+        xi = np.empty((n_states, nb, 6))
+        v = np.empty((n_states, len(theta[state_keys[0][-1]])))
+        for r, ks in enumerate(state_keys):  # (the keys' window rows and columns, as _delta finds them)
+            j = self._vars[ks[0]][0] - self._offset
+            delta, columns = self._deltas[j], states[j].columns
+            for i, key in enumerate(ks[:-1]):
+                xi[r, i] = delta[columns[key]]
+            v[r] = theta[ks[-1]] + delta[columns[ks[-1]]]
         return pose3_retract_np(T.reshape(-1, 4, 4), xi.reshape(-1, 6)).reshape(n_states, nb, 4, 4), v
 
     def calculateEstimatePose3(self, key: int) -> gtsam.Pose3:  # noqa: N802 - GTSAM's name
