@@ -33,8 +33,9 @@ import gtsam
 import numpy as np
 
 from mbfg import keys
+from mbfg.errors import DataError, ModelError
 from mbfg.logs import Log
-from mbfg.parameters import ROTATION
+from mbfg.parameters import ROTATION, free_names
 from mbfg.rigid import RigidModel
 from mbfg.solvers import LMResult
 
@@ -318,10 +319,17 @@ def calibrate(
             friction (default :data:`~mbfg.graphs.joint.SMOOTH_START_ITERATIONS`; 0 skips it).
         bias: also estimate each parameter's bias from the discrete model (:func:`discretization_bias`:
             two more calibrations, from this one's result, at 2h and at a tenth of the joint compliances).
+
+    Raises:
+        ModelError: an argument of the wrong type or out of its range (``free`` given as one string, an unknown
+            parameter name, a non-positive weight ...), named in the message.
+        DataError: ``log`` is not a :class:`~mbfg.logs.Log`, or its columns or times do not fit the model.
     """
     from mbfg.graphs.joint import DEFAULT_CUTOFF_HZ, SMOOTH_START_ITERATIONS, build_joint_problem, solve
 
     start = time.perf_counter()
+    free = _check_arguments(model, log, free, h, weight, max_iterations, relative_tol, damping_update, priors,
+                            cutoff_hz, smooth_start)
     problem = build_joint_problem(model, log, h=h, free=free, weight=weight, priors=priors,
                                   cutoff_hz=DEFAULT_CUTOFF_HZ if cutoff_hz is None else cutoff_hz,
                                   smooth_start=SMOOTH_START_ITERATIONS if smooth_start is None else smooth_start,
@@ -361,6 +369,54 @@ def calibrate(
         float(imp_sq / n), costs["observation"] + costs["impulse"], sigma_y, sigma_p, lm.iterations, lm.converged,
         wall, problem.h, weight, lm.history, parts, problem, values,
     )
+
+
+def _positive(name: str, value: Any, what: str = "a positive number") -> float:
+    """``value`` as a float > 0 and finite; ModelError naming the argument ``name`` otherwise."""
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    if not (ok and np.isfinite(value) and value > 0):
+        raise ModelError(f"{name}: expected {what}, got {value!r}")
+    return float(value)
+
+
+def _whole(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ModelError(f"{name}: expected a whole number >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_arguments(model: Any, log: Any, free: Any, h: Any, weight: Any, max_iterations: Any, relative_tol: Any,
+                     damping_update: Any, priors: Any, cutoff_hz: Any, smooth_start: Any) -> list[str] | None:
+    """:func:`calibrate`'s arguments checked before anything is built (a wrong type failed as an AttributeError
+    deep inside, a string ``free`` was split into characters); the free parameter names as a list."""
+    if not isinstance(model, RigidModel):
+        raise ModelError(f"model: expected a RigidModel (e.g. mbfg.pendulum() or mbfg.load_model('pendulum')), "
+                         f"got {type(model).__name__}")
+    if not isinstance(log, Log):
+        raise DataError(f"log: expected an mbfg.logs.Log (mbfg.logs.read_log(path, observations={model.observations}"
+                        f", controls={model.controls}) or Trajectory.to_log()), got {type(log).__name__}")
+    names = None if free is None else free_names(model.parameters, free, "free")
+    if h is not None:
+        _positive("h", h, "a positive time-step in seconds (or None: the log's sample period)")
+    _positive("weight", weight)
+    _whole("max_iterations", max_iterations, 1)
+    _positive("relative_tol", relative_tol)
+    if damping_update not in ("tenfold", "nielsen"):
+        raise ModelError(f"damping_update: expected 'tenfold' or 'nielsen', got {damping_update!r}")
+    if priors is not None:
+        if not isinstance(priors, Mapping):
+            raise ModelError(f"priors: expected a mapping of parameter names to prior sigmas, e.g. {{'J': 1e-4}}, "
+                             f"got {type(priors).__name__}")
+        for name, sigma in priors.items():
+            if name not in model.parameters:
+                raise ModelError(f"priors: unknown parameter {name!r}; known parameters: "
+                                 f"{', '.join(model.parameters)}")
+            _positive(f"priors[{name!r}]", sigma, "a positive prior sigma")
+    if cutoff_hz is not None:
+        _positive("cutoff_hz", cutoff_hz, "a positive frequency in Hz (or None: the default)")
+    if smooth_start is not None:
+        _whole("smooth_start", smooth_start, 0)
+    return names
 
 
 #: How :func:`discretization_bias` estimates the bias (written into the result JSON).

@@ -135,8 +135,13 @@ class ParameterSet(Mapping[str, Parameter]):
         ``lower``, ``upper``, ``free``. Unknown names and values outside the
         bounds raise :class:`ModelError` naming the parameter.
         """
+        if not isinstance(changes, Mapping):
+            raise ModelError(f"parameter changes: expected a mapping of parameter names to values, e.g. "
+                             f"{{'J': 0.002}}, got {type(changes).__name__} {changes!r:.80}")
         new = dict(self._params)
         for name, change in changes.items():
+            if not isinstance(name, str):
+                raise ModelError(f"parameter changes: expected parameter names (str) as keys, got {name!r}")
             old = self[name]
             fields = dict(change) if isinstance(change, Mapping) else {"value": change}
             unknown = set(fields) - {"value", "lower", "upper", "free"}
@@ -159,10 +164,21 @@ class ParameterSet(Mapping[str, Parameter]):
 
     def with_free(self, names: Iterable[str]) -> ParameterSet:
         """A copy in which exactly ``names`` are free (unknown names raise ModelError)."""
-        names = list(names)
-        for n in names:
-            self[n]
+        names = free_names(self, names)
         return self.updated({n: {"free": n in names} for n in self._params})
+
+    def arrays_with(self, values: Mapping[str, Any] | None, argument: str = "parameters") -> dict[str, jnp.ndarray]:
+        """:meth:`arrays` with some values replaced: ``values`` maps some parameter names to new values (the
+        others keep theirs). A name this set does not have, a value that is not a finite number (a rotation:
+        not a rotation) or outside its bounds raises :class:`ModelError` naming ``argument`` and the parameter.
+        """
+        if values is None:
+            return self.arrays()
+        changes = {name: {"value": value} for name, value in _mapping(values, argument).items()}
+        try:
+            return self.updated(changes).arrays()
+        except ModelError as exc:
+            raise ModelError(f"{argument}: {exc}") from None
 
     def table(self) -> list[dict[str, Any]]:
         """One row per parameter (name, value, unit, lower, upper, free, description), for display."""
@@ -177,9 +193,48 @@ class ParameterSet(Mapping[str, Parameter]):
 
 
 def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+    """``value`` as a float: a Python, NumPy or 0-d array (NumPy, JAX) real number that is finite;
+    ModelError naming ``name`` otherwise (a bool, a string, an array of several values)."""
+    number: float | None = None
+    if isinstance(value, (bool, np.bool_)):
+        number = None  # True is an int to Python, never a parameter value
+    elif isinstance(value, (int, float, np.integer, np.floating)):
+        number = float(value)
+    elif getattr(value, "shape", None) == () and getattr(value, "dtype", None) is not None:
+        arr = np.asarray(value)
+        number = float(arr) if arr.dtype.kind in "iuf" else None
+    if number is None or not math.isfinite(number):
         raise ModelError(f"parameter {name!r}: expected a finite number, got {value!r}")
-    return float(value)
+    return number
+
+
+def _mapping(values: Any, argument: str) -> Mapping[str, Any]:
+    """``values`` if it is a mapping; ModelError naming ``argument`` otherwise."""
+    if not isinstance(values, Mapping):
+        raise ModelError(f"{argument}: expected a mapping of parameter names to values, e.g. {{'J': 0.002}}, "
+                         f"got {type(values).__name__}")
+    return values
+
+
+def free_names(parameters: Mapping[str, Any], names: Any, argument: str = "free") -> list[str]:
+    """``names`` as a list of parameter names of ``parameters``; ModelError naming ``argument`` for a string
+    (a sequence of characters to Python: "b_1" would be 'b', '_', '1'), a name that is not a str, an
+    unknown name or one given twice."""
+    if isinstance(names, (str, bytes)):
+        raise ModelError(f"{argument}: expected a list of parameter names, e.g. [{names!r}], got the string "
+                         f"{names!r}")
+    if not isinstance(names, Iterable):
+        raise ModelError(f"{argument}: expected a list of parameter names, got {type(names).__name__} {names!r}")
+    out: list[str] = []
+    for name in names:
+        if not isinstance(name, str):
+            raise ModelError(f"{argument}: expected parameter names (str), got {name!r}")
+        if name not in parameters:
+            raise ModelError(f"{argument}: unknown parameter {name!r}; known parameters: {', '.join(parameters)}")
+        if name in out:
+            raise ModelError(f"{argument}: parameter {name!r} is given twice")
+        out.append(name)
+    return out
 
 
 def is_calibration_result(doc: Any) -> bool:
@@ -189,7 +244,10 @@ def is_calibration_result(doc: Any) -> bool:
 
 def result_changes(doc: Mapping[str, Any], model: Any | None, where: str) -> dict[str, Any]:
     """The whole parameter set of a calibration result (``CalibrationResult.to_dict``): the
-    estimated values (``parameters``) and those held fixed (``fixed``), as changes ``{name: value}``.
+    estimated values (``parameters``) and those held fixed (``fixed``), as changes
+    ``{name: {"value": .., "lower": .., "upper": ..}}`` (:meth:`ParameterSet.updated`): the bounds are the box
+    the calibration ran with, where the entry records finite ones; a bound that is not a number, or a lower
+    above the upper, raises :class:`ModelError` naming ``where`` and the parameter, as a parameter file's does.
 
     With ``model`` (anything with ``name`` and ``parameters``), a result of another model, or one
     that lacks a parameter of the model, raises :class:`ModelError` naming it: falling back on a
@@ -205,7 +263,24 @@ def result_changes(doc: Mapping[str, Any], model: Any | None, where: str) -> dic
     changes: dict[str, Any] = {}
     for section in ("fixed", "parameters"):
         for name, entry in doc[section].items():
-            changes[str(name)] = entry["value"] if isinstance(entry, Mapping) and "value" in entry else entry
+            if not isinstance(entry, Mapping):
+                changes[str(name)] = entry
+                continue
+            if "value" not in entry:
+                raise ModelError(f"{where}: parameter {name!r} has no 'value' in {section!r}")
+            change = {"value": entry["value"]}
+            # The bounds the calibration ran with travel with the values, checked as a parameter file's are
+            # (a number each, lower <= value <= upper); null is an infinite bound, which the model keeps.
+            for bound in ("lower", "upper"):
+                if entry.get(bound) is not None:
+                    try:
+                        change[bound] = _number(f"{name}.{bound}", entry[bound])
+                    except ModelError as exc:
+                        raise ModelError(f"{where}: {exc}") from None
+            if change.get("lower", -math.inf) > change.get("upper", math.inf):
+                raise ModelError(f"{where}: parameter {name!r}: lower bound {change['lower']} is above the upper "
+                                 f"bound {change['upper']}")
+            changes[str(name)] = change
     if model is not None:
         unknown = [name for name in changes if name not in model.parameters]
         if unknown:
@@ -225,6 +300,8 @@ def load_parameter_file(path: str | os.PathLike[str], model: Any | None = None) 
     """
     from mbfg.mbse_yaml import _parse_yaml  # YAML 1.2 numbers (1e-4 is a number), duplicate keys rejected
 
+    if not isinstance(path, (str, os.PathLike)):
+        raise ModelError(f"path: expected the path of a parameter file (str or Path), got {type(path).__name__}")
     path = os.fspath(path)
     try:
         with open(path, encoding="utf-8") as fh:
@@ -241,7 +318,8 @@ def load_parameter_file(path: str | os.PathLike[str], model: Any | None = None) 
     else:
         doc = _parse_yaml(text, path)
     if is_calibration_result(doc):
-        return {name: {"value": value} for name, value in result_changes(doc, model, path).items()}
+        return {name: change if isinstance(change, Mapping) else {"value": change}
+                for name, change in result_changes(doc, model, path).items()}
     if not isinstance(doc, Mapping):
         raise ModelError(f"{path}: expected a mapping of parameter names to values")
     changes: dict[str, Any] = {}

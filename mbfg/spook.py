@@ -144,7 +144,19 @@ class Trajectory:
         with ``seed``), then quantized to ``ppr`` counts per revolution if given (every
         column), and the slider displacements to a linear encoder of ``resolution``
         metres per count if given; the last control is held on the final row.
+
+        Raises:
+            ModelError: a negative or non-finite ``noise``, a ``ppr`` that is not a whole number >= 1, a
+                ``resolution`` that is not a positive number; the message names the argument.
         """
+        if isinstance(noise, bool) or not isinstance(noise, (int, float, np.integer, np.floating)) \
+                or not (np.isfinite(noise) and noise >= 0):
+            raise ModelError(f"noise: expected a standard deviation >= 0 [rad or m], got {noise!r}")
+        if ppr is not None and (isinstance(ppr, bool) or not isinstance(ppr, (int, np.integer)) or ppr < 1):
+            raise ModelError(f"ppr: expected a whole number of counts per revolution >= 1 (or None), got {ppr!r}")
+        if resolution is not None and (isinstance(resolution, bool) or not isinstance(resolution, (int, float, np.floating))
+                                       or not (np.isfinite(resolution) and resolution > 0)):
+            raise ModelError(f"resolution: expected metres per count > 0 (or None), got {resolution!r}")
         y = unwrap_angles(self.model, self.observations)
         if noise:
             y = add_noise(y, noise, np.random.default_rng(seed))
@@ -182,6 +194,34 @@ def unwrap_angles(model: RigidModel, observations: np.ndarray) -> np.ndarray:
 
 
 _COMPILED: dict[tuple, Any] = {}
+
+
+def _seconds(name: str, value: Any) -> float:
+    """``value`` as a finite float; ModelError naming the argument ``name`` otherwise."""
+    number = None
+    if isinstance(value, (bool, np.bool_)):
+        number = None  # True is an int to Python, never a time
+    elif isinstance(value, (int, float, np.integer, np.floating)):
+        number = float(value)
+    elif getattr(value, "shape", None) == () and np.asarray(value).dtype.kind in "iuf":  # a 0-d NumPy/JAX array
+        number = float(np.asarray(value))
+    if number is None or not np.isfinite(number):
+        raise ModelError(f"{name}: expected a finite number of seconds, got {value!r}")
+    return number
+
+
+def _first_joint(model: RigidModel) -> str:
+    joints = [j.name for j in model.axial]
+    return joints[0] if joints else "joint"
+
+
+def _check_state_shape(model: RigidModel, state: State) -> None:
+    """ModelError naming the field of ``initial`` whose shape is not (bodies, 3) or (bodies, 4) for ``e``."""
+    for name, width in (("r", 3), ("e", 4), ("v", 3), ("w", 3)):
+        shape = np.shape(getattr(state, name))
+        if shape != (model.nb, width):
+            raise ModelError(f"initial: field {name} has shape {shape}; {model.name} has {model.nb} "
+                             f"{'body' if model.nb == 1 else 'bodies'}, so expected ({model.nb}, {width})")
 
 
 def _compiled_scan(model: RigidModel, x: State, controls: Array, p: Mapping[str, Any], h: Array):
@@ -225,32 +265,56 @@ def simulate(
         h: time-step [s].
         initial: x_0 (default ``model.initial_state()``: all joint angles zero, at rest).
         controls: (n, n_controls) u_k, held constant over [t_k, t_k+1); default zeros.
-        parameters: parameter values (default the model's own).
+        parameters: parameter values by name, replacing the model's for the names given (the others keep
+            the model's values): ``{"J": 0.002}``.
         quiet: no progress lines on stderr.
         chunk: steps per compiled scan (progress is reported between chunks).
 
     Raises:
-        ModelError: bad time-step, duration, controls shape or initial state.
+        ModelError: an argument of the wrong type or shape, a bad time-step or duration, controls that are not
+            finite, an unknown parameter name or a value outside its bounds, a malformed initial state, or a
+            simulation that diverges; the message names the argument.
     """
-    if not (np.isfinite(h) and h > 0):
-        raise ModelError(f"time-step h must be a positive number of seconds, got {h}")
-    if not (np.isfinite(duration) and duration >= h):
-        raise ModelError(f"duration must be at least one time-step ({h} s), got {duration}")
+    if not isinstance(model, RigidModel):
+        raise ModelError(f"model: expected a RigidModel (e.g. mbfg.pendulum() or mbfg.load_model('pendulum')), "
+                         f"got {type(model).__name__}")
+    h = _seconds("h", h)
+    duration = _seconds("duration", duration)
+    if not h > 0:
+        raise ModelError(f"h: the time-step must be a positive number of seconds, got {h}")
+    if not duration >= h:
+        raise ModelError(f"duration: must be at least one time-step (h = {h} s), got {duration}")
+    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise ModelError(f"chunk: expected a whole number of steps >= 1, got {chunk!r}")
     n = int(round(duration / h))
     nu = len(model.controls)
     if controls is None:
         controls = np.zeros((n, nu))
-    controls = np.asarray(controls, dtype=float).reshape(len(controls), -1) if nu else np.zeros((n, 0))
+    try:
+        controls = np.asarray(controls, dtype=float)
+    except (TypeError, ValueError):
+        raise ModelError(f"controls: expected an array of numbers of shape ({n}, {nu}), got "
+                         f"{type(controls).__name__} {controls!r:.80}") from None
+    # One column may come as a flat (n,) array; anything else must already have the shape (no reshaping that
+    # would silently reinterpret the rows).
+    if nu == 1 and controls.ndim == 1:
+        controls = controls[:, None]
+    if nu == 0 and controls.size == 0:
+        controls = np.zeros((n, 0))
     if controls.shape != (n, nu):
-        raise ModelError(f"controls must have shape ({n}, {nu}) (steps, {list(model.controls)}), got {controls.shape}")
+        raise ModelError(f"controls: expected shape ({n}, {nu}) (steps, {list(model.controls)}), got {controls.shape}")
     if not np.all(np.isfinite(controls)):
-        row = int(np.argwhere(~np.isfinite(controls))[0, 0])
-        raise ModelError(f"controls row {row} is not finite")
+        row, col = (int(i) for i in np.argwhere(~np.isfinite(controls))[0])
+        raise ModelError(f"controls: row {row} ({model.controls[col]}) is not finite ({controls[row, col]})")
+    if initial is not None and not isinstance(initial, State):
+        raise ModelError(f"initial: expected a State, e.g. model.initial_state({{'{_first_joint(model)}': 1.0}}), "
+                         f"got {type(initial).__name__} {initial!r:.80}")
     x0 = model.initial_state() if initial is None else initial
+    _check_state_shape(model, x0)
     model.check_state(x0)
-    p = model.parameters.arrays() if parameters is None else {k: jnp.asarray(v) for k, v in parameters.items()}
+    p = model.parameters.arrays_with(parameters, "parameters")  # the names given replace the model's values
     model.check_configuration(x0, p)
-    chunk = max(1, min(chunk, n))
+    chunk = max(1, min(int(chunk), n))
     n_chunks = -(-n // chunk)
     padded = np.zeros((n_chunks * chunk, nu))
     padded[:n] = controls
@@ -276,7 +340,11 @@ def simulate(
     if not np.all(info.lcp_ok):
         bad = int(np.argmin(info.lcp_ok))
         raise ModelError(f"{model.name}: the complementarity (LCP) solve failed at step {bad} (t = {bad * h:.6g} s)")
-    if not np.all(np.isfinite(observations)):
-        bad = int(np.argwhere(~np.isfinite(observations))[0, 0])
-        raise ModelError(f"{model.name}: the simulation diverged (non-finite state) at step {bad}; try a smaller h")
+    finite = np.isfinite(observations).all(axis=1)
+    for field in states:  # a velocity can overflow while the observed angles stay finite
+        finite &= np.isfinite(np.asarray(field)).reshape(len(field), -1).all(axis=1)
+    if not np.all(finite):
+        bad = int(np.argmin(finite))
+        raise ModelError(f"{model.name}: the simulation diverged (non-finite state) at step {bad} "
+                         f"(t = {bad * h:.6g} s); try a smaller h, or check the parameters and controls")
     return Trajectory(model, np.arange(n + 1) * h, states, observations, controls, info, wall, compile_s)

@@ -80,6 +80,12 @@ _positive_int = _whole_number(1, "a whole number of steps", "at least 1 step")
 _iterations = _whole_number(1, "a whole number of iterations", "at least 1 iteration")
 
 
+#: Largest joint coordinate ``--init`` takes [rad or m]. A float64 near 1e6 still resolves 1.2e-10 (finer
+#: than any encoder); far beyond it the coordinate swallows the motion: ``--init theta=1e308`` wrote a log frozen
+#: at 1e308, as 1e308 + sin(...) == 1e308. 1e6 rad is 159,000 turns of a multi-turn encoder, 1e6 m no rig's travel.
+MAX_COORDINATE = 1e6
+
+
 def _assignment(text: str) -> tuple[str, float]:
     name, sep, value = text.partition("=")
     name = name.strip()
@@ -91,4 +97,9 @@ def _assignment(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"{text!r}: expected an angle in radians after '=', got {value!r}") from None
     if not math.isfinite(number):
         raise argparse.ArgumentTypeError(f"{text!r}: expected a finite angle in radians")
+    if abs(number) > MAX_COORDINATE:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected an angle [rad] or displacement [m] of magnitude at most {MAX_COORDINATE:g} "
+            f"(beyond it a float64 cannot resolve the motion: the log would stay frozen at the start value)"
+        )
     return name, number

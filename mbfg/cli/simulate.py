@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mbfg.cli.args import (
+    MAX_COORDINATE,
     MODEL_HELP,
     Subparsers,
     _assignment,
@@ -83,6 +84,11 @@ A parameter file (--params; YAML or JSON, name: value or name: {value: ...}):
   b_1: 4e-4
 """
 
+#: Longest --dt [s]. Spook is stable at any step, so a step of seconds "works" and returns a log that says
+#: nothing about the mechanism: the built-in models swing, slide and spin on time scales of 0.1-1 s and the rigs
+#: log at 100 Hz-1 kHz. A step above this is refused, not run.
+MAX_DT = 0.1
+
 
 def add_parser(sub: Subparsers) -> None:
     """Register ``simulate`` on the ``mbfg`` subcommand parsers ``sub``."""
@@ -95,7 +101,8 @@ def add_parser(sub: Subparsers) -> None:
     )
     sim.add_argument("model", metavar="MODEL", help=MODEL_HELP)
     sim.add_argument("--duration", type=_positive_float, required=True, metavar="T", help="simulated time [s]")
-    sim.add_argument("--dt", type=_positive_float, required=True, metavar="H", help="time step [s]")
+    sim.add_argument("--dt", type=_positive_float, required=True, metavar="H",
+                     help=f"time step [s], smaller than T and at most {MAX_DT:g} s; T must be a whole number of steps")
     sim.add_argument(
         "--params", metavar="FILE", help="parameter file (YAML or JSON) overriding the model's parameter values"
     )
@@ -153,6 +160,36 @@ def _held_controls(model: RigidModel, source: str, t_steps: np.ndarray, duration
     return log.u[rows]
 
 
+def _step_count(duration: float, dt: float) -> int:
+    """The number of steps of --duration at --dt; ModelError naming the options when that is not a whole number
+    of at least 2 steps of at most :data:`MAX_DT`."""
+    if dt > MAX_DT:
+        raise ModelError(f"--dt {dt:g} s: a time step over {MAX_DT:g} s cannot resolve the motion of a mechanism "
+                         f"(the models' time scales are 0.1-1 s, rigs log at 100 Hz-1 kHz); use e.g. --dt 0.001")
+    if dt >= duration:
+        raise ModelError(f"--dt {dt:g} s is not smaller than --duration {duration:g} s: the log would have at most "
+                         f"one step; give a longer --duration or a smaller --dt")
+    n_steps = int(round(duration / dt))
+    # The log ends at duration, not at the nearest multiple of dt past or before it (silently shortened or
+    # lengthened); 1e-6 of a step absorbs the rounding of decimal inputs such as 0.3 / 0.001.
+    if abs(n_steps * dt - duration) > 1e-6 * dt:
+        raise ModelError(f"--duration {duration:g} s is not a whole number of --dt {dt:g} s steps "
+                         f"({duration / dt:.6g}); use e.g. --duration {n_steps * dt:g}")
+    return n_steps
+
+
+def _check_log_values(obs: np.ndarray, names: tuple[str, ...], t: np.ndarray, notes: list[str]) -> None:
+    """ModelError naming the first cell of the log about to be written that is not finite or beyond
+    :data:`MAX_COORDINATE` in magnitude (noise of --noise 1e308, a body flung away): the stepper's own divergence
+    check sees only non-finite states, and such a log would be read as data."""
+    bad = np.argwhere(~(np.abs(obs) <= MAX_COORDINATE))
+    if bad.size:
+        row, col = (int(i) for i in bad[0])
+        raise ModelError(f"the log would hold {names[col]} = {obs[row, col]:g} at t = {t[row]:g} s (line {row + 2}), "
+                         f"beyond +-{MAX_COORDINATE:g} [rad or m] or not finite"
+                         f"{' (' + '; '.join(notes) + ')' if notes else ''}; nothing written")
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``simulate`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.logs import add_noise, quantize, quantize_linear, write_log
@@ -169,9 +206,7 @@ def run(args: argparse.Namespace) -> int:
             values = model.with_parameters(changes).parameters  # checks names, bounds, positivity
         except ModelError as exc:
             raise ModelError(f"--params {args.params}: {exc}") from None
-    n_steps = int(round(args.duration / args.dt))
-    if n_steps < 1:
-        raise ModelError(f"--duration {args.duration:g} s is shorter than one time step --dt {args.dt:g} s")
+    n_steps = _step_count(args.duration, args.dt)
     hinge_names = [j.name for j in model.hinges]
     joint_names = [j.name for j in model.axial]
     init: dict[str, float] = {}
@@ -233,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
     if args.resolution is not None:
         obs[:, observed_sliders] = quantize_linear(obs[:, observed_sliders], args.resolution)
         notes.append(f"displacements quantized to {args.resolution:g} m per count")
+    _check_log_values(obs, model.observations, trajectory.t, notes)
     held = np.vstack([trajectory.controls, trajectory.controls[-1:]]) if len(model.controls) else controls
     write_log(
         sys.stdout if args.out == "-" else args.out,

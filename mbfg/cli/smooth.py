@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from mbfg.cli.args import Subparsers, _counts, _positive_float, _whole_number
-from mbfg.cli.common import _eprint, _rigid_model, _start, _wall
+from mbfg.cli.common import _check_output, _eprint, _rigid_model, _start, _wall
 from mbfg.errors import DataError, ModelError
 
 if TYPE_CHECKING:
@@ -195,18 +195,20 @@ def _open_output(path: str) -> TextIO:
         raise DataError(f"--output {path}: cannot write ({exc.strerror or exc})") from None
 
 
-def _columns(source: str, header: list[str], model: RigidModel) -> tuple[int, list[int], list[int]]:
+def _columns(where: str, header: list[str], model: RigidModel) -> tuple[int, list[int], list[int]]:
+    """The indices of t, the observations and the controls in ``header``; DataError starting with ``where``
+    (the input and its header's line, or --columns) for a name given twice or one the model needs missing."""
     index: dict[str, int] = {}
     for i, name in enumerate(header):
         if name in index:
-            raise DataError(f"{source}, line 1: column {name!r} appears twice in the header")
+            raise DataError(f"{where}: column {name!r} appears twice in the header")
         index[name] = i
     wanted = [("t", "time")] + [(n, "observation") for n in model.observations] + \
              [(n, "control") for n in model.controls]
     for name, kind in wanted:
         if name not in index:
             raise DataError(
-                f"{source}: no {kind} column {name!r} in the header (model {model.name!r} needs "
+                f"{where}: no {kind} column {name!r} in the header (model {model.name!r} needs "
                 f"{', '.join(n for n, _ in wanted)}); the header has {', '.join(header) or '(nothing)'}"
             )
     return index["t"], [index[n] for n in model.observations], [index[n] for n in model.controls]
@@ -266,11 +268,61 @@ def _is_header(cells: list[str]) -> bool:
     return False
 
 
+def _csv_cells(text: str | None) -> list[str] | None:
+    """The cells of a decoded line; None for a line that is not UTF-8 or not CSV."""
+    if text is None:
+        return None
+    try:
+        return next(csv.reader(io.StringIO(text)))
+    except (csv.Error, StopIteration):
+        return None
+
+
+def _empty(source: str) -> DataError:
+    return DataError(f"{source}: the log is empty; expected a header line 't,<observations...>,<controls...>' "
+                     "(or --columns naming them)")
+
+
+def _first_line(source: str, lineno: int, cells: list[str] | None, columns: list[str] | None,
+                model: RigidModel) -> list[str] | None:
+    """The names on the input's first non-blank line (at ``lineno``), checked: against the model, or with
+    ``columns`` (--columns) against those. None when, with ``columns``, the line is a sample, not a header."""
+    if columns is not None:
+        if cells is None or not _is_header(cells):
+            return None
+        names = [c.strip() for c in cells]
+        if names != columns:
+            raise DataError(f"{source}, line {lineno}: the header names {', '.join(names)}, but --columns said "
+                            f"{', '.join(columns)}")
+        return names
+    if cells is None:
+        raise DataError(f"{source}, line {lineno}: not a CSV header (not UTF-8 text, or not CSV)")
+    names = [c.strip() for c in cells]
+    _columns(f"{source}, line {lineno}", names, model)
+    return names
+
+
+def _check_file_header(path: str, columns: list[str] | None, model: RigidModel) -> None:
+    """For an input that is a regular file, the checks of its first line (:func:`_first_line`) made before
+    the compile, so that a wrong or empty file fails at once, not after seconds of compiling. A pipe is
+    left alone: its first line may come much later (the command compiles while it waits)."""
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            text = _decode(raw, lineno == 1)
+            if text is not None and not text.strip():
+                continue
+            _first_line(path, lineno, _csv_cells(text), columns, model)
+            return
+    if columns is None:
+        raise _empty(path)
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``smooth`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.graphs.stream import StreamEstimator
 
     _start(args)
+    _check_output(args.output, "CSV", "--output")  # a missing folder is reported before the compile
     model = _rigid_model(args.model)
     if args.counts and args.ppr is None:
         raise ModelError("--counts needs --ppr N, the encoder's counts per revolution")
@@ -287,7 +339,9 @@ def run(args: argparse.Namespace) -> int:
     if columns is not None:
         _columns("--columns", columns, model)
     inp = _open_input(args.input)
-    out = _open_output(args.output)
+    if args.input != "-" and os.path.isfile(args.input):
+        _check_file_header(args.input, columns, model)
+    out: TextIO | None = None  # opened by output(), once the input's header is checked
     n = len(model.observations)
     # Compile before the first sample: in a live pipe, seconds of compiling would build a backlog.
     if not args.quiet:
@@ -302,46 +356,48 @@ def run(args: argparse.Namespace) -> int:
     own_process = getattr(args, "own_process", False)
     header: list[str] | None = None
 
-    def begin(names: list[str]) -> tuple[int, list[int], list[int]]:
+    def begin(names: list[str], where: str) -> tuple[int, list[int], list[int]]:
         if not args.quiet:
             _eprint(f"mbfg smooth: {model.name}, lag {estimator.lag:g} s ({estimator.m} steps of "
                     f"{estimator.h:g} s), reading {source}")
-        found = _columns(source, names, model)
-        out.write(",".join(_header(model, args.std)) + "\n")
-        out.flush()
-        return found
+        return _columns(where, names, model)
+
+    def output() -> TextIO:
+        """The output, opened (and its header written) at the first use: after the input's header is checked,
+        so that an empty input or a wrong header fails without an empty file left behind or an old one
+        truncated."""
+        nonlocal out
+        if out is None:
+            out = _open_output(args.output)
+            out.write(",".join(_header(model, args.std)) + "\n")
+            out.flush()
+        return out
 
     may_have_header = columns is not None  # with --columns the stream may still start with a header line
+    lineno = 0  # the input's line number (blank lines included), for the messages
     try:
         if columns is not None:
             header = columns
-            i_t, i_y, i_u = begin(header)
+            i_t, i_y, i_u = begin(header, "--columns")
         first = True
         for raw in _lines(inp):
+            lineno += 1
             text = _decode(raw, first)
             first = False
             if text is not None and not text.strip():
                 continue
-            cells: list[str] | None = None
-            if text is not None:
-                try:
-                    cells = next(csv.reader(io.StringIO(text)))
-                except (csv.Error, StopIteration):
-                    cells = None
-            if header is None or (may_have_header and cells is not None and _is_header(cells)):
-                if cells is None:
-                    raise DataError(f"{source}, line 1: not a CSV header (not UTF-8 text, or not CSV)")
-                names = [c.strip() for c in cells]
-                if may_have_header:  # --columns given and a header came as well: the same, then skipped
-                    may_have_header = False
-                    if names != columns:
-                        raise DataError(f"{source}, line 1: the header names {', '.join(names)}, but --columns "
-                                        f"said {', '.join(columns or [])}")
+            cells = _csv_cells(text)
+            if header is None or may_have_header:
+                # The first line: the header (or, with --columns, the same header again, skipped, or a sample).
+                may_have_header = False
+                names = _first_line(source, lineno, cells, columns, model)
+                if names is not None:
+                    if header is None:
+                        header = names
+                        i_t, i_y, i_u = begin(header, f"{source}, line {lineno}")
+                    output()
                     continue
-                header = names
-                i_t, i_y, i_u = begin(header)
-                continue
-            may_have_header = False
+            assert header is not None  # _first_line returns None (a sample) only with --columns, the header then
             lines += 1
             t_text = cells[i_t].strip() if cells is not None and len(cells) == len(header) else ""
             try:
@@ -355,7 +411,7 @@ def run(args: argparse.Namespace) -> int:
                 t = math.nan
                 shown = repr(raw.strip()[:40]) if text is None else repr(text.strip()[:40])
                 what = "not UTF-8" if text is None else "not a sample"
-                step = estimator.report_malformed(t, f"line {lines + 1} of {source} ({what}: {shown})")
+                step = estimator.report_malformed(t, f"line {lineno} of {source} ({what}: {shown})")
             else:
                 step = estimator.push(t, y, u)
                 if own_process and estimator.status.updates >= 2:
@@ -367,27 +423,29 @@ def run(args: argparse.Namespace) -> int:
             row = [t_text if t_text else _format(t), *_cells(step.filtered, n, args.std),
                    _format(step.smoothed.t) if step.smoothed is not None else "",
                    *_cells(step.smoothed, n, args.std), "|".join(step.flags)]
-            out.write(",".join(row) + "\n")
-            out.flush()
+            dest = output()
+            dest.write(",".join(row) + "\n")
+            dest.flush()
             now = time.perf_counter()
             if not args.quiet and now - last_report > 5.0:
                 last_report = now
                 _eprint(f"[smooth {model.name}] {lines} samples, {now - start:.1f} s wall")
         if header is None:
-            raise DataError(f"{source}: the log is empty; expected a header line 't,<observations...>,<controls...>'"
-                            " (or --columns naming them)")
+            raise _empty(source)
+        output()  # a header and no samples: the output's header, as for any log
     except KeyboardInterrupt:
         # Ctrl-C ends a live pipe ('tail -n +1 -f log.csv | mbfg smooth ...'): what was estimated is
         # written and flushed, and the summary follows.
         interrupted = True
     finally:
         estimator.flush()  # the samples still waiting for an update (--update-every), for the summary
-        try:
-            out.flush()
-        except (OSError, ValueError):
-            pass
-        if out is not sys.stdout:
-            out.close()
+        if out is not None:
+            try:
+                out.flush()
+            except (OSError, ValueError):
+                pass
+            if out is not sys.stdout:
+                out.close()
         if inp is not sys.stdin and inp is not getattr(sys.stdin, "buffer", None):
             inp.close()
     wall = time.perf_counter() - start
