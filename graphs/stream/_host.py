@@ -73,6 +73,8 @@ class _StreamHost:
     _turn_steps: np.ndarray
     _t_decimals: int
     _pred_cache: tuple[Any, list] | None
+    _gate_ref: tuple[int, np.ndarray, np.ndarray] | None
+    _believed: list[tuple[int, float]]
 
     # Methods one part calls in another.
     def push(self, t: float, readings: Sequence[float | None],

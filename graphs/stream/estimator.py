@@ -262,6 +262,8 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         self._turn_steps = np.zeros(n_obs, dtype=bool)  # ... or a step of more than pi between samples
         self._t_decimals = 12  # decimals of the output times (those of the period and of t_0)
         self._pred_cache: tuple[Any, list] | None = None  # the last model rollout (key, states)
+        self._gate_ref: tuple[int, np.ndarray, np.ndarray] | None = None  # (k, coordinates, rates) after a gap
+        self._believed: list[tuple[int, float]] = [(-1, math.nan)] * n_obs  # per channel: (k, last believed reading)
 
     # ------------------------------------------------------------------ construction helpers
     def _threshold_map(self, per_kind: Mapping[str, float], n_refined: int) -> gtsam.ISAM2ThresholdMap:
@@ -409,7 +411,10 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
             if gap and not between and self._smoother is not None:
                 if self._pending:  # the samples before the gap first: an update never straddles a gap
                     early = self._update()
-                pred = self._predicted_coordinates(k)
+                pred, pred_rates = self._predicted_coordinates(k)
+                # The gate's reference until an update takes the samples after the gap in: with several
+                # samples per update the filtered estimate stays before the gap meanwhile.
+                self._gate_ref = (k, pred, pred_rates)
         except Exception as exc:  # noqa: BLE001 - a stream must go on; the failure is counted and reported
             return self._solver_failed(t, exc, flags)
         y = self._unwrap(y, pred, gap)

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mbfg.graphs.stream.readout import _wrap
 from mbfg.graphs.stream.results import StreamStep, StreamWarning
 
 if TYPE_CHECKING:  # the estimator's attributes and methods the mixin uses
@@ -148,50 +147,52 @@ class _FaultGate(_StreamHost):
     def _gate(self, y: np.ndarray, k: int, flags: list[str], pred: np.ndarray | None = None) -> np.ndarray:
         """Readings too far from the prediction are left out (``jump``); ``resync`` in a row are believed.
 
-        pred (n_obs,): the model's prediction of state k (after a gap); else the filtered estimate
-        extrapolated at its rates."""
+        pred (n_obs,): the model's prediction of state k (after a gap). Else each reading is expected at the
+        newest of: the filtered estimate, the model's prediction across the last gap, and the channel's last
+        believed reading of a sample still awaiting its update; extrapolated from there at the rates of the
+        first two. (With several samples per update the filtered estimate lags the readings by up to an
+        update: extrapolated over that at a start's unknown rate, a fast rig's readings would look like
+        jumps.)"""
         f = self._filtered
         if f is None:
             return y
-        # The usual sample (every reading believable) in Python floats: this runs on every sample, and a
-        # NumPy operation on a few readings costs more than its arithmetic.
-        dt = (k - f.k) * self.h
-        readings, hinges = y.tolist(), self._hinge_list
-        expected = pred.tolist() if pred is not None else [q + qd * dt for q, qd in zip(f.coordinates.tolist(),
-                                                                                          f.rates.tolist())]
-        usual = True
+        k_ref, coordinates, rates = f.k, f.coordinates, f.rates
+        if self._gate_ref is not None and self._gate_ref[0] > k_ref:  # samples after a gap await their update
+            k_ref, coordinates, rates = self._gate_ref
+        # In Python floats: this runs on every sample, and a NumPy operation on a few readings costs more
+        # than its arithmetic.
+        readings, hinges, h = y.tolist(), self._hinge_list, self.h
+        if pred is not None:
+            expected = pred.tolist()
+        else:
+            expected = []
+            for q, qd, (k_c, q_c) in zip(coordinates.tolist(), rates.tolist(), self._believed):
+                expected.append(q_c + qd * (k - k_c) * h if k_ref < k_c < k else q + qd * (k - k_ref) * h)
+        out = y
         for c, (reading, guess) in enumerate(zip(readings, expected)):
-            d = reading - guess  # NaN where the reading is missing: not a jump
+            if math.isnan(reading):  # missing: nothing to gate
+                continue
+            d = reading - guess
             if hinges[c]:
                 d = _wrap_angle(d) if math.isfinite(d) else math.nan  # as np.arctan2 of a non-finite angle
-            if abs(d) > self.jump:
-                usual = False
-                break
-        if usual:
-            for c, reading in enumerate(readings):
-                if not math.isnan(reading):
-                    self._jumps_in_row[c] = 0
-            return y
-        pred = np.asarray(expected)
-        innovation = y - pred
-        innovation = np.where(self.hinge, _wrap(innovation), innovation)
-        finite = np.isfinite(y)
-        out = y.copy()
-        for c in np.flatnonzero(finite):
-            if abs(innovation[c]) > self.jump:
-                self._jumps_in_row[c] += 1
-                if self._jumps_in_row[c] >= self.resync:
-                    self.status.resyncs += 1
-                    flags.append("resync")
-                    self._jumps_in_row[c] = 0
-                    continue
-                self.status.jumps += 1
-                if "jump" not in flags:
-                    flags.append("jump")
-                assert self._t0 is not None  # set by the first sample
-                self._warn("jump", f"stream: reading {self.model.observations[c]!r} at t = {self._t0 + k * self.h:g} s "
-                           f"is {abs(innovation[c]):.3g} from the prediction (more than {self.jump:.3g}); left out")
-                out[c] = np.nan
-            else:
+            if not abs(d) > self.jump:  # (a NaN guess believes the reading)
                 self._jumps_in_row[c] = 0
+                self._believed[c] = (k, reading)
+                continue
+            self._jumps_in_row[c] += 1
+            if self._jumps_in_row[c] >= self.resync:
+                self.status.resyncs += 1
+                flags.append("resync")
+                self._jumps_in_row[c] = 0
+                self._believed[c] = (k, reading)
+                continue
+            self.status.jumps += 1
+            if "jump" not in flags:
+                flags.append("jump")
+            assert self._t0 is not None  # set by the first sample
+            self._warn("jump", f"stream: reading {self.model.observations[c]!r} at t = {self._t0 + k * self.h:g} s "
+                       f"is {abs(d):.3g} from the prediction (more than {self.jump:.3g}); left out")
+            if out is y:
+                out = y.copy()
+            out[c] = np.nan
         return out

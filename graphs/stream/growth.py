@@ -120,21 +120,22 @@ class _GraphGrowth(_StreamHost):
         self._pred_cache = (key, out)
         return out
 
-    def _predicted_coordinates(self, k: int) -> np.ndarray:
-        """The model's prediction of the observed coordinates (n_obs,) [rad, m] of state k across a gap, from
-        the newest state in the window (no sample waiting), the last control held: hinge angles unwrapped
-        from the filtered estimate step by step (each step turns far less than pi)."""
+    def _predicted_coordinates(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The model's prediction of the observed coordinates (n_obs,) [rad, m] and their rates (n_obs,)
+        [rad/s, m/s] of state k across a gap, from the newest state in the window (no sample waiting), the
+        last control held: hinge angles unwrapped from the filtered estimate step by step (each step turns
+        far less than pi)."""
         n = k - self._k
         states = self._predict(self._k, [self._u_graph] * n)
         R = np.array([[p.rotation().matrix() for p in poses] for poses, _ in states])
         r = np.array([[p.translation() for p in poses] for poses, _ in states])
         vel = np.array([v for _, v in states])
-        q, _ = self._readout(R, r, vel)
+        q, qd = self._readout(R, r, vel)
         assert self._filtered is not None  # the window's newest state has its filtered estimate
         start = self._filtered.coordinates
         steps = np.diff(np.vstack([start, q]), axis=0)
         steps = np.where(self.hinge, np.arctan2(np.sin(steps), np.cos(steps)), steps)
-        return np.where(self.hinge, start + steps.sum(axis=0), q[-1])
+        return np.where(self.hinge, start + steps.sum(axis=0), q[-1]), qd[-1]
 
     def _update_smoother(self, factors: Sequence[FactorGroup | gtsam.NonlinearFactor], values: gtsam.Values,
                          stamps: dict[int, float]) -> None:
