@@ -2,10 +2,11 @@
 
 Run from anywhere::
 
-    python benchmarks/fourbar_forward.py            # full: ~35 min on 2 busy cores
+    python benchmarks/fourbar_forward.py            # full: ~40 min on 2 busy cores
     python benchmarks/fourbar_forward.py --quick    # smoke test: ~1-2 min
+    python benchmarks/fourbar_forward.py --batch 0.2,1,5   # only figure 4, at these horizons: ~6 min
 
-Prints three figures, asserts nothing:
+Prints four figures, asserts nothing:
 
 1. Table 1 of seed 003: RMSE of the q trajectories (x1, y1, x2, y2 [m]) of the
    four-bar of ``../shared/data/mbse/fourbars1.yaml`` released from rest
@@ -24,6 +25,13 @@ Prints three figures, asserts nothing:
    printed mapping), plus an exact-shape C++ reference
    (LinearContainerFactor) and a plain-Python CustomFactor of the same shape;
    wall and process CPU times.
+4. The whole-horizon batch solve (``mbfg forward fourbar --duration T --batch``:
+   ``simulate_forward(window=None)``, g = 9.81 m/s^2 as the command line's default) against the
+   default fixed-lag run (Nw = 2, iSAM2, one Gauss-Newton step per update) at horizons T = 0.2,
+   1 and 5 s (``--quick``: 0.2 s): the largest difference of any coordinate at any step
+   max |q_batch - q_fixed-lag| [m], the batch solve's iterations (Gauss-Newton, then LM if a
+   step fails) and whether it converged (``ForwardResult.converged``), the wall times, and both
+   runs' RMSE against the reference of 1.
 
 The reported wall times exclude JAX compilation: every configuration is warmed
 up on a short run first.
@@ -339,6 +347,33 @@ def overhead(mech: mbfg.PlanarMechanism, n_steps: int, repeats: int) -> None:
 
 
 # --------------------------------------------------------------------------------------
+# 4. Batch against fixed-lag
+# --------------------------------------------------------------------------------------
+
+#: Gravity of figure 4 [m/s^2]: the command line's default, so that its figures are those of
+#: ``mbfg forward fourbar --duration T --batch``.
+G_CLI = 9.81
+
+
+def batch_vs_fixed_lag(mech: mbfg.PlanarMechanism, durations: list[float]) -> None:
+    """Print, per horizon, the batch solve's agreement with the default fixed-lag run."""
+    print("== 4. Batch (whole horizon: Gauss-Newton, LM if a step fails) against fixed-lag (Nw = 2, incremental): "
+          f"dependent coordinates, dt = {DT * 1e3:g} ms, g = {G_CLI}")
+    print("   batch wall includes its start guess (a fixed-lag run with 2 Gauss-Newton steps per update);")
+    print("   RMSE of q against the reference of figure 1 [m].")
+    print(f"{'T (s)':>6} {'max |dq| (m)':>13} {'iter':>5} {'converged':>10} {'batch wall (s)':>15} "
+          f"{'fixed-lag wall (s)':>19} {'batch RMSE':>11} {'fixed-lag RMSE':>15}")
+    for duration in durations:
+        batch = simulate_forward(mech, DT, duration, g=G_CLI, window=None)
+        lag = simulate_forward(mech, DT, duration, g=G_CLI, window=2)
+        difference = float(np.abs(batch.q - lag.q).max())
+        print(f"{duration:>6g} {difference:>13.2e} {batch.iterations[0]:>5d} {batch.converged!s:>10} "
+              f"{batch.wall_s:>15.1f} {lag.wall_s:>19.1f} {q_rmse(batch, G_CLI):>11.3e} "
+              f"{q_rmse(lag, G_CLI):>15.3e}", flush=True)
+    print()
+
+
+# --------------------------------------------------------------------------------------
 
 
 def warm_up(mech: mbfg.PlanarMechanism) -> None:
@@ -356,11 +391,26 @@ def _load() -> str:
         return "load average unknown"
 
 
+def _durations(text: str) -> list[float]:
+    """``--batch`` 0.2,1,5 -> [0.2, 1.0, 5.0] [s]."""
+    try:
+        values = [float(item) for item in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated durations in s, e.g. 0.2,1,5; got {text!r}"
+        ) from None
+    if not all(np.isfinite(v) and v >= DT for v in values):
+        raise argparse.ArgumentTypeError(f"durations must be finite and at least dt = {DT} s; got {text!r}")
+    return values
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="reduced run for smoke testing (0.5 s, Nw = 2, 3)")
     parser.add_argument("--smoother", choices=("incremental", "batch"), default="incremental",
                         help="fixed-lag smoother of the Table 1 runs (default: incremental)")
+    parser.add_argument("--batch", metavar="T,...", type=_durations, default=None,
+                        help="run only figure 4 (batch against fixed-lag), at these horizons [s], e.g. 0.2,1,5")
     args = parser.parse_args(argv)
     duration, windows = (0.5, [2, 3]) if args.quick else (5.0, list(range(2, 11)))
     perf_duration = 0.5 if args.quick else 2.0
@@ -374,9 +424,13 @@ def main(argv: list[str] | None = None) -> None:
     print()
     start = time.perf_counter()
     warm_up(mech)
-    table_1(mech, duration, windows, args.smoother)
-    performance(mech, perf_duration)
-    overhead(mech, n_steps, repeats)
+    if args.batch is not None:
+        batch_vs_fixed_lag(mech, args.batch)
+    else:
+        table_1(mech, duration, windows, args.smoother)
+        performance(mech, perf_duration)
+        overhead(mech, n_steps, repeats)
+        batch_vs_fixed_lag(mech, [0.2] if args.quick else [0.2, 1.0, 5.0])
     print(f"total wall time {time.perf_counter() - start:.0f} s; {_load()}")
 
 

@@ -17,6 +17,7 @@ fixed-lag smoother over a window of Nw steps.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import SupportsFloat, SupportsIndex, SupportsInt
 
 import gtsam
 import numpy as np
@@ -68,10 +69,11 @@ class ForwardResult:
         q, qdot, qddot: (N+1, n) coordinates, velocities, accelerations (SI).
         coordinate_names: names of the n coordinates.
         iterations: per solved step, the smoother's count (LM iterations for the batch
-            smoother, 1 per iSAM2 update for the incremental one); one entry, the LM
-            iterations, for a whole-horizon batch solve.
+            smoother, 1 per iSAM2 update for the incremental one); one entry for a whole-horizon
+            batch solve: its iterations (Gauss-Newton steps, then LM iterations if a step failed;
+            0 when its start was already a minimum).
         wall_s: wall time of the solve [s].
-        converged: for a whole-horizon batch solve, whether the LM reached a minimum (its
+        converged: for a whole-horizon batch solve, whether it reached a minimum (its
             linear model at the result predicts less than ``BATCH_RELATIVE_TOL`` of further
             decrease); None for the fixed-lag smoothers, which solve step by step.
     """
@@ -138,11 +140,17 @@ class _Builder:
         self._insert(values, 0, self.q0, self.qdot0, self.qddot0)
         return graph, values
 
-    def transition(self, k: int, q: np.ndarray, qdot: np.ndarray, qddot: np.ndarray) -> tuple[
-        gtsam.NonlinearFactorGraph, gtsam.Values
-    ]:
-        """Factors linking step k to k+1 and the new step's own factors; values of step k+1
-        predicted from the (q, qdot, qddot) of step k by a Taylor step."""
+    def transition(
+        self,
+        k: int,
+        q: np.ndarray,
+        qdot: np.ndarray,
+        qddot: np.ndarray,
+        next_state: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    ) -> tuple[gtsam.NonlinearFactorGraph, gtsam.Values]:
+        """Factors linking step k to k+1 and the new step's own factors, and the values of step k+1:
+        ``next_state`` (q, qdot, qddot), each (n,), where given, else predicted from the (q, qdot,
+        qddot) of step k by a Taylor step."""
         graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
         dt, n, noise = self.dt, self.mech.n, self.noise
         self._step_keys = []
@@ -156,8 +164,11 @@ class _Builder:
             graph.add(trapezoidal_factor(zd0, zd1, zdd0, zdd1, dt, d, noise.integrator))
             graph.add(soft_equality_factor(keys.Q(k), keys.Q(k + 1), n, noise.equality))
         self._step_factors(graph, k + 1)
-        q_next = q + dt * qdot + 0.5 * dt**2 * qddot
-        qdot_next, qddot_next = qdot + dt * qddot, qddot
+        if next_state is None:
+            q_next = q + dt * qdot + 0.5 * dt**2 * qddot
+            qdot_next, qddot_next = qdot + dt * qddot, qddot
+        else:
+            q_next, qdot_next, qddot_next = next_state
         self._insert(values, k + 1, q_next, qdot_next, qddot_next)
         better = self._better_independent(q_next) if self.indep is not None else None
         if better is not None:
@@ -270,14 +281,19 @@ def simulate_forward(
         coordinates: ``"dependent"`` (Figure 2) or ``"independent"`` (Figure 3).
         independent: indices of z in q (independent coordinates); default: a
             well-conditioned choice at q0.
-        window: fixed-lag window Nw in steps; ``None`` solves the whole horizon in batch.
+        window: fixed-lag window Nw in steps; ``None`` solves the whole horizon in batch: Gauss-Newton
+            (Levenberg-Marquardt where a step fails) from the trajectory of a fixed-lag run (Nw = 2,
+            two Gauss-Newton steps per update), with ``converged`` on the result saying whether it
+            reached a minimum.
         smoother: ``"batch"`` (BatchFixedLagSmoother, LM in the window) or
             ``"incremental"`` (IncrementalFixedLagSmoother, iSAM2).
         noise: factor sigmas (see :class:`ForwardNoise`).
-        max_iterations: LM iteration limit per solve (batch and batch fixed-lag).
+        max_iterations: iteration limit per solve (LM: batch fixed-lag; Gauss-Newton and LM in all:
+            whole-horizon batch).
         gauss_newton_steps: iSAM2 updates per time step (incremental smoother);
             each is one Gauss-Newton step.
-        quiet: no progress lines on stderr.
+        quiet: no progress lines on stderr (else: the steps every 2 s; for a batch solve, those of
+            its fixed-lag start guess, then every iteration with its cost).
     """
     if not (np.isfinite(dt) and np.isfinite(duration) and 0 < dt <= duration):
         raise ModelError(f"dt and duration must be finite with 0 < dt <= duration, got dt={dt}, duration={duration}")
@@ -298,8 +314,14 @@ def simulate_forward(
 
     progress = Progress(f"forward {coordinates}", n_steps, quiet=quiet)
     if window is None:
-        start = _solve_fixed_lag(builder(), n_steps, 2, "incremental", max_iterations, 2, Progress("", 0, quiet=True))
-        result = _solve_batch(builder(), n_steps, max_iterations, progress, start)
+        # The start guess is a fixed-lag run (2 Gauss-Newton steps per update), over half the wall
+        # time of a 5 s batch solve: it reports its progress too.
+        start_progress = Progress(f"forward {coordinates}: fixed-lag start guess", n_steps, quiet=quiet)
+        start = _solve_fixed_lag(builder(), n_steps, 2, "incremental", max_iterations, 2, start_progress)
+        lm_progress = Progress(f"forward {coordinates}: batch iteration", max_iterations, quiet=quiet,
+                               interval_s=0.0)
+        start_progress.start = lm_progress.start = progress.start  # t= counts from the start of the solve
+        result = _solve_batch(builder(), n_steps, max_iterations, lm_progress, start)
     else:
         result = _solve_fixed_lag(
             builder(), n_steps, window, smoother, max_iterations, gauss_newton_steps, progress
@@ -315,30 +337,79 @@ BATCH_RELATIVE_TOL = 1e-3
 
 def _solve_batch(builder: _Builder, n_steps: int, max_iterations: int, progress: Progress,
                  start: ForwardResult) -> ForwardResult:
-    """The whole horizon in one LM solve. Step k+1 starts from a Taylor step of ``start``'s step k
-    (the fixed-lag trajectory: the same discretization solved step by step).
+    """The whole horizon in one least-squares solve, started from ``start``'s states (the fixed-lag
+    trajectory: the same discretization solved step by step, so the solve starts near its minimum).
 
-    Chained explicit predictions drift from the solution over the horizon (a 1 s four-bar run
-    started 2.5 cm off at cost 2.6e6, where every LM trial failed and the start was returned)."""
+    Gauss-Newton steps (QR) while each lowers the cost, until the Gauss-Newton model predicts less than
+    ``BATCH_RELATIVE_TOL`` of further decrease (converged; that last step is taken too where it lowers
+    the cost) or ``max_iterations`` steps are spent. A step that raises the cost before convergence
+    hands over to GTSAM's Levenberg-Marquardt (damping) for the iterations left.
+    Gauss-Newton first because the LM spends its last iteration on trial steps at the least-squares
+    floor, each a whole-horizon solve and cost evaluation, until its lambda passes its bound (from
+    the same start, the 1 s four-bar took 32 s for 1 accepted LM iteration, the 5 s one over 15 min;
+    see benchmarks/README.md).
+
+    ``progress`` gets one line per iteration (its number, the cost after it, the time).
+
+    Starting step k+1 from a Taylor step of ``start``'s step k instead was wrong: its velocities and
+    accelerations are O(dt^2) and O(dt) off, which the near-exact velocity constraints (sigma 1e-6)
+    and the dynamics factors weigh heavily (a 1 s four-bar run started at a cost of about 2.5e8
+    instead of 4e-9; the LM ran out of its 15 iterations 4 mm off, after 290 s)."""
     graph, values = builder.initial()
     for k in range(n_steps):
-        g_k, v_k = builder.transition(k, start.q[k], start.qdot[k], start.qddot[k])
+        state = (start.q[k + 1], start.qdot[k + 1], start.qddot[k + 1])
+        g_k, v_k = builder.transition(k, start.q[k], start.qdot[k], start.qddot[k], next_state=state)
         graph.push_back(g_k)
         values.insert(v_k)
+    cost, iterations, ordering = graph.error(values), 0, None
+    while True:
+        linear = graph.linearize(values)
+        if ordering is None:  # COLAMD once: the graph's structure does not change
+            ordering = gtsam.Ordering.ColamdGaussianFactorGraph(linear)
+        delta = linear.eliminateMultifrontal(ordering, gtsam.EliminateQR).optimize()
+        # First-order check: how much further would the Gauss-Newton model lower the cost?
+        converged = bool(cost - linear.error(delta) <= BATCH_RELATIVE_TOL * cost + 1e-12)
+        if iterations == max_iterations:
+            break
+        trial = values.retract(delta)
+        trial_cost = graph.error(trial)
+        if trial_cost < cost:
+            values, cost, iterations = trial, trial_cost, iterations + 1
+            progress.update(iterations, cost=cost)
+            if converged:  # the last, small step is taken: the result is the batch minimum, not the start
+                break
+        elif converged:  # at the least-squares floor, where a step is rounding noise
+            break
+        else:
+            values, cost, iterations, converged = _levenberg_marquardt(
+                graph, values, max_iterations - iterations, iterations, progress)
+            break
+    result = _collect(builder, values, n_steps, [iterations])
+    result.converged = converged
+    return result
+
+
+def _levenberg_marquardt(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, max_iterations: int,
+                         done: int, progress: Progress) -> tuple[gtsam.Values, float, int, bool]:
+    """GTSAM's LM from ``values`` for at most ``max_iterations``, after ``done`` Gauss-Newton steps.
+
+    Returns the solution, its cost, the iterations in all (``done`` + LM's) and whether it converged
+    (the same first-order check as :func:`_solve_batch`'s).
+    """
     params = lm_params(max_iterations)
     params.setlambdaUpperBound(1e5)  # the whole horizon may need damping a window step never does
+
+    def report(iteration: SupportsInt | SupportsIndex, _: object, cost_after: SupportsFloat | SupportsIndex) -> None:
+        progress.update(done + int(iteration), cost=float(cost_after))  # GTSAM calls it after every iteration
+
+    params.iterationHook = report
     optimizer = gtsam.LevenbergMarquardtOptimizer(graph, values, params)
     solution = optimizer.optimize()
     cost = graph.error(solution)
-    # First-order check: how much further would the Gauss-Newton model at the result lower the cost?
     linear = graph.linearize(solution)
     delta = linear.eliminateSequential(gtsam.Ordering.ColamdGaussianFactorGraph(linear), gtsam.EliminateQR).optimize()
-    predicted = linear.error(delta)
-    converged = bool(cost - predicted <= BATCH_RELATIVE_TOL * cost + 1e-12)
-    progress.update(n_steps, iterations=optimizer.iterations(), cost=cost)
-    result = _collect(builder, solution, n_steps, [optimizer.iterations()])
-    result.converged = converged
-    return result
+    converged = bool(cost - linear.error(delta) <= BATCH_RELATIVE_TOL * cost + 1e-12)
+    return solution, cost, done + optimizer.iterations(), converged
 
 
 def _solve_fixed_lag(

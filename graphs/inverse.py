@@ -17,8 +17,10 @@ stages, each starting from the previous stage's solution (section 7.2):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import gtsam
 import numpy as np
@@ -60,6 +62,8 @@ class InverseResult:
         q, qdot, qddot: (N, n) the solved motion.
         coordinate_names: names of all n coordinates.
         stage_iterations: Gauss-Newton iterations of each of the four stages.
+        stage_converged: whether each stage's Gauss-Newton converged (False: it stopped at its
+            iteration limit, and the forces are not a solution).
         wall_s: wall time [s].
     """
 
@@ -71,7 +75,13 @@ class InverseResult:
     qddot: np.ndarray
     coordinate_names: tuple[str, ...]
     stage_iterations: list[int] = field(default_factory=list)
+    stage_converged: list[bool] = field(default_factory=list)
     wall_s: float = 0.0
+
+    @property
+    def converged(self) -> bool:
+        """Whether every stage's Gauss-Newton converged."""
+        return all(self.stage_converged)
 
     def to_dataframe(self) -> pd.DataFrame:
         """Columns ``t`` then ``Q_<name>`` for each imposed coordinate."""
@@ -96,12 +106,28 @@ def initial_derivatives(t: np.ndarray, x: np.ndarray, samples: int = 7) -> tuple
     return coef[1] / scale, 2.0 * coef[2] / scale**2
 
 
+class GaussNewtonResult(NamedTuple):
+    """What :func:`gauss_newton` returns."""
+
+    values: gtsam.Values
+    """The last iterate."""
+    iterations: int
+    """Gauss-Newton steps taken."""
+    converged: bool
+    """Whether the last step changed the cost by at most ``relative_tol`` of it (or left it below
+    ``absolute_tol``); False when the iteration limit stopped it first."""
+    cost: float
+    """The cost at ``values`` (GTSAM's error: half the sum of squared whitened residuals)."""
+
+
 def gauss_newton(
     graph: gtsam.NonlinearFactorGraph,
     values: gtsam.Values,
     max_iterations: int = 50,
     relative_tol: float = 1e-6,
-) -> tuple[gtsam.Values, int]:
+    on_iteration: Callable[[int, float], None] | None = None,
+    absolute_tol: float = 1e-10,
+) -> GaussNewtonResult:
     """Gauss-Newton with a multifrontal QR solve and a COLAMD ordering computed once.
 
     Each inverse-dynamics stage starts from a consistent solution of the
@@ -112,7 +138,18 @@ def gauss_newton(
     (``gtsam.GaussNewtonOptimizer`` with the same settings was an order of
     magnitude slower here, for a reason not pinned down.)
 
-    Returns the solution and the number of iterations.
+    Converged: a step changed the cost by at most ``relative_tol`` of it, or left it below
+    ``absolute_tol``. A step that raises the cost by more is not convergence (undamped Gauss-Newton
+    can overshoot): the iteration goes on, and at ``max_iterations`` the result says it did not
+    converge.
+
+    Args:
+        graph, values: the problem and the start.
+        max_iterations: the most steps.
+        relative_tol: the convergence threshold, relative to the cost.
+        on_iteration: called after each step with its number (1-based) and the new cost.
+        absolute_tol: a cost this low is converged whatever its change: it is float64 rounding
+            noise (pendulum2.yaml's stages sit at 1.5e-13 and move by 0.3 % from step to step).
     """
     ordering = None
     error = graph.error(values)
@@ -123,11 +160,13 @@ def gauss_newton(
         delta = linear.eliminateMultifrontal(ordering, gtsam.EliminateQR).optimize()
         values = values.retract(delta)
         new_error = graph.error(values)
-        converged = error - new_error <= relative_tol * error
+        if on_iteration is not None:
+            on_iteration(iteration, new_error)
+        converged = new_error <= absolute_tol or abs(error - new_error) <= relative_tol * error
         error = new_error
         if converged:
-            return values, iteration
-    return values, max_iterations
+            return GaussNewtonResult(values, iteration, True, error)
+    return GaussNewtonResult(values, max_iterations, False, error)
 
 
 def solve_inverse_dynamics(
@@ -153,7 +192,11 @@ def solve_inverse_dynamics(
         q_guess: configuration near the start, picks the assembly branch (default q0).
         noise: factor sigmas.
         max_iterations: Gauss-Newton iteration limit per stage.
-        quiet: no progress lines.
+        quiet: no progress lines (else on stderr: the start and the end of the position analysis and of
+            each of the four stages, and a stage's Gauss-Newton iterations every 2 s).
+
+    Returns the forces and the motion; ``converged`` is False when a stage stopped at
+    ``max_iterations`` (``stage_converged`` says which).
     """
     t = np.asarray(t, dtype=float).reshape(-1)
     traj = np.asarray(trajectory, dtype=float)
@@ -166,13 +209,20 @@ def solve_inverse_dynamics(
     n, N = mech.n, len(t)
     progress = Progress("inverse dynamics", 4, quiet=quiet)
 
+    def say(text: str) -> None:
+        # Every stage's start and end, unthrottled: a rate-limited line can skip a whole stage.
+        if not quiet:
+            print(f"[inverse dynamics] {text}  t={progress.elapsed:.1f}s", file=progress.stream, flush=True)
+
     # Initial values: the position problem along the trajectory, warm-started.
+    say(f"position analysis of {N} samples (initial values)")
     q_init = np.zeros((N, n))
     q = np.array(mech.q0 if q_guess is None else q_guess, dtype=float)
     for k in range(N):
         q[idx] = traj[k]
         q = mech.solve_position(q, fixed=idx)
         q_init[k] = q
+    say("position analysis done")
     qdot_init = np.gradient(q_init, dt, axis=0)
     qddot_init = np.gradient(qdot_init, dt, axis=0)
     # The trapezoidal integrators leave a (-1)^k mode free in qdot and qddot; full
@@ -187,12 +237,22 @@ def solve_inverse_dynamics(
 
     graph, values = gtsam.NonlinearFactorGraph(), gtsam.Values()
     iterations: list[int] = []
+    converged: list[bool] = []
+    stages = {1: "positions", 2: "+ velocities, accelerations, integrators", 3: "+ velocity constraints",
+              4: "+ generalized forces, inverse dynamics"}
 
     def solve(stage: int) -> None:
         nonlocal values
-        values, n_iter = gauss_newton(graph, values, max_iterations)
-        iterations.append(n_iter)
-        progress.update(stage, iterations=n_iter, cost=graph.error(values), factors=graph.size())
+        say(f"stage {stage}/4 ({stages[stage]}): {graph.size()} factors, {values.size()} variables, "
+            f"cost {graph.error(values):.4g}")
+        steps = Progress(f"inverse dynamics stage {stage}/4: Gauss-Newton iteration", max_iterations, quiet=quiet)
+        steps.start = progress.start  # every line's t= counts from the start of the solve
+        solved = gauss_newton(graph, values, max_iterations, on_iteration=lambda i, cost: steps.update(i, cost=cost))
+        values = solved.values
+        iterations.append(solved.iterations)
+        converged.append(solved.converged)
+        outcome = "converged" if solved.converged else "NOT converged (iteration limit)"
+        say(f"stage {stage}/4 done: {solved.iterations} Gauss-Newton iterations, cost {solved.cost:.4g}, {outcome}")
 
     steps, pairs = range(N), range(1, N)
 
@@ -244,36 +304,56 @@ def solve_inverse_dynamics(
         qddot=stack(keys.A),
         coordinate_names=mech.coordinate_names,
         stage_iterations=iterations,
+        stage_converged=converged,
         wall_s=progress.elapsed,
     )
 
 
 def _check_trajectory(t: np.ndarray, traj: np.ndarray, idx: np.ndarray) -> None:
+    """Shapes, finite values and uniform times of arrays given to :func:`solve_inverse_dynamics`."""
     if len(t) < 3:
         raise DataError(f"trajectory: {len(t)} rows; at least 3 samples are needed")
     if traj.shape != (len(t), len(idx)):
         raise DataError(
             f"trajectory: expected {len(idx)} value column(s) (one per imposed coordinate), got shape {traj.shape}"
         )
-    bad = np.flatnonzero(~np.isfinite(traj).all(axis=1) | ~np.isfinite(t))
-    if bad.size:
-        raise DataError(f"trajectory: row {bad[0]} has a non-finite value")
-    dt = np.diff(t)
-    if np.any(dt <= 0):
-        raise DataError(f"trajectory: time is not increasing at row {int(np.flatnonzero(dt <= 0)[0]) + 1}")
-    if np.max(np.abs(dt - dt[0])) > 1e-6 * dt[0] + 1e-12:
-        row = int(np.argmax(np.abs(dt - dt[0]))) + 1
-        raise DataError(f"trajectory: time step is not uniform at row {row} ({dt[row - 1]} s vs {dt[0]} s)")
+    _check_samples(t, traj, lambda row: f"trajectory: row {row} (0-based)")
     if len(set(idx.tolist())) != len(idx):
         raise ModelError(f"imposed coordinates repeat an index: {idx.tolist()}")
 
 
-def load_mbse_trajectory(path: str) -> tuple[np.ndarray, np.ndarray]:
-    """Read an MBSE trajectory file: ``%`` comment lines, then rows ``t v1 [v2 ...]``.
+def _check_samples(t: np.ndarray, values: np.ndarray, where: Callable[[int], str]) -> None:
+    """Finite values and increasing, uniformly spaced times t (N,) [s]; values (N, k).
 
-    Returns t (N,) [s] and values (N, k).
+    ``where(i)`` names row i in a message: its 0-based index for arrays, its line for a file.
     """
-    rows = []
+    bad = np.flatnonzero(~np.isfinite(values).all(axis=1) | ~np.isfinite(t))
+    if bad.size:
+        raise DataError(f"{where(int(bad[0]))}: non-finite value (nan or inf)")
+    dt = np.diff(t)
+    if np.any(dt <= 0):
+        row = int(np.flatnonzero(dt <= 0)[0]) + 1
+        raise DataError(f"{where(row)}: time {t[row]:.9g} s is not after the previous row's {t[row - 1]:.9g} s")
+    off = np.flatnonzero(np.abs(dt - dt[0]) > 1e-6 * dt[0] + 1e-12)
+    if off.size:
+        row = int(off[0]) + 1  # the first row whose step differs
+        raise DataError(
+            f"{where(row)}: time step is not uniform ({dt[row - 1]:.9g} s from the previous row, "
+            f"{dt[0]:.9g} s between the first two)"
+        )
+
+
+def load_mbse_trajectory(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Read an MBSE trajectory file: ``%`` (or ``#``) comment lines, then rows ``t v1 [v2 ...]``.
+
+    Checks what :func:`solve_inverse_dynamics` needs of it (at least 3 rows, finite numbers, time
+    increasing and uniformly spaced); an error names the file and its line (1-based, comment lines
+    counted).
+
+    Returns t (N,) [s] and values (N, k) [m or rad].
+    """
+    rows: list[list[float]] = []
+    lines: list[int] = []  # the file's line number of each row
     try:
         with open(path) as fh:
             for lineno, line in enumerate(fh, start=1):
@@ -284,6 +364,7 @@ def load_mbse_trajectory(path: str) -> tuple[np.ndarray, np.ndarray]:
                     rows.append([float(v) for v in text.split()])
                 except ValueError:
                     raise DataError(f"{path}: line {lineno}: expected numbers 't v1 ...', got {text!r}") from None
+                lines.append(lineno)
                 if len(rows[-1]) != len(rows[0]):
                     raise DataError(f"{path}: line {lineno}: {len(rows[-1])} columns, expected {len(rows[0])}")
     except OSError as exc:
@@ -292,5 +373,8 @@ def load_mbse_trajectory(path: str) -> tuple[np.ndarray, np.ndarray]:
         raise DataError(f"{path}: no data rows")
     data = np.array(rows)
     if data.shape[1] < 2:
-        raise DataError(f"{path}: expected a time column and at least one value column")
+        raise DataError(f"{path}: line {lines[0]}: expected a time column and at least one value column")
+    if len(rows) < 3:
+        raise DataError(f"{path}: {len(rows)} data row(s); at least 3 samples are needed")
+    _check_samples(data[:, 0], data[:, 1:], lambda row: f"{path}: line {lines[row]}")
     return data[:, 0], data[:, 1:]

@@ -29,10 +29,10 @@ Simulate a mechanism released from rest in its initial configuration (the
 positions written in its YAML file), under gravity along -y, with a
 forward-dynamics factor graph (Blanco-Claraco et al. 2021). By default the
 problem is solved online with a fixed-lag smoother over a window of --lag
-steps; --batch solves the whole horizon at once (Levenberg-Marquardt started
-from the fixed-lag trajectory; memory grows with the number of steps). A batch
-solve that does not reach a minimum within its iterations (long horizons: the
-whole-horizon problem is poorly conditioned) is reported on stderr, its result
+steps; --batch solves the whole horizon at once (Gauss-Newton,
+Levenberg-Marquardt where a step fails, started from the trajectory of a
+fixed-lag run; memory grows with the number of steps). A batch solve that does
+not reach a minimum within its iterations is reported on stderr, its result
 still written, and the exit status is 1.
 
 Output CSV columns: t [s], then every generalized coordinate of the mechanism,
@@ -42,10 +42,11 @@ then theta1,theta2,... [rad] for relative-angle coordinates. One row per time
 step, t = 0, dt, ..., duration. With --velocities, the velocities follow as
 dx1,dy1,... [m/s, rad/s].
 
-Progress lines and a final one-line summary (steps, the command's wall time,
-the solve's wall time and simulated seconds per wall second of it, mean solver
-iterations, largest constraint residual max |Phi(q)| over the output) go to
-stderr.
+Progress lines (with --batch: those of the fixed-lag start, then every
+iteration with its cost) and a final one-line summary (steps, the command's
+wall time, the solve's wall time and simulated seconds per wall second of it,
+mean solver iterations, largest constraint residual max |Phi(q)| over the
+output) go to stderr.
 """
 
 EPILOG = f"""\
@@ -74,7 +75,8 @@ def add_parser(sub: Subparsers) -> None:
     fwd.add_argument("--duration", type=_positive_float, default=5.0, help="simulated time [s] (default: %(default)s)")
     horizon = fwd.add_mutually_exclusive_group()
     horizon.add_argument(
-        "--lag", type=_positive_int, default=2, metavar="N", help="fixed-lag smoother window, in time steps (default: %(default)s)"
+        "--lag", type=_positive_int, default=2, metavar="N",
+        help="fixed-lag smoother window, in time steps (default: %(default)s)",
     )
     horizon.add_argument(
         "--batch", action="store_true", help="solve the whole horizon at once instead of with a fixed-lag smoother"
@@ -135,8 +137,12 @@ def run(args: argparse.Namespace) -> int:
         frame = frame[["t", *result.coordinate_names]]
     _write_csv(frame, args.out)
     simulated = float(result.t[-1] - result.t[0])
-    iterations = "n/a" if not result.iterations else f"{np.mean(result.iterations):.2f}"
-    per = "LM iterations (batch solve)" if window is None else "mean solver iterations per step"
+    if window is None:  # one solve: its count, and whether it converged (0: the start was a minimum)
+        per = "iterations (batch solve)"
+        iterations = f"{result.iterations[0]}, {'converged' if result.converged else 'NOT converged'}"
+    else:
+        per = "mean solver iterations per step"
+        iterations = "n/a" if not result.iterations else f"{np.mean(result.iterations):.2f}"
     _eprint(
         f"mbfg forward: {len(result.t) - 1} steps, {simulated:g} s simulated in {_wall(args):.2f} s wall in all "
         f"(solve {wall:.2f} s, {simulated / wall if wall > 0 else float('inf'):.3g} simulated s per wall s), "
@@ -145,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if result.converged is False:
         _eprint(
-            f"mbfg forward: warning: the batch solve did not converge in {result.iterations[0]} LM iterations "
+            f"mbfg forward: warning: the batch solve did not converge in {result.iterations[0]} iterations "
             f"(its Gauss-Newton model still predicts a decrease); the trajectory written is not a solution. "
             f"Use the fixed-lag smoother (drop --batch) or a shorter --duration"
         )

@@ -58,6 +58,12 @@ motion theta1(t) = 1.2 (1 - cos 2t) rad, t = 0 .. 9.995 s every 5 ms
 Output CSV columns: t [s], then Q_<name> for each imposed coordinate in the
 order given: the generalized force on it [N for x, y coordinates; N m for
 angles], positive along the coordinate.
+
+The graph is solved in four Gauss-Newton stages (positions; velocities and
+accelerations; velocity constraints; forces). Progress lines (the start and
+end of every stage) and a one-line summary go to stderr. A stage that does
+not converge within its iterations is reported on stderr, the forces are
+still written, and the exit status is 1.
 """
 
 EPILOG = f"""\
@@ -199,4 +205,13 @@ def run(args: argparse.Namespace) -> int:
         f"max |Phi(q)| = {_max_phi(mech, result.q):.2e}"
         + ("" if args.out == "-" else f"; wrote {args.out}")
     )
+    if not result.converged:
+        failed = [str(stage) for stage, ok in enumerate(result.stage_converged, start=1) if not ok]
+        _eprint(
+            f"mbfg inverse: warning: Gauss-Newton stage(s) {', '.join(failed)} of 4 did not converge in "
+            f"{result.stage_iterations[int(failed[0]) - 1]} iterations; the forces written are not a solution. "
+            "Check that --coordinate determines the configuration and that the trajectory is smooth and "
+            "sampled finely enough"
+        )
+        return 1
     return 0
