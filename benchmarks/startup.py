@@ -13,7 +13,8 @@ process and with a cache folder of its own (``MBFG_CACHE_DIR``, empty at the sta
 4. ``mbfg calibrate furuta-viscous`` on a 1 s log (two bodies, a motor, the tilt: a larger
    program to trace than the pendulum's), twice, the same times.
 
-Printed: first and second run of each, in seconds, and the load average. Asserts nothing.
+Printed: first and second run of each, in seconds (to that line, to the first stderr line of any kind, to
+exit), and the load average. Asserts nothing.
 
     python benchmarks/startup.py            # about 3 min on 2 cores
 """
@@ -38,14 +39,19 @@ def mbfg(*args: str) -> list[str]:
     return [sys.executable, "-m", "mbfg", *args]
 
 
-def timed(command: list[str], env: dict[str, str], first: Callable[[str, str], bool]) -> tuple[float, float]:
-    """(seconds to the first output line for which ``first(stream, line)`` holds, seconds to exit)."""
+def timed(command: list[str], env: dict[str, str], first: Callable[[str, str], bool]
+          ) -> tuple[float, float, float]:
+    """(seconds to the first output line for which ``first(stream, line)`` holds, seconds to the first line on
+    stderr of any kind (the user's first sign of life: a "compiling ..." or progress line), seconds to exit)."""
     start = time.perf_counter()
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: list[float] = []
+    stderr_seen: list[float] = []
 
     def watch(stream, name: str) -> None:
         for line in stream:
+            if name == "stderr" and not stderr_seen:
+                stderr_seen.append(time.perf_counter() - start)
             if not seen and first(name, line):
                 seen.append(time.perf_counter() - start)
 
@@ -59,7 +65,7 @@ def timed(command: list[str], env: dict[str, str], first: Callable[[str, str], b
     total = time.perf_counter() - start
     if code != 0:
         raise SystemExit(f"{' '.join(command)} exited with {code}")
-    return (seen[0] if seen else float("nan")), total
+    return (seen[0] if seen else float("nan")), (stderr_seen[0] if stderr_seen else float("nan")), total
 
 
 def lm_line(label: str) -> Callable[[], Callable[[str, str], bool]]:
@@ -103,11 +109,11 @@ def main() -> None:
              mbfg("calibrate", "furuta-viscous", furuta_log, "--free", "K,J_Az,J_Bx,b_1,b_2"),
              lm_line("calibrate furuta-viscous")),
         ]
-        print(f"{'command':<56} {'run':>6} {'to first line s':>16} {'to exit s':>10}")
+        print(f"{'command':<56} {'run':>6} {'to first line s':>16} {'to first stderr s':>18} {'to exit s':>10}")
         for name, command, make_first in cases:
             for run in ("first", "second"):
-                to_line, total = timed(command, env, make_first())
-                print(f"{name:<56} {run:>6} {to_line:>16.2f} {total:>10.2f}", flush=True)
+                to_line, to_stderr, total = timed(command, env, make_first())
+                print(f"{name:<56} {run:>6} {to_line:>16.2f} {to_stderr:>18.2f} {total:>10.2f}", flush=True)
     print(f"# {load()}")
 
 
