@@ -286,12 +286,12 @@ class _ChainWindow:
         order = sorted(dims)
         shape = tuple(dims[key] for key in order)
         if shape not in self._layouts:  # every state of a stream has the same layout: its slices once
-            slices, col, thresholds = [], 0, []
+            slices, col, per_key = [], 0, []
             for dim, pose in shape:
                 slices.append(slice(col, col + dim))
-                thresholds.append(np.full(dim, self.pose_threshold if pose else self.velocity_threshold))
+                per_key.append(np.full(dim, self.pose_threshold if pose else self.velocity_threshold))
                 col += dim
-            self._layouts[shape] = (slices, col, np.concatenate(thresholds))
+            self._layouts[shape] = (slices, col, np.concatenate(per_key))
         slices, col, thresholds = self._layouts[shape]
         for key, (_, pose) in zip(order, shape):
             self._vars[key] = (number, pose)
@@ -419,7 +419,7 @@ class _ChainWindow:
         # arithmetic (a state's conditional is set when it is eliminated, before any back-substitution).
         for j in range(len(states) - 2, -1, -1):
             s = states[j]
-            delta = deltas[j] = s.a - s.G @ delta  # type: ignore[operator]
+            delta = deltas[j] = s.a - s.G @ delta
         self._deltas = deltas
         self._covariances = None
 
