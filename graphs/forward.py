@@ -22,7 +22,6 @@ from typing import SupportsFloat, SupportsIndex, SupportsInt
 import gtsam
 import numpy as np
 import pandas as pd
-import scipy.linalg
 
 from mbfg import keys
 from mbfg.errors import ModelError
@@ -182,7 +181,7 @@ class _Builder:
     def _better_independent(self, q: np.ndarray, hysteresis: float = 3.0) -> np.ndarray | None:
         """The best independent coordinates at q if the current ones are ``hysteresis``
         times worse conditioned (|R| = 1 / sigma_min(B N), N = null(Phi_q)), else None."""
-        null = scipy.linalg.null_space(self.mech.phi_q(q))
+        null = self.mech.null_space(q)
         best = best_independent_coordinates(null)
         assert self.indep is not None  # the caller checks
 

@@ -27,6 +27,14 @@ r^T r dm gives blocks that depend only on the mass m, the centre of gravity
     M_ij = (m a / L - I0 / L^2) I2 + (m b / L) Rot90
 
 Gravity's generalized force is Q_g = m A(a, b)^T g with the same linear map A.
+
+Redundant constraints (a parallelogram with a third parallel crank, a loop
+closed twice) leave Phi_q rank-deficient at every configuration. The degrees
+of freedom are therefore n minus the numerical rank of Phi_q at q0 (singular
+values below ``RANK_RTOL`` of the largest count as zero), not n minus the
+number of rows. For such a mechanism the augmented system (5) is singular in
+the multipliers only: qddot stays unique, lambda does not, and the solves
+below switch to the pseudo-inverse (minimum-norm lambda).
 """
 
 from __future__ import annotations
@@ -80,11 +88,24 @@ class RelativeAngle:
     j: int
 
 
+#: Relative tolerance of the numerical rank of Phi_q (and of the pseudo-inverses of the
+#: redundant case): a singular value below RANK_RTOL times the largest counts as zero.
+#: A redundant row's singular value is float64 round-off (~1e-16 relative); a genuine one
+#: of a mechanism away from a singular pose is many orders above 1e-9.
+RANK_RTOL = 1e-9
+
+_NO_ROWS = np.zeros(0, dtype=np.int32)  # numpy, not jnp: no JAX work at import
+
+
 class MechanismArrays(NamedTuple):
     """The mechanism as JAX arrays: the constant every planar residual takes.
 
     Point k has coordinates ``(base_x[k] + qe[idx_x[k]], base_y[k] + qe[idx_y[k]])``
     with ``qe = [q, 0]``: fixed points index the appended zero.
+
+    ``redundant_rows`` lists rows of Phi that depend on the others at q0. Only its
+    length is used by the solves, as a static (shape) switch: empty keeps the
+    regular LU solves, non-empty selects the rank-tolerant pseudo-inverse ones.
     """
 
     base_x: jnp.ndarray  # (P,) [m]
@@ -98,6 +119,12 @@ class MechanismArrays(NamedTuple):
     angle_j: jnp.ndarray  # (R,) int
     angle_q: jnp.ndarray  # (R,) int, index of theta in q
     angle_L: jnp.ndarray  # (R,) [m]
+    redundant_rows: jnp.ndarray | np.ndarray = _NO_ROWS  # (m - rank,) int, rows of Phi
+
+
+def is_redundant(mech: MechanismArrays) -> bool:
+    """Whether Phi_q has dependent rows (a static property: decided by an array's shape)."""
+    return mech.redundant_rows.shape[0] > 0
 
 
 # --------------------------------------------------------------------------------------
@@ -148,6 +175,13 @@ def qddot_dependent(
     = [Q; c] with c = -Phi_q_dot qdot (eq. 3, time-independent constraints): eq. (6)
     is its block inverse, and (5) stays regular when M is singular (a
     relative-angle coordinate carries no mass).
+
+    With redundant constraints (5) is singular, in lambda only: the right-hand
+    side is consistent (c lies in the range of Phi_q, the rows being dependent
+    identically), so the pseudo-inverse returns the exact, unique qddot and the
+    minimum-norm lambda.
+
+    Shapes: M (n, n) [kg or kg m^2], Q (n,) [N or N m], q, qdot (n,).
     """
     n = q.shape[0]
     J = phi_q(mech, q)
@@ -155,7 +189,10 @@ def qddot_dependent(
     m = J.shape[0]
     kkt = jnp.block([[M, J.T], [J, jnp.zeros((m, m))]])
     rhs = jnp.concatenate([Q, c])
-    return jnp.linalg.solve(kkt, rhs)[:n]
+    if not is_redundant(mech):
+        return jnp.linalg.solve(kkt, rhs)[:n]
+    # pinv carries its own JVP (Golub-Pereyra), valid at constant rank: no SVD derivative.
+    return (jnp.linalg.pinv(kkt, rtol=RANK_RTOL, hermitian=True) @ rhs)[:n]
 
 
 def velocity_maps(
@@ -164,13 +201,17 @@ def velocity_maps(
     """S (n, m) and R (n, d) of seed 003 eq. (11): [Phi_q; B]^-1 = [S R].
 
     ``indep`` (d,) are the indices of the independent coordinates z in q, so
-    B selects them (eq. 9).
+    B selects them (eq. 9). With redundant constraints [Phi_q; B] is (m + d, n)
+    with m + d > n and full column rank: its pseudo-inverse is then the exact
+    inverse on consistent right-hand sides ([0; zdot] and [c; 0] with c in the
+    range of Phi_q), which is all eq. (11) applies it to.
     """
     n = q.shape[0]
     B = jnp.eye(n)[indep]
-    inv = jnp.linalg.inv(jnp.concatenate([phi_q(mech, q), B], axis=0))
-    d = indep.shape[0]
-    return inv[:, : n - d], inv[:, n - d :]
+    A = jnp.concatenate([phi_q(mech, q), B], axis=0)
+    inv = jnp.linalg.inv(A) if not is_redundant(mech) else jnp.linalg.pinv(A, rtol=RANK_RTOL)
+    m = A.shape[0] - indep.shape[0]
+    return inv[:, :m], inv[:, m:]
 
 
 def zddot_independent(
@@ -190,6 +231,25 @@ def zddot_independent(
     M_bar = R.T @ M @ R
     Q_bar = R.T @ (Q - M @ (S @ c))
     return jnp.linalg.solve(M_bar, Q_bar)
+
+
+def numerical_rank(J: np.ndarray, rtol: float = RANK_RTOL) -> int:
+    """Rank of J (m, n): its singular values above ``rtol`` times the largest."""
+    if J.size == 0:
+        return 0
+    s = np.linalg.svd(J, compute_uv=False)
+    return int(np.sum(s > rtol * s[0])) if s[0] > 0 else 0
+
+
+def dependent_rows(J: np.ndarray, rank: int) -> np.ndarray:
+    """Indices (m - rank,) of rows of J (m, n) that depend on the others: the rows QR with
+    column pivoting on J^T leaves for last (the first ``rank`` pivots span the row space)."""
+    import scipy.linalg
+
+    if rank >= J.shape[0]:
+        return np.zeros(0, dtype=np.int32)
+    _, _, piv = scipy.linalg.qr(J.T, pivoting=True)
+    return np.sort(piv[rank:]).astype(np.int32)
 
 
 def best_independent_coordinates(null: np.ndarray) -> np.ndarray:
@@ -244,6 +304,8 @@ class PlanarMechanism:
     def __repr__(self) -> str:
         """One line: name, coordinates, constraints, degrees of freedom (not the arrays)."""
         constraints = f"{self.m} constraint{'' if self.m == 1 else 's'}"
+        if self.redundant_rows:
+            constraints += f" (rank {self.rank}: {len(self.redundant_rows)} redundant)"
         return (f"PlanarMechanism({self.name!r}: {self.n} coordinates [{', '.join(self.coordinate_names)}], "
                 f"{constraints}, {self.dof} dof)")
 
@@ -255,13 +317,33 @@ class PlanarMechanism:
 
     @property
     def m(self) -> int:
-        """Number of scalar constraints (all independent)."""
+        """Number of scalar constraints: rows of Phi, redundant ones included."""
         return int(self.arrays.dist_L.shape[0] + self.arrays.angle_L.shape[0])
 
     @property
+    def redundant_rows(self) -> tuple[int, ...]:
+        """Rows of Phi (0-based) that depend on the others at q0 (one such choice); () if none."""
+        return tuple(int(i) for i in np.asarray(self.arrays.redundant_rows))
+
+    @property
+    def rank(self) -> int:
+        """Numerical rank of Phi_q at q0 (relative tolerance :data:`RANK_RTOL`)."""
+        return self.m - len(self.redundant_rows)
+
+    @property
     def dof(self) -> int:
-        """Degrees of freedom n - m."""
-        return self.n - self.m
+        """Degrees of freedom: n minus the rank of Phi_q at q0 (n - m when no row is redundant)."""
+        return self.n - self.rank
+
+    def null_space(self, q: np.ndarray | None = None) -> np.ndarray:
+        """Orthonormal basis (n, dof) of the null space of Phi_q at q (default q0).
+
+        The right singular vectors of the ``dof`` smallest singular values: the
+        dimension is the mechanism's, not a threshold's guess at q.
+        """
+        J = self.phi_q(self.q0 if q is None else q)
+        _, _, vt = np.linalg.svd(J, full_matrices=True)
+        return vt[self.n - self.dof :].T
 
     def coordinate_index(self, name_or_index: str | int) -> int:
         """Index into q of a coordinate given by name (``'x1'``) or 0-based index."""
@@ -359,10 +441,8 @@ class PlanarMechanism:
         return qddot
 
     def independent_coordinates(self, q: np.ndarray | None = None) -> np.ndarray:
-        """A well-conditioned choice of dof independent coordinates at q (default q0)."""
-        import scipy.linalg
-
-        return best_independent_coordinates(scipy.linalg.null_space(self.phi_q(self.q0 if q is None else q)))
+        """A well-conditioned choice of dof independent coordinates at q (default q0), indices (dof,)."""
+        return best_independent_coordinates(self.null_space(q))
 
     # -- construction ----------------------------------------------------------------
     def _validate(self) -> None:
@@ -464,8 +544,14 @@ class PlanarMechanism:
         set_(self, "coordinate_names", tuple(names))
         set_(self, "arrays", arrays)
         set_(self, "q0", np.asarray(q0, dtype=float))
-        if self.m > n:
-            raise ModelError(f"{self.name}: {self.m} constraints for {n} coordinates; the mechanism is locked")
+        # Redundancy is read off Phi_q at the initial configuration (the points as given).
+        J0 = self.phi_q(self.q0)
+        rank = numerical_rank(J0)
+        if rank >= n and self.m > n:
+            raise ModelError(
+                f"{self.name}: {self.m} constraints of rank {rank} for {n} coordinates; the mechanism is locked"
+            )
+        set_(self, "arrays", arrays._replace(redundant_rows=dependent_rows(J0, rank)))
 
         M = np.zeros((n + 1, n + 1))
         for body in self.bodies:
