@@ -68,7 +68,7 @@ def crank_slice(tmp_path, mbse_dir) -> Path:
 
 
 def test_builtin_mechanisms_load_and_match_the_seed_parameters(mbse_dir):
-    assert set(builtin_mechanisms()) == {"fourbar", "fourbar-crank", "pendulum"}
+    assert set(builtin_mechanisms()) == {"fourbar", "fourbar-crank", "pendulum", "parallelogram"}
     pairs = {"fourbar": "fourbars1.yaml", "fourbar-crank": "fourbars1-with-rel-angle.yaml",
              "pendulum": "pendulum1.yaml"}
     for name, reference in pairs.items():

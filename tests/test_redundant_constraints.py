@@ -1,0 +1,283 @@
+"""Planar mechanisms with redundant constraints (issue 19, item 3).
+
+The mechanism is the built-in ``parallelogram`` (datasets/parallelogram.yaml):
+three equal parallel cranks A-P1, B-P2, C-P3 of length L carry a triangular
+coupler P1-P2-P3 congruent to the fixed triangle A-B-C. Its 7 constraint rows
+(3 crank lengths, the coupler's 3 distances, the angle theta1 of crank 1) have
+rank 6 at every configuration: 1 degree of freedom, where n - m says 0.
+
+The physics reference is independent of natural coordinates and of mbfg: the
+coupler only translates (every crank turns by the same theta, so the coupler
+moves on a circle of radius L without rotating), hence with the crank angle
+theta as the one coordinate
+
+    T = 1/2 M theta'^2,   M = sum_i I0_i + m_c L^2                  [kg m^2]
+    V = g [ sum_i m_i (a_i sin theta + b_i cos theta) + m_c L sin theta ] + const
+
+(crank i: mass m_i, centre of gravity (a_i, b_i) in its frame, inertia I0_i =
+m_i L^2 / 3 + m_i b_i^2 about its pivot; the coupler's own inertia never
+enters). M is constant, so Lagrange's equation is
+
+    M theta'' + dV/dtheta = tau,
+    dV/dtheta = g [ sum_i m_i (a_i cos theta - b_i sin theta) + m_c L cos theta ],
+
+tau being a torque on theta. Point k of the coupler is its crank's pivot plus
+L (cos theta, sin theta). Units: SI (m, kg, s, rad, N m).
+
+Print the measured figures with ``python -m pytest -n 0 -q -s tests/test_redundant_constraints.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.integrate import solve_ivp
+
+from mbfg import planar
+from mbfg._jax import jnp
+from mbfg.cli import main
+from mbfg.datasets import fourbar_crank_trajectory, load_mechanism
+from mbfg.errors import ModelError
+from mbfg.graphs import simulate_forward, solve_inverse_dynamics
+from mbfg.planar import Body, PlanarMechanism, Point
+
+G_SEED = 9.8  # seed 003 section 7.1, as the four-bar forward tests
+L = 1.0  # crank length [m]
+PIVOTS = np.array([[0.0, 0.0], [2.0, 0.0], [1.0, 1.0]])  # A, B, C [m]
+CRANKS = [(1.0, 0.5, 0.0), (1.5, 0.5, 0.0), (0.5, 0.5, 0.1)]  # (m [kg], a [m], b [m]) of cranks 1-3
+M_COUPLER = 3.0  # [kg]
+M_THETA = sum(m * L**2 / 3 + m * b**2 for m, _, b in CRANKS) + M_COUPLER * L**2  # [kg m^2]
+
+
+def dV_dtheta(theta: np.ndarray, g: float) -> np.ndarray:
+    """dV/dtheta [N m] of the minimal-coordinate model (module docstring)."""
+    c, s = np.cos(theta), np.sin(theta)
+    return g * (sum(m * (a * c - b * s) for m, a, b in CRANKS) + M_COUPLER * L * c)
+
+
+def energy(theta: np.ndarray, theta_dot: np.ndarray, g: float) -> np.ndarray:
+    """T + V [J] of the minimal-coordinate model (V = 0 at theta = 0 up to a constant)."""
+    c, s = np.cos(theta), np.sin(theta)
+    V = g * (sum(m * (a * s + b * c) for m, a, b in CRANKS) + M_COUPLER * L * s)
+    return 0.5 * M_THETA * theta_dot**2 + V
+
+
+def crank_reference(t: np.ndarray, theta0: float, g: float) -> np.ndarray:
+    """theta (N,) [rad] of the free motion from rest at theta0, by DOP853 at rtol 1e-11."""
+    sol = solve_ivp(
+        lambda _, y: [y[1], -dV_dtheta(y[0], g) / M_THETA],
+        (t[0], t[-1]), [theta0, 0.0], method="DOP853", t_eval=t, rtol=1e-11, atol=1e-12,
+    )
+    assert sol.success
+    return sol.y[0]
+
+
+def points_of(theta: np.ndarray) -> np.ndarray:
+    """[x1 y1 x2 y2 x3 y3] (N, 6) [m] of the crank tips at crank angles theta (N,)."""
+    u = np.stack([np.cos(theta), np.sin(theta)], axis=1)
+    return np.concatenate([PIVOTS[k] + L * u for k in range(3)], axis=1)
+
+
+def theta_of(q: np.ndarray, qdot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Crank angle [rad] and rate [rad/s] from the points of crank 1 (not from theta1)."""
+    x, y, vx, vy = q[:, 0], q[:, 1], qdot[:, 0], qdot[:, 1]
+    return np.unwrap(np.arctan2(y, x)), (x * vy - y * vx) / L**2
+
+
+@pytest.fixture(scope="module")
+def mech() -> PlanarMechanism:
+    return load_mechanism("parallelogram")
+
+
+def _state(mech: PlanarMechanism, theta: float, theta_dot: float) -> tuple[np.ndarray, np.ndarray]:
+    """q, qdot (7,) of the mechanism at crank angle theta and rate theta_dot (exact, from the geometry)."""
+    du = np.array([-math.sin(theta), math.cos(theta)])
+    q = np.concatenate([points_of(np.array([theta]))[0], [theta]])
+    qdot = np.concatenate([du, du, du, [1.0]]) * theta_dot
+    assert np.max(np.abs(mech.phi(q))) < 1e-12 and np.max(np.abs(mech.phi_q(q) @ qdot)) < 1e-12
+    return q, qdot
+
+
+# --------------------------------------------------------------------------------------
+# Degrees of freedom from the rank
+# --------------------------------------------------------------------------------------
+
+
+def test_dof_is_coordinates_minus_the_rank_of_phi_q_not_minus_the_rows(mech):
+    assert (mech.n, mech.m, mech.rank, mech.dof) == (7, 7, 6, 1)
+    assert mech.n - mech.m == 0  # the old count: a locked mechanism
+    assert len(mech.redundant_rows) == 1
+    # Rank 6 at every pose of a full turn, with a clear gap: the redundancy is structural,
+    # and the third crank removes the parallelogram's singular poses at 0 and 180 degrees.
+    gaps = []
+    for theta in np.linspace(-math.pi, math.pi, 37):
+        s = np.linalg.svd(mech.phi_q(_state(mech, theta, 0.0)[0]), compute_uv=False)
+        assert s[-1] < 1e-14 * s[0]
+        gaps.append(s[-2] / s[0])
+    print(f"\nparallelogram: smallest non-zero singular value of Phi_q over a turn >= {min(gaps):.3f} of the largest")
+    assert min(gaps) > 1e-2
+    assert mech.null_space().shape == (7, 1) and len(mech.independent_coordinates()) == 1
+    assert "rank 6: 1 redundant" in repr(mech)
+
+
+def test_two_dof_mechanism_with_a_redundant_parallelogram():
+    """The parallelogram (no theta1) with a pendulum hanging from P3: 8 coordinates, 7 rows, rank 6, 2 dof."""
+    points = [Point(0, 0, True), Point(1, 0), Point(2, 0, True), Point(3, 0), Point(1, 1, True), Point(2, 1),
+              Point(2, 0)]
+    bar = dict(mass=1.0, I0=1.0 / 3.0, cog=(0.5, 0.0))
+    bodies = [Body((0, 1), **bar), Body((2, 3), **bar), Body((4, 5), **bar), Body((1, 3, 5), 3.0, 5.0, (1.0, 1 / 3)),
+              Body((5, 6), **bar)]
+    two = PlanarMechanism(points, bodies, name="parallelogram+pendulum")
+    assert (two.n, two.m, two.rank, two.dof) == (8, 7, 6, 2)
+    assert two.n - two.m == 1  # the old count
+    # Without the redundant crank: no redundant row, the same 2 dof. (Drawn with the cranks upright: with them
+    # horizontal, as above, two parallel cranks sit at their singular pose, where the rank drops.)
+    points = [Point(0, 0, True), Point(0, 1), Point(2, 0, True), Point(2, 1), Point(1, 2), Point(1, 1)]
+    bodies = [Body((0, 1), **bar), Body((2, 3), **bar), Body((1, 3, 4), 3.0, 5.0, (1.0, 1 / 3)), Body((4, 5), **bar)]
+    plain = PlanarMechanism(points, bodies, name="two-crank parallelogram+pendulum")
+    assert (plain.n, plain.m, plain.rank, plain.dof, plain.redundant_rows) == (8, 6, 6, 2, ())
+
+
+def test_non_redundant_mechanisms_keep_n_minus_m():
+    for name in ("fourbar", "fourbar-crank", "pendulum"):
+        m = load_mechanism(name)
+        assert m.redundant_rows == () and m.dof == m.n - m.m == 1
+
+
+def test_locked_mechanism_is_still_refused():
+    """Two bars pinning a point to the ground, one of them drawn twice: 3 rows of rank 2 on 2 coordinates."""
+    points = [Point(0, 0, True), Point(1, 0, True), Point(0.5, 1)]
+    bar = dict(mass=1.0, I0=0.3)
+    bodies = [Body((0, 2), **bar), Body((1, 2), **bar), Body((0, 2), **bar)]
+    with pytest.raises(ModelError, match="3 constraints of rank 2 for 2 coordinates; the mechanism is locked"):
+        PlanarMechanism(points, bodies, name="triangle")
+
+
+def test_mbfg_mechanisms_prints_the_redundancy(capsys):
+    assert main(["mechanisms", "parallelogram", "fourbar"]) == 0
+    out = capsys.readouterr().out
+    assert "parallelogram: 7 coordinates" in out and "1 dof" in out
+    assert "redundant constraints: 7 rows of rank 6 at the initial configuration" in out
+    assert out.count("redundant constraints") == 1  # not for the four-bar
+
+
+# --------------------------------------------------------------------------------------
+# Accelerations (eq. 6 and eq. 15) at single states
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("theta, theta_dot", [(0.0, 0.0), (0.3, 1.7), (-math.pi, -2.0), (2.0, 3.1)])
+def test_accelerations_match_the_minimal_coordinate_lagrangian(mech, theta, theta_dot):
+    q, qdot = _state(mech, theta, theta_dot)
+    Q = mech.gravity_forces(G_SEED)
+    theta_ddot = -dV_dtheta(theta, G_SEED) / M_THETA
+    u, du = np.array([math.cos(theta), math.sin(theta)]), np.array([-math.sin(theta), math.cos(theta)])
+    tip = L * (du * theta_ddot - u * theta_dot**2)
+    expected = np.concatenate([tip, tip, tip, [theta_ddot]])
+    np.testing.assert_allclose(mech.qddot(q, qdot, Q), expected, atol=1e-10)
+    for indep in ([6], [int(mech.independent_coordinates(q)[0])]):
+        zddot = planar.zddot_independent(mech.arrays, jnp.asarray(mech.mass_matrix), jnp.asarray(Q),
+                                         jnp.asarray(q), jnp.asarray(qdot), jnp.asarray(indep))
+        np.testing.assert_allclose(np.asarray(zddot), expected[indep], atol=1e-10)
+
+
+# --------------------------------------------------------------------------------------
+# Forward dynamics
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def forward_dependent(mech):
+    """Released from rest with the cranks horizontal: 5 s at dt = 1 ms, window 2 (as the four-bar test)."""
+    return simulate_forward(mech, dt=1e-3, duration=5.0, g=G_SEED, window=2)
+
+
+def test_forward_dependent_coordinates_match_the_ode_reference_over_5_s(forward_dependent):
+    """RMSE of the point coordinates over 5 s below 1e-3 m: the bound the four-bar reaches at the same dt, window
+    and horizon (tests/test_forward_dynamics.py)."""
+    result = forward_dependent
+    ref = points_of(crank_reference(result.t, 0.0, G_SEED))
+    rmse = float(np.sqrt(np.mean((result.q[:, :6] - ref) ** 2)))
+    theta_error = np.max(np.abs(result.q[:, 6] - crank_reference(result.t, 0.0, G_SEED)))
+    print(f"\nparallelogram DC FG Nw=2, 5 s: RMSE {rmse:.3e} m, max |theta1 error| {theta_error:.3e} rad, "
+          f"{result.wall_s:.1f} s wall")
+    assert rmse < 1e-3
+    assert theta_error < 2e-3
+
+
+def test_forward_without_friction_conserves_energy(mech, forward_dependent):
+    """|E(t) - E(0)| <= 1e-3 of the peak kinetic energy (the pendulum files' bound), E from the minimal model."""
+    result = forward_dependent
+    theta, theta_dot = theta_of(result.q, result.qdot)
+    E = energy(theta, theta_dot, G_SEED)
+    kinetic = 0.5 * M_THETA * theta_dot**2
+    deviation = np.max(np.abs(E - E[0]))
+    print(f"\nparallelogram energy drift over 5 s: {deviation:.3e} J = {deviation / kinetic.max():.2e} of peak T "
+          f"({kinetic.max():.2f} J)")
+    assert deviation <= 1e-3 * kinetic.max()
+    # The mechanism's own energy (natural-coordinate mass matrix) agrees with the minimal model's.
+    own = np.array([mech.kinetic_energy(v) + mech.potential_energy(q, G_SEED) for q, v in zip(result.q, result.qdot)])
+    np.testing.assert_allclose(own - own[0], E - E[0], atol=1e-6 * kinetic.max())
+    assert max(np.max(np.abs(mech.phi(q))) for q in result.q) < 1e-8
+
+
+def test_forward_independent_coordinates_match_the_ode_reference(mech):
+    """Figure 3 graph (z switches as needed), 2 s: below the four-bar's independent-coordinate bound 0.017 m."""
+    result = simulate_forward(mech, dt=1e-3, duration=2.0, g=G_SEED, coordinates="independent", window=2)
+    ref = points_of(crank_reference(result.t, 0.0, G_SEED))
+    rmse = float(np.sqrt(np.mean((result.q[:, :6] - ref) ** 2)))
+    print(f"\nparallelogram IC FG Nw=2, 2 s: RMSE {rmse:.3e} m, {result.wall_s:.1f} s wall")
+    assert rmse < 0.017
+
+
+# --------------------------------------------------------------------------------------
+# Inverse dynamics
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def inverse(mech):
+    t, theta = fourbar_crank_trajectory(duration=3.0, dt=0.005)
+    return t, theta, solve_inverse_dynamics(mech, t, theta, ["theta1"], g=9.81)
+
+
+def test_inverse_dynamics_torque_matches_the_minimal_coordinate_lagrangian(inverse):
+    """tau = M theta'' + dV/dtheta for theta = 1.2 (1 - cos 2t): RMS error below 5e-4 of the peak, the bound of the
+    four-bar's closed-form test (tests/test_inverse_dynamics.py)."""
+    t, theta, result = inverse
+    theta_ddot = 4.8 * np.cos(2.0 * t)
+    tau = M_THETA * theta_ddot + dV_dtheta(theta, 9.81)
+    rms = float(np.sqrt(np.mean((result.forces[:, 0] - tau) ** 2)))
+    print(f"\nparallelogram inverse dynamics, 3 s: RMS torque error {rms:.3e} N m = "
+          f"{100 * rms / np.max(np.abs(tau)):.4f} % of peak {np.max(np.abs(tau)):.2f} N m, "
+          f"stage iterations {result.stage_iterations}")
+    assert result.converged
+    assert rms < 5e-4 * np.max(np.abs(tau))
+
+
+def test_inverse_dynamics_tracks_the_crank_on_the_constraints(mech, inverse):
+    _, theta, result = inverse
+    assert np.max(np.abs(result.q[:, 6] - theta)) < 1e-3
+    assert max(np.max(np.abs(mech.phi(q))) for q in result.q) < 1e-8
+    np.testing.assert_allclose(result.q[:, :6], points_of(theta), atol=1e-3)
+
+
+def test_cli_inverse_accepts_the_crank_of_the_redundant_parallelogram(capsys, tmp_path):
+    out = tmp_path / "forces.csv"
+    code = main(["inverse", "parallelogram", "builtin:fourbar-crank", "--coordinate", "theta1",
+                 "--until", "0.1", "--quiet", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    frame = pd.read_csv(out)
+    assert list(frame.columns) == ["t", "Q_theta1"] and len(frame) == 21
+    # At t = 0: at rest, theta'' = 4.8 rad/s^2 at theta = 0.
+    expected = M_THETA * 4.8 + dV_dtheta(0.0, 9.81)
+    assert frame["Q_theta1"].iloc[0] == pytest.approx(expected, abs=0.05)
+    # One imposed coordinate per degree of freedom: two are refused, naming the count.
+    code = main(["inverse", "parallelogram", "builtin:fourbar-crank", "--coordinate", "theta1,x1",
+                 "--quiet", "--out", str(out)])
+    assert code != 0
+    assert "has 1 degree(s) of freedom" in capsys.readouterr().err
