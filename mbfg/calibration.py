@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import gtsam
 import numpy as np
 
+from mbfg import identifiability as ident
 from mbfg import keys
 from mbfg.errors import DataError, ModelError
 from mbfg.logs import Log
@@ -92,7 +93,9 @@ class CalibrationResult:
     calibrate); start_iterations: LM iterations of the states-only initialization
     of a model with dry friction (:func:`mbfg.graphs.joint.smooth_initial_states`), 0 without;
     bias_parts: with ``calibrate(bias=True)``, the two parts of each parameter's bias estimate,
-    ``{"h": {name: ...}, "compliance": {name: ...}}`` (:func:`discretization_bias`), else empty.
+    ``{"h": {name: ...}, "compliance": {name: ...}}`` (:func:`discretization_bias`), else empty;
+    information: (n_p, n_p) the parameters' information matrix (``R^T R``, finite where a direction is
+    undetermined), from which :mod:`mbfg.identifiability` finds the combinations the data determine.
     """
 
     model: RigidModel
@@ -114,6 +117,7 @@ class CalibrationResult:
     bias_parts: dict[str, dict[str, float]] = field(default_factory=dict)
     problem: Any = field(default=None, repr=False)
     solution: Any = field(default=None, repr=False)
+    information: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def start_iterations(self) -> int:
@@ -140,14 +144,36 @@ class CalibrationResult:
         """Names of the parameters whose estimated bias exceeds their std (``calibrate(bias=True)``)."""
         return [p.name for p in self.parameters if p.biased]
 
+    def combinations(self, threshold: float = 1.0) -> list[ident.Combination]:
+        """The parameter combinations the data determine and those they leave free
+        (:func:`mbfg.identifiability.result_combinations`)."""
+        return ident.result_combinations(self, threshold=threshold)
+
+    @property
+    def not_determined(self) -> list[str]:
+        """Labels of the combinations the data do not determine (the not-excited flag, by combination)."""
+        return [c.label for c in self.combinations() if not c.determined]
+
+    def base_parameters(self, fix: Mapping[str, ident.FixedValue] | None = None) -> ident.BaseParameters:
+        """The determined combinations as base parameters, mapped back to named parameters with ``fix``
+        held (:func:`mbfg.identifiability.base_parameters`)."""
+        return ident.base_parameters(self, fix)
+
     def to_dataframe(self) -> pd.DataFrame:
         """pandas DataFrame indexed by parameter: value, std, bias, unit, lower, upper, excited, at_bound,
-        biased (bias NaN unless ``calibrate(bias=True)``)."""
+        biased (bias NaN unless ``calibrate(bias=True)``); ``attrs``: "combinations" and "base", DataFrames
+        (:func:`mbfg.identifiability.combinations_dataframe`) of the directions and of the determined ones as
+        base parameters, and "not_determined", the labels of the others."""
         import pandas as pd
 
         rows = [dict(name=p.name, value=p.value, std=p.std, bias=p.bias, unit=p.unit, lower=p.lower, upper=p.upper,
                      excited=p.excited, at_bound=p.at_bound, biased=p.biased) for p in self.parameters]
-        return pd.DataFrame(rows).set_index("name")
+        frame = pd.DataFrame(rows).set_index("name")
+        combos = self.combinations() if self.parameters else []
+        frame.attrs["combinations"] = ident.combinations_dataframe(combos)
+        frame.attrs["base"] = ident.combinations_dataframe(ident.base_parameters(combos).base if combos else [])
+        frame.attrs["not_determined"] = [c.label for c in combos if not c.determined]
+        return frame
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``mbfg calibrate --json``; a tilt is its rotation vector (3,) [rad]."""
@@ -170,6 +196,7 @@ class CalibrationResult:
         from scipy.spatial.transform import Rotation
 
         fixed: dict[str, Any] = {}
+        combos = self.combinations() if self.parameters else []
         for name, par in self.model.parameters.items():
             if name in params:
                 continue
@@ -197,8 +224,9 @@ class CalibrationResult:
             "singular_values": [float(s) for s in self.singular_values],
             "not_excited": self.not_excited,
             "at_bound": self.at_bound,
-        } | ({"biased": self.biased, "bias_parts": self.bias_parts, "bias_method": BIAS_METHOD}
-             if self.bias_parts else {})
+        } | ident.combinations_json(combos) | (
+            {"biased": self.biased, "bias_parts": self.bias_parts, "bias_method": BIAS_METHOD} if self.bias_parts
+            else {})
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), **kwargs)
@@ -215,6 +243,7 @@ class CalibrationResult:
             flag += "  biased (|bias| > std)" if p.biased else ""
             bias = f"{p.bias:>11.3g} " if with_bias else ""
             lines.append(f"{p.name:<12} {p.value:>13.6g} {p.std:>11.3g} {bias}{p.unit:<12} {bounds:<24}{flag}")
+        lines += ident.combinations_table(self.combinations()) if self.parameters else []
         lines.append(
             f"cost {self.cost:.4g} per step (observation {self.cost_observation:.4g}, impulse {self.cost_impulse:.4g}); "
             f"{self.iterations} LM iterations, {'converged' if self.converged else 'NOT converged'}, "
@@ -350,7 +379,7 @@ def calibrate(
     n_imp = 12 * problem.model.nb * n
     sigma_y = float(np.sqrt(obs_sq / max(n_obs - 1, 1)))  # (3.22), residuals have unit sigma in the graph
     sigma_p = float(np.sqrt(imp_sq / weight / max(n_imp - 1, 1)))  # (3.23)
-    estimates, cov = _estimates(problem, values, identified, sigma_y, sigma_p, covariance)
+    estimates, cov, info = _estimates(problem, values, identified, sigma_y, sigma_p, covariance)
     # Relative to the values; a parameter at zero (e.g. on its bound) is scaled by its std instead.
     scale = np.array([abs(p.value) if p.value != 0 else (p.std if p.std > 0 else 1.0) for p in estimates])
     rel = cov / np.outer(scale, scale) if cov.size else cov
@@ -367,7 +396,7 @@ def calibrate(
     return CalibrationResult(
         identified, estimates, cov, sv, float((obs_sq + imp_sq + costs["prior"].sum()) / n), float(obs_sq / n),
         float(imp_sq / n), costs["observation"] + costs["impulse"], sigma_y, sigma_p, lm.iterations, lm.converged,
-        wall, problem.h, weight, lm.history, parts, problem, values,
+        wall, problem.h, weight, lm.history, parts, problem, values, info,
     )
 
 
@@ -481,8 +510,9 @@ def discretization_bias(
 
 
 def _estimates(problem, values: gtsam.Values, identified: RigidModel, sigma_y: float, sigma_p: float,
-               with_covariance: bool) -> tuple[list[ParameterEstimate], np.ndarray]:
-    """Parameter estimates with standard deviations from the re-weighted graph's marginals."""
+               with_covariance: bool) -> tuple[list[ParameterEstimate], np.ndarray, np.ndarray | None]:
+    """Parameter estimates with standard deviations from the re-weighted graph's marginals, their covariance
+    and their information matrix (None without ``with_covariance``)."""
     from scipy.spatial.transform import Rotation
 
     from mbfg.graphs.joint import build_joint_problem
@@ -502,6 +532,7 @@ def _estimates(problem, values: gtsam.Values, identified: RigidModel, sigma_y: f
         bounds += [(-np.pi, np.pi)] * 3
     n_p = len(names)
     cov = np.full((n_p, n_p), np.nan)
+    info = None
     if with_covariance and n_p:
         log = Log(problem.t, problem.y, problem.u, model.observations, model.controls)
         reweighted = build_joint_problem(
@@ -512,11 +543,12 @@ def _estimates(problem, values: gtsam.Values, identified: RigidModel, sigma_y: f
         # The vectorized linearization over blocks: the parameter block B() stacks P and T in that order.
         assert reweighted.vectorized is not None  # build_joint_problem builds it
         linear, _ = reweighted.vectorized.linearize(values)
-        cov = marginal_covariance(linear, [keys.B()])
+        R = _marginal_r(linear, [keys.B()])
+        cov, info = _covariance_of_r(R), R.T @ R
     std = np.sqrt(np.clip(np.diag(cov), 0, None)) if n_p else np.zeros(0)
     estimates = [ParameterEstimate(n, float(v), float(s), u, float(lo), float(hi))
                  for n, v, s, u, (lo, hi) in zip(names, vals, std, units, bounds)]
-    return estimates, cov
+    return estimates, cov, info
 
 
 def parameter_covariance(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key_list: list[int]) -> np.ndarray:
@@ -534,9 +566,18 @@ def parameter_covariance(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values
 
 def marginal_covariance(linear: gtsam.GaussianFactorGraph, key_list: list[int]) -> np.ndarray:
     """:func:`parameter_covariance` of a linearized graph (whitened): covariance of ``key_list``'s columns."""
+    return _covariance_of_r(_marginal_r(linear, key_list))
+
+
+def _marginal_r(linear: gtsam.GaussianFactorGraph, key_list: list[int]) -> np.ndarray:
+    """R of the marginal Bayes net on ``key_list`` (the information is R^T R), columns in that order."""
     bayes_net = linear.marginalMultifrontalBayesNet(gtsam.Ordering(key_list), gtsam.EliminateQR)
     R, _ = bayes_net.matrix()
-    # bayes_net orders its columns as key_list (the ordering we passed).
+    return R  # bayes_net orders its columns as key_list (the ordering we passed)
+
+
+def _covariance_of_r(R: np.ndarray) -> np.ndarray:
+    """(R^T R)^-1, infinite along the directions R leaves undetermined (see :func:`parameter_covariance`)."""
     _, s, Vt = np.linalg.svd(R)
     determined = s > s.max(initial=0.0) * max(R.shape) * np.finfo(float).eps
     V_scaled = Vt[determined].T / s[determined]

@@ -3,13 +3,15 @@
 ::
 
     mbfg calibrate MODEL LOG.csv [--params FILE] [--free NAME,...] [--prior NAME=SIGMA,...] [--dt H] [--weight W]
-                   [--max-iterations N] [--bias] [--json] [--out RESULT.json] [--plot FIG.png] [--quiet]
+                   [--max-iterations N] [--bias] [--hold NAME=VALUE,...] [--json] [--out RESULT.json]
+                   [--plot FIG.png] [--quiet]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import TYPE_CHECKING
 
@@ -67,14 +69,32 @@ flagged as not excited.
 Output on stdout: a table of the estimates (value, linearized standard
 deviation, unit, bounds; 'not excited' where std > |value|, the data cannot
 tell the value from zero; 'at its bound' where the value ended on a bound,
-where the linearized std means nothing) and the cost per time-step; with --json
+where the linearized std means nothing) and the cost per time-step. Where the
+data determine only combinations of the free parameters (a link's and a rotor's
+inertia behind the same joint enter only as their sum; planar motion gives
+J1 + m2 l1^2, not J1), the table also names each combination the data leave
+free, 'not determined by the data: J_link - J_rotor' (moving the parameters
+along it fits as well), and writes the determined ones as base parameters: one
+free parameter plus a combination of others held at the estimate, with value
+and std ('J_link + J_rotor = 0.0016 +- 2e-07'). --hold NAME=VALUE,... maps
+those back to named parameters with the named free parameters held at VALUE
+(e.g. a rotor inertia from the motor's data sheet): a second table of the
+implied parameters with stds propagated from the covariance (exact where the
+parameters enter linearly, first order otherwise). With --json
 instead one JSON object: {"model", "parameters": {NAME: {"value", "std", "unit",
 "lower", "upper", "excited", "at_bound"}}, "fixed": {NAME: {"value", "unit",
 "lower", "upper"}} (every other parameter of the model, at the value it was
 held at: the file is the whole model), "cost", "cost_observation",
 "cost_impulse", "iterations", "start_iterations", "converged", "wall_s", "h",
 "weight", "sigma_observation", "sigma_impulse", "singular_values",
-"not_excited", "at_bound", "log", "params", "priors"} (a free
+"not_excited", "at_bound", "combinations", "not_determined", "base_parameters",
+"base_held", "log", "params", "priors"} ("combinations": every direction the
+covariance has, [{"label", "coefficients" {NAME: c}, "value", "std",
+"relative_std", "determined"}], the determined ones as uncorrelated functions of
+the parameters, the others as the direction the data leave free;
+"base_parameters": the determined ones in base form; "base_held": the parameters
+that form holds; with --hold also "base": {"base", "parameters": {NAME:
+{"value", "std", "held"}}}) (a free
 tilt is one entry whose value and std are rotation vectors [rad]; a std that
 cannot be computed is null). --out FILE also writes that JSON object to FILE: feed it
 back with --params FILE, or to 'mbfg crossval'. --plot FIG.png draws the fit: per
@@ -105,6 +125,7 @@ examples:
   mbfg calibrate furuta furuta.csv --dt 0.002 --weight 1e5 --max-iterations 50 --quiet
   mbfg calibrate furuta furuta.csv --free K,b_1,b_2,tilt --params calib.json
   mbfg calibrate furuta furuta.csv --prior J_Ax=1.2e-6,J_Ay=7.2e-5
+  mbfg calibrate furuta furuta.csv --free J_Az,J_s,K,b_1 --hold J_s=4e-6
 
 A start file (--params; YAML or JSON, name: value or name: {value, lower, upper, free}):
   J: 2.0e-3
@@ -154,6 +175,11 @@ def add_parser(sub: Subparsers) -> None:
         help="also estimate each parameter's bias from the discrete model (calibrates again at 2h and with "
              "the joint compliances / 10; flagged where it exceeds the std)",
     )
+    cal.add_argument(
+        "--hold", metavar="NAME=VALUE,...",
+        help="map the parameter combinations the data determine back to named parameters, with these free "
+             "parameters held at VALUE [their unit] (prints the implied parameters with stds)",
+    )
     cal.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     cal.add_argument("--out", metavar="RESULT.json", help="also write the JSON result to this file")
     cal.add_argument(
@@ -188,6 +214,27 @@ def _parse_priors(model: RigidModel, names: list[str], text: str) -> dict[str, f
     return priors
 
 
+def _parse_hold(model: RigidModel, names: list[str], text: str) -> dict[str, float]:
+    """``--hold NAME=VALUE,...`` as {name: value}, each name a scalar parameter being estimated."""
+    held: dict[str, float] = {}
+    for item in text.split(","):
+        name, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not name:
+            raise ModelError(f"--hold {text}: expected NAME=VALUE items separated by commas, e.g. J_s=4e-6, "
+                             f"got {item!r}")
+        if name not in names or name == model.tilt:
+            raise ModelError(f"--hold {text}: {name!r} is not a scalar parameter being estimated ({', '.join(names)})")
+        if name in held:
+            raise ModelError(f"--hold {text}: parameter {name!r} is given twice")
+        try:
+            held[name] = float(value)
+        except ValueError:
+            raise ModelError(f"--hold {text}: the value of {name!r} must be a number, got {value!r}") from None
+        if not math.isfinite(held[name]):
+            raise ModelError(f"--hold {text}: the value of {name!r} must be finite, got {value!r}")
+    return held
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``calibrate`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.calibration import calibrate
@@ -210,6 +257,7 @@ def run(args: argparse.Namespace) -> int:
             f"(its parameters: {', '.join(model.parameters)})"
         )
     priors = _parse_priors(model, names, args.prior) if args.prior is not None else None
+    hold = _parse_hold(model, names, args.hold) if args.hold is not None else None
     log = read_log(args.log, model.observations, model.controls)
     _check_time_step(log, args.dt, f"--dt {args.dt:g}" if args.dt is not None else "")
     if not args.quiet:
@@ -225,7 +273,10 @@ def run(args: argparse.Namespace) -> int:
             model, log, free=free, h=args.dt, weight=args.weight, max_iterations=args.max_iterations, priors=priors,
             quiet=args.quiet, bias=args.bias,
         )
-    doc = _json_safe({**result.to_dict(), "log": args.log, "params": args.params, "priors": priors or {}})
+    # Which held parameters pin down the others is known only now; a --hold that leaves one free is an error.
+    base = result.base_parameters(hold) if hold is not None else None
+    doc = _json_safe({**result.to_dict(), "log": args.log, "params": args.params, "priors": priors or {}}
+                     | ({"base": base.to_dict()} if base is not None else {}))
     if args.out:
         try:
             with open(args.out, "w", encoding="utf-8") as fh:
@@ -237,6 +288,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(doc))
     else:
         print(result.table())
+        if base is not None:
+            print(base.table())
     sys.stdout.flush()
     if plot:
         _save_figure(result.plot(log), plot)
