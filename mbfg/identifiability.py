@@ -372,7 +372,8 @@ def base_parameters(source: Any, fix: Mapping[str, FixedValue] | None = None, *,
 
     combos = _combinations_of(source, threshold)
     if not combos:
-        raise MbfgError("base_parameters: the calibration has no free parameters")
+        raise MbfgError("base_parameters: no combinations to map (a calibration without free parameters, or "
+                        "one run with covariance=False)")
     names = combos[0].names
     n = len(names)
     det = [c for c in combos if c.determined]
@@ -398,9 +399,14 @@ def base_parameters(source: Any, fix: Mapping[str, FixedValue] | None = None, *,
     cov_F = np.diag([held[names[i]][1] ** 2 for i in F])
     W_R, W_F = W[:, R], W[:, F]
     _check_solvable(W_R, [names[i] for i in R], names, free_dirs, len(det))
-    # GLS: G = (W_R^T S^-1 W_R)^-1 W_R^T S^-1 with S = diag(var_c); square W_R gives G = W_R^-1.
-    Sinv = np.diag(1.0 / np.maximum(var_c, np.finfo(float).tiny))
-    G = np.linalg.solve(W_R.T @ Sinv @ W_R, W_R.T @ Sinv) if R else np.zeros((0, len(det)))
+    if len(R) == len(det):
+        G = np.linalg.inv(W_R) if R else np.zeros((0, 0))
+    else:
+        # More held than needed: GLS, G = (W_R^T S^-1 W_R)^-1 W_R^T S^-1 with S = diag(var_c) (scaled by its
+        # largest entry, and a zero variance floored, so that the weights stay finite).
+        top = max(float(var_c.max(initial=0.0)), np.finfo(float).tiny)
+        Sinv = np.diag(top / np.maximum(var_c, top * 1e-30))
+        G = np.linalg.solve(W_R.T @ Sinv @ W_R, W_R.T @ Sinv) if R else np.zeros((0, len(det)))
     theta = np.zeros(n)
     theta[F] = theta_F
     theta[R] = G @ (c - W_F @ theta_F)

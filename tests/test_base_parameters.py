@@ -101,6 +101,18 @@ def test_holding_one_of_a_sum_maps_the_sum_back_with_the_pseudo_inverse_covarian
     np.testing.assert_allclose(out2.std[1], 0.05)
 
 
+def test_holding_more_than_needed_is_the_conditional_gaussian_of_the_determined_functions() -> None:
+    theta, info, _ = _sum_regressor()
+    S = np.linalg.pinv(info)
+    A = np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    (s_ss, s_sc), (_, s_cc) = A @ S @ A.T  # cov of (a + b, c)
+    c0 = theta[2] + 0.3  # held away from its estimate: the sum moves by its regression on c
+    out = base_parameters(base_combinations(["a", "b", "c"], theta, information=info), {"b": 0.7, "c": c0})
+    np.testing.assert_allclose(out.values[0], theta[0] + theta[1] + s_sc / s_cc * 0.3 - 0.7, rtol=1e-9)
+    np.testing.assert_allclose(out.std[0] ** 2, s_ss - s_sc**2 / s_cc, rtol=1e-7)
+    assert abs(s_sc / s_cc * 0.3) > 10 * out.std[0]  # the correlation matters: a test that can fail
+
+
 def test_base_form_without_holding_is_the_sum_and_the_undetermined_difference() -> None:
     theta, info, _ = _sum_regressor()
     combos = base_combinations(["a", "b", "c"], theta, information=info)
