@@ -34,7 +34,11 @@ of freedom are therefore n minus the numerical rank of Phi_q at q0 (singular
 values below ``RANK_RTOL`` of the largest count as zero), not n minus the
 number of rows. For such a mechanism the augmented system (5) is singular in
 the multipliers only: qddot stays unique, lambda does not, and the solves
-below switch to the pseudo-inverse (minimum-norm lambda).
+below switch to a pseudo-inverse that drops exactly the mechanism's number of
+redundant directions (minimum-norm lambda), not those under a threshold: off
+the constraint manifold (a solver's iterate) the redundant rows are only
+nearly dependent, and inverting their tiny singular value would turn that
+inconsistency into an acceleration error.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -88,8 +93,8 @@ class RelativeAngle:
     j: int
 
 
-#: Relative tolerance of the numerical rank of Phi_q (and of the pseudo-inverses of the
-#: redundant case): a singular value below RANK_RTOL times the largest counts as zero.
+#: Relative tolerance of the numerical rank of Phi_q at q0: a singular value below
+#: RANK_RTOL times the largest counts as zero.
 #: A redundant row's singular value is float64 round-off (~1e-16 relative); a genuine one
 #: of a mechanism away from a singular pose is many orders above 1e-9.
 RANK_RTOL = 1e-9
@@ -105,7 +110,8 @@ class MechanismArrays(NamedTuple):
 
     ``redundant_rows`` lists rows of Phi that depend on the others at q0. Only its
     length is used by the solves, as a static (shape) switch: empty keeps the
-    regular LU solves, non-empty selects the rank-tolerant pseudo-inverse ones.
+    regular LU solves, non-empty selects the rank-tolerant pseudo-inverse ones
+    (:func:`pinv_drop`, dropping that many singular directions).
     """
 
     base_x: jnp.ndarray  # (P,) [m]
@@ -166,6 +172,30 @@ def phi_q_dot_times_qdot(mech: MechanismArrays, q: jnp.ndarray, qdot: jnp.ndarra
     return jax.jvp(phi_dot, (q,), (qdot,))[1]
 
 
+@partial(jax.custom_jvp, nondiff_argnums=(1,))
+def pinv_drop(a: jnp.ndarray, drop: int) -> jnp.ndarray:
+    """Pseudo-inverse (n, m) of a (m, n) with its ``drop`` smallest singular values taken as zero.
+
+    ``drop`` is a Python int (static). Its JVP is Golub and Pereyra's derivative of
+    the pseudo-inverse at constant rank (SIAM J. Numer. Anal. 10, 1973, eq. 4.12),
+    so nothing differentiates the SVD itself (whose derivative is undefined at
+    repeated zero singular values).
+    """
+    u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+    r = s.shape[0] - drop
+    return (vh[:r].T / s[:r]) @ u[:, :r].T
+
+
+@pinv_drop.defjvp
+def _pinv_drop_jvp(drop: int, primals: tuple, tangents: tuple) -> tuple:
+    (a,), (da,) = primals, tangents
+    p = pinv_drop(a, drop)
+    m, n = a.shape
+    dp = (-p @ da @ p + p @ p.T @ da.T @ (jnp.eye(m) - a @ p)
+          + (jnp.eye(n) - p @ a) @ da.T @ p.T @ p)
+    return p, dp
+
+
 def qddot_dependent(
     mech: MechanismArrays, M: jnp.ndarray, Q: jnp.ndarray, q: jnp.ndarray, qdot: jnp.ndarray
 ) -> jnp.ndarray:
@@ -178,8 +208,8 @@ def qddot_dependent(
 
     With redundant constraints (5) is singular, in lambda only: the right-hand
     side is consistent (c lies in the range of Phi_q, the rows being dependent
-    identically), so the pseudo-inverse returns the exact, unique qddot and the
-    minimum-norm lambda.
+    identically), so the pseudo-inverse that drops those null directions returns
+    the exact, unique qddot and the minimum-norm lambda.
 
     Shapes: M (n, n) [kg or kg m^2], Q (n,) [N or N m], q, qdot (n,).
     """
@@ -191,8 +221,8 @@ def qddot_dependent(
     rhs = jnp.concatenate([Q, c])
     if not is_redundant(mech):
         return jnp.linalg.solve(kkt, rhs)[:n]
-    # pinv carries its own JVP (Golub-Pereyra), valid at constant rank: no SVD derivative.
-    return (jnp.linalg.pinv(kkt, rtol=RANK_RTOL, hermitian=True) @ rhs)[:n]
+    # (5) has one null direction [0; lambda] per redundant row (Phi_q^T lambda = 0).
+    return (pinv_drop(kkt, mech.redundant_rows.shape[0]) @ rhs)[:n]
 
 
 def velocity_maps(
@@ -209,7 +239,7 @@ def velocity_maps(
     n = q.shape[0]
     B = jnp.eye(n)[indep]
     A = jnp.concatenate([phi_q(mech, q), B], axis=0)
-    inv = jnp.linalg.inv(A) if not is_redundant(mech) else jnp.linalg.pinv(A, rtol=RANK_RTOL)
+    inv = jnp.linalg.inv(A) if not is_redundant(mech) else pinv_drop(A, 0)
     m = A.shape[0] - indep.shape[0]
     return inv[:, :m], inv[:, m:]
 

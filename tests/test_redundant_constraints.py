@@ -37,7 +37,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from mbfg import planar
-from mbfg._jax import jnp
+from mbfg._jax import jax, jnp
 from mbfg.cli import main
 from mbfg.datasets import fourbar_crank_trajectory, load_mechanism
 from mbfg.errors import ModelError
@@ -182,6 +182,44 @@ def test_accelerations_match_the_minimal_coordinate_lagrangian(mech, theta, thet
         zddot = planar.zddot_independent(mech.arrays, jnp.asarray(mech.mass_matrix), jnp.asarray(Q),
                                          jnp.asarray(q), jnp.asarray(qdot), jnp.asarray(indep))
         np.testing.assert_allclose(np.asarray(zddot), expected[indep], atol=1e-10)
+
+
+def test_accelerations_off_the_constraint_manifold_stay_close(mech):
+    """A solver's iterate is off the manifold, where the redundant row is only nearly dependent: eq. (6) must
+    change by O(delta), not invert the near-zero singular value (a rank threshold would, above ~1e-8 off)."""
+    q, qdot = _state(mech, 0.3, 1.7)
+    Q = mech.gravity_forces(G_SEED)
+    exact = mech.qddot(q, qdot, Q)
+    rng = np.random.default_rng(19)
+    worst = 0.0
+    for _ in range(5):
+        r, w = rng.standard_normal((2, 7))
+        for delta in (1e-8, 1e-6, 1e-4, 1e-3):
+            q_off, qdot_off = q + delta * r / np.linalg.norm(r), qdot + delta * w / np.linalg.norm(w)
+            worst = max(worst, np.max(np.abs(mech.qddot(q_off, qdot_off, Q) - exact)) / delta)
+    print(f"\nmax |qddot(q + delta) - qddot(q)| / delta = {worst:.2f} (1/s^2) for delta 1e-8 .. 1e-3")
+    assert worst < 50.0
+
+
+def test_dynamics_residual_jacobians_match_central_differences(mech):
+    """The pseudo-inverse's JVP (factors' Jacobians) against central differences, at a slightly off-manifold point."""
+    q, qdot = _state(mech, 2.0, -1.3)
+    rng = np.random.default_rng(3)
+    q, qdot = q + 1e-7 * rng.standard_normal(7), qdot + 1e-7 * rng.standard_normal(7)
+    F = rng.standard_normal(7)
+    M, Q = jnp.asarray(mech.mass_matrix), jnp.asarray(mech.gravity_forces(G_SEED))
+
+    def accel(x: jnp.ndarray) -> jnp.ndarray:  # x = [q, qdot, F]
+        return planar.qddot_dependent(mech.arrays, M, Q + x[14:], x[:7], x[7:14])
+
+    x = jnp.asarray(np.concatenate([q, qdot, F]))
+    ours = np.asarray(jax.jacfwd(accel)(x))
+    h = 1e-6
+    fd = np.stack([(np.asarray(accel(x.at[i].add(h))) - np.asarray(accel(x.at[i].add(-h)))) / (2 * h)
+                   for i in range(21)], axis=1)
+    error = np.max(np.abs(ours - fd)) / np.max(np.abs(fd))
+    print(f"\nJacobian of eq. (6), redundant case, vs central differences: {error:.2e} relative")
+    assert error < 1e-6
 
 
 # --------------------------------------------------------------------------------------
