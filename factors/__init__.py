@@ -1,8 +1,10 @@
 """mbfg.factors: one module per residual type of seed 003.
 
 Each module holds a pure JAX residual, its :class:`mbfg.adapter.FactorType`
-and a function that builds the GTSAM factor. Importing this package registers
-every factor type in :data:`mbfg.adapter.REGISTRY`.
+(declared with :func:`mbfg.factor_type.factor_type` from the residual's annotated
+variables, or built per model) and a function that builds the GTSAM factor. Each
+module registers its factor types for the Jacobian battery by an explicit
+:func:`mbfg.registry.register` call, with their examples.
 """
 
 from .constraints import (

@@ -20,41 +20,43 @@ import numpy as np
 
 from mbfg import planar
 from mbfg._jax import jax, jnp
-from mbfg.adapter import VECTOR, FactorType, noise_model
+from mbfg.adapter import noise_model
+from mbfg.factor_type import VectorVar, factor_type
 from mbfg.planar import MechanismArrays, PlanarMechanism
+from mbfg.registry import register
 
 from ._examples import mechanism_state
 
 
-def position_residual(q: jnp.ndarray, mech: MechanismArrays) -> jnp.ndarray:
+def position_residual(q: VectorVar, mech: MechanismArrays) -> jnp.ndarray:
     """Eq. (24): Phi(q), shape (m,)."""
     return planar.phi(mech, q)
 
 
-def velocity_residual(q: jnp.ndarray, qdot: jnp.ndarray, mech: MechanismArrays) -> jnp.ndarray:
+def velocity_residual(q: VectorVar, qdot: VectorVar, mech: MechanismArrays) -> jnp.ndarray:
     """Eq. (25): Phi_q(q) qdot, shape (m,) [per-constraint units / s]."""
     return jax.jvp(lambda s: planar.phi(mech, s), (q,), (qdot,))[1]
 
 
 def independent_position_residual(
-    q: jnp.ndarray, z: jnp.ndarray, mech: MechanismArrays, indep: jnp.ndarray
+    q: VectorVar, z: VectorVar, mech: MechanismArrays, indep: jnp.ndarray
 ) -> jnp.ndarray:
     """Eq. (30): [Phi(q); q[indep] - z], shape (m + d,)."""
     return jnp.concatenate([planar.phi(mech, q), q[indep] - z])
 
 
 def independent_velocity_residual(
-    q: jnp.ndarray, qdot: jnp.ndarray, zdot: jnp.ndarray, mech: MechanismArrays, indep: jnp.ndarray
+    q: VectorVar, qdot: VectorVar, zdot: VectorVar, mech: MechanismArrays, indep: jnp.ndarray
 ) -> jnp.ndarray:
     """Eq. (31): [Phi_q qdot; qdot[indep] - zdot], shape (m + d,)."""
     return jnp.concatenate([velocity_residual(q, qdot, mech), qdot[indep] - zdot])
 
 
 def independent_acceleration_residual(
-    q: jnp.ndarray,
-    qdot: jnp.ndarray,
-    qddot: jnp.ndarray,
-    zddot: jnp.ndarray,
+    q: VectorVar,
+    qdot: VectorVar,
+    qddot: VectorVar,
+    zddot: VectorVar,
     mech: MechanismArrays,
     indep: jnp.ndarray,
 ) -> jnp.ndarray:
@@ -91,20 +93,19 @@ def _example_independent_acceleration(rng: np.random.Generator) -> tuple[tuple, 
     return (q, qdot, qddot, qddot[_INDEP] + 0.3), (mech.arrays, _INDEP)
 
 
-POSITION = FactorType("position_constraint", position_residual, (VECTOR,), _example_position)
-VELOCITY = FactorType("velocity_constraint", velocity_residual, (VECTOR,) * 2, _example_velocity)
-INDEPENDENT_POSITION = FactorType(
-    "independent_position_constraint", independent_position_residual, (VECTOR,) * 2, _example_independent_position
-)
-INDEPENDENT_VELOCITY = FactorType(
-    "independent_velocity_constraint", independent_velocity_residual, (VECTOR,) * 3, _example_independent_velocity
-)
-INDEPENDENT_ACCELERATION = FactorType(
-    "independent_acceleration_constraint",
+POSITION = register(factor_type(position_residual, name="position_constraint", example=_example_position))
+VELOCITY = register(factor_type(velocity_residual, name="velocity_constraint", example=_example_velocity))
+INDEPENDENT_POSITION = register(factor_type(
+    independent_position_residual, name="independent_position_constraint", example=_example_independent_position
+))
+INDEPENDENT_VELOCITY = register(factor_type(
+    independent_velocity_residual, name="independent_velocity_constraint", example=_example_independent_velocity
+))
+INDEPENDENT_ACCELERATION = register(factor_type(
     independent_acceleration_residual,
-    (VECTOR,) * 4,
-    _example_independent_acceleration,
-)
+    name="independent_acceleration_constraint",
+    example=_example_independent_acceleration,
+))
 
 
 def _sigma(sigma: float | gtsam.noiseModel.Base, dim: int) -> gtsam.noiseModel.Base:

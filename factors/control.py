@@ -37,6 +37,7 @@ from mbfg import control
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
 from mbfg.adapter import VECTOR, FactorType
+from mbfg.registry import register
 from mbfg.rigid import RigidModel, State
 
 from ._rigid import example_model, fixed_values, state_values, variables_for
@@ -156,10 +157,10 @@ def rate_matrix(horizon: int, n_a: int) -> np.ndarray:
     return np.eye(n)[n_a:] - np.eye(n)[:-n_a]
 
 
-ACTIVATION_RATE = FactorType(
+ACTIVATION_RATE = register(FactorType(
     "control_activation_rate", _activation_rate, (VECTOR,),
     example=lambda rng: ((rng.standard_normal(6),), (rate_matrix(3, 2),)),
-)
+))
 
 
 def horizon_residual(model: RigidModel, rate_names: tuple[str, ...], x0: State, a: jnp.ndarray, p: dict, h: Any,
@@ -292,9 +293,9 @@ def _example_model(name: str) -> RigidModel:
 # Registered at import so the shared Jacobian battery checks every control factor type, on the one-link
 # model: the residuals' code does not depend on the model, and the Furuta's two bodies would double the
 # battery's compile time (tests/test_control.py checks the Furuta's step factor against the simulator).
-step_type(motor_link()).example = _step_example("motor-link", False)
-step_type(motor_link(), True).example = _step_example("motor-link", True)
-velocity_target_type(motor_link(), ("q", "link.vz")).example = _velocity_example("motor-link")
-force_target_type(motor_link()).example = _force_example("motor-link", False)
-force_target_type(motor_link(), True).example = _force_example("motor-link", True)
-horizon_type(motor_link(), ("q", "link.wy"), 3).example = _horizon_example
+register(step_type(motor_link()).with_example(_step_example("motor-link", False)))
+register(step_type(motor_link(), True).with_example(_step_example("motor-link", True)))
+register(velocity_target_type(motor_link(), ("q", "link.vz")).with_example(_velocity_example("motor-link")))
+register(force_target_type(motor_link()).with_example(_force_example("motor-link", False)))
+register(force_target_type(motor_link(), True).with_example(_force_example("motor-link", True)))
+register(horizon_type(motor_link(), ("q", "link.wy"), 3).with_example(_horizon_example))

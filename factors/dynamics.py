@@ -20,8 +20,10 @@ import numpy as np
 
 from mbfg import planar
 from mbfg._jax import jnp
-from mbfg.adapter import VECTOR, FactorType, noise_model
+from mbfg.adapter import noise_model
+from mbfg.factor_type import VectorVar, factor_type
 from mbfg.planar import MechanismArrays, PlanarMechanism
+from mbfg.registry import register
 
 from ._examples import mechanism_state
 
@@ -29,9 +31,9 @@ _INDEP = np.array([4])
 
 
 def forward_dependent_residual(
-    q: jnp.ndarray,
-    qdot: jnp.ndarray,
-    qddot: jnp.ndarray,
+    q: VectorVar,
+    qdot: VectorVar,
+    qddot: VectorVar,
     mech: MechanismArrays,
     M: jnp.ndarray,
     Q_known: jnp.ndarray,
@@ -41,9 +43,9 @@ def forward_dependent_residual(
 
 
 def forward_independent_residual(
-    q: jnp.ndarray,
-    qdot: jnp.ndarray,
-    zddot: jnp.ndarray,
+    q: VectorVar,
+    qdot: VectorVar,
+    zddot: VectorVar,
     mech: MechanismArrays,
     M: jnp.ndarray,
     Q_known: jnp.ndarray,
@@ -54,10 +56,10 @@ def forward_independent_residual(
 
 
 def inverse_dependent_residual(
-    q: jnp.ndarray,
-    qdot: jnp.ndarray,
-    qddot: jnp.ndarray,
-    F: jnp.ndarray,
+    q: VectorVar,
+    qdot: VectorVar,
+    qddot: VectorVar,
+    F: VectorVar,
     mech: MechanismArrays,
     M: jnp.ndarray,
     Q_known: jnp.ndarray,
@@ -67,10 +69,10 @@ def inverse_dependent_residual(
 
 
 def inverse_independent_residual(
-    q: jnp.ndarray,
-    qdot: jnp.ndarray,
-    zddot: jnp.ndarray,
-    F: jnp.ndarray,
+    q: VectorVar,
+    qdot: VectorVar,
+    zddot: VectorVar,
+    F: VectorVar,
     mech: MechanismArrays,
     M: jnp.ndarray,
     Q_known: jnp.ndarray,
@@ -104,18 +106,18 @@ def _example_inverse_independent(rng: np.random.Generator) -> tuple[tuple, tuple
     return (q, qdot, qddot[_INDEP], rng.standard_normal(mech.n)), (*_constants(mech), _INDEP)
 
 
-FORWARD_DEPENDENT = FactorType(
-    "forward_dynamics_dependent", forward_dependent_residual, (VECTOR,) * 3, _example_forward_dependent
-)
-FORWARD_INDEPENDENT = FactorType(
-    "forward_dynamics_independent", forward_independent_residual, (VECTOR,) * 3, _example_forward_independent
-)
-INVERSE_DEPENDENT = FactorType(
-    "inverse_dynamics_dependent", inverse_dependent_residual, (VECTOR,) * 4, _example_inverse_dependent
-)
-INVERSE_INDEPENDENT = FactorType(
-    "inverse_dynamics_independent", inverse_independent_residual, (VECTOR,) * 4, _example_inverse_independent
-)
+FORWARD_DEPENDENT = register(factor_type(
+    forward_dependent_residual, name="forward_dynamics_dependent", example=_example_forward_dependent
+))
+FORWARD_INDEPENDENT = register(factor_type(
+    forward_independent_residual, name="forward_dynamics_independent", example=_example_forward_independent
+))
+INVERSE_DEPENDENT = register(factor_type(
+    inverse_dependent_residual, name="inverse_dynamics_dependent", example=_example_inverse_dependent
+))
+INVERSE_INDEPENDENT = register(factor_type(
+    inverse_independent_residual, name="inverse_dynamics_independent", example=_example_inverse_independent
+))
 
 
 def forward_dynamics_factor(

@@ -9,22 +9,23 @@ from __future__ import annotations
 import gtsam
 
 from mbfg._jax import jnp
-from mbfg.adapter import VECTOR, FactorType, noise_model
+from mbfg.adapter import noise_model
+from mbfg.factor_type import VectorVar, factor_type
+from mbfg.registry import register
 
 from ._examples import vectors
 
 
-def soft_equality_residual(x_t: jnp.ndarray, x_next: jnp.ndarray) -> jnp.ndarray:
+def soft_equality_residual(x_t: VectorVar, x_next: VectorVar) -> jnp.ndarray:
     """x_{t+1} - x_t, shape (d,)."""
     return x_next - x_t
 
 
-SOFT_EQUALITY = FactorType(
-    "soft_equality",
+SOFT_EQUALITY = register(factor_type(
     soft_equality_residual,
-    (VECTOR, VECTOR),
+    name="soft_equality",
     example=lambda rng: (vectors(rng, 2), ()),
-)
+))
 
 
 def soft_equality_factor(

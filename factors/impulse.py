@@ -17,6 +17,7 @@ import numpy as np
 
 from mbfg import residuals
 from mbfg.adapter import FactorType
+from mbfg.registry import register
 
 from ._rigid import Variables, example_model, example_step, fixed_values, state_values, variables_for
 
@@ -78,10 +79,11 @@ def _example(name: str, free: tuple[str, ...]):
     return example
 
 
-# Registered at import so the shared Jacobian battery checks them: a frictional
-# Furuta pendulum with all 13 parameters free, the Stribeck pendulum, the particle on the ground, the
-# linear stage (a slider with a motor, viscous and load-independent Coulomb friction, an applied offset) and
-# the DFKI double pendulum (two hinges with load-independent Coulomb torques, geared rotors).
+# Registered for the shared Jacobian battery: a frictional Furuta pendulum with all 13 parameters free,
+# the Stribeck pendulum, the particle on the ground, the linear stage (a slider with a motor, viscous and
+# load-independent Coulomb friction, an applied offset) and the DFKI double pendulum (two hinges with
+# load-independent Coulomb torques, geared rotors). A copy carries the example: the cached type that user
+# code gets stays as built.
 for _name, _free in (
     ("furuta-viscous", ("K", "J_Az", "J_Bx", "b_1", "b_2", "tilt")),
     ("furuta", ("K", "J_Ax", "J_Ay", "J_Az", "J_Bx", "J_By", "b_1", "b_2", "mu_r1", "mu_r2", "tilt")),
@@ -90,5 +92,4 @@ for _name, _free in (
     ("linear-stage", ("M", "F_v", "F_c", "F_0")),
     ("dfki-double-pendulum", ("J1", "J2", "b1", "b2", "tau_c1", "tau_c2")),
 ):
-    _type = impulse_type(variables_for(example_model(_name), _free))
-    _type.example = _example(_name, _free)
+    register(impulse_type(variables_for(example_model(_name), _free)).with_example(_example(_name, _free)))

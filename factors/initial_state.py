@@ -15,6 +15,7 @@ import numpy as np
 
 from mbfg import keys, residuals
 from mbfg.adapter import FactorType
+from mbfg.registry import register
 
 from ._rigid import Variables, example_model, example_step, fixed_values, state_values, variables_for
 
@@ -53,4 +54,6 @@ def _example(name: str, free: tuple[str, ...]):
     return example
 
 
-initial_state_type(variables_for(example_model("furuta"), ("J_Az", "b_1"))).example = _example("furuta", ("J_Az", "b_1"))
+# Registered for the shared Jacobian battery (a copy carries the example, as for the impulse factor).
+register(initial_state_type(variables_for(example_model("furuta"), ("J_Az", "b_1"))).with_example(
+    _example("furuta", ("J_Az", "b_1"))))

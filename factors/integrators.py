@@ -11,36 +11,37 @@ from __future__ import annotations
 import gtsam
 
 from mbfg._jax import jnp
-from mbfg.adapter import VECTOR, FactorType, noise_model
+from mbfg.adapter import noise_model
+from mbfg.factor_type import VectorVar, factor_type
+from mbfg.registry import register
 
 from ._examples import vectors
 
 
-def euler_residual(x_t: jnp.ndarray, x_next: jnp.ndarray, xdot_t: jnp.ndarray, dt: jnp.ndarray) -> jnp.ndarray:
+def euler_residual(x_t: VectorVar, x_next: VectorVar, xdot_t: VectorVar, dt: jnp.ndarray) -> jnp.ndarray:
     """Eq. (22); all vectors (d,), dt [s]."""
     return x_next - x_t - dt * xdot_t
 
 
 def trapezoidal_residual(
-    x_t: jnp.ndarray, x_next: jnp.ndarray, xdot_t: jnp.ndarray, xdot_next: jnp.ndarray, dt: jnp.ndarray
+    x_t: VectorVar, x_next: VectorVar, xdot_t: VectorVar, xdot_next: VectorVar, dt: jnp.ndarray
 ) -> jnp.ndarray:
     """Eq. (23); all vectors (d,), dt [s]."""
     return x_next - x_t - 0.5 * dt * (xdot_t + xdot_next)
 
 
-EULER = FactorType(
-    "euler_integrator",
+# The residuals stay plain functions (public names); their annotations give the variable kinds.
+EULER = register(factor_type(
     euler_residual,
-    (VECTOR,) * 3,
+    name="euler_integrator",
     example=lambda rng: (vectors(rng, 3), (rng.uniform(1e-3, 1e-1),)),
-)
+))
 
-TRAPEZOIDAL = FactorType(
-    "trapezoidal_integrator",
+TRAPEZOIDAL = register(factor_type(
     trapezoidal_residual,
-    (VECTOR,) * 4,
+    name="trapezoidal_integrator",
     example=lambda rng: (vectors(rng, 4), (rng.uniform(1e-3, 1e-1),)),
-)
+))
 
 
 def euler_factor(

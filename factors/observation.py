@@ -17,6 +17,7 @@ import numpy as np
 
 from mbfg import keys, residuals
 from mbfg.adapter import FactorType
+from mbfg.registry import register
 
 from ._rigid import Variables, example_model, example_step, fixed_values, state_values, variables_for
 
@@ -64,5 +65,6 @@ def _example(name: str, free: tuple[str, ...]):
     return example
 
 
+# Registered for the shared Jacobian battery (a copy carries the example, as for the impulse factor).
 for _name, _free in (("furuta", ("J_Az", "K")), ("particle", ("mu",))):
-    observation_type(variables_for(example_model(_name), _free)).example = _example(_name, _free)
+    register(observation_type(variables_for(example_model(_name), _free)).with_example(_example(_name, _free)))

@@ -8,22 +8,19 @@ import gtsam
 import numpy as np
 
 from mbfg._jax import jnp
-from mbfg.adapter import ROT3, VECTOR, FactorType, noise_model
+from mbfg.adapter import noise_model
+from mbfg.factor_type import Rot3Var, VectorVar, factor_type
+from mbfg.registry import register
 
 from ._examples import vectors
 
 
-def prior_residual(x: jnp.ndarray, x0: jnp.ndarray) -> jnp.ndarray:
+def prior_residual(x: VectorVar, x0: jnp.ndarray) -> jnp.ndarray:
     """x (d,) minus its prior value x0 (d,)."""
     return x - x0
 
 
-PRIOR = FactorType(
-    "prior",
-    prior_residual,
-    (VECTOR,),
-    example=lambda rng: (vectors(rng, 1), vectors(rng, 1)),
-)
+PRIOR = register(factor_type(prior_residual, name="prior", example=lambda rng: (vectors(rng, 1), vectors(rng, 1))))
 
 
 def prior_factor(key: int, x0: np.ndarray, sigma: float | np.ndarray | gtsam.noiseModel.Base) -> gtsam.CustomFactor:
@@ -32,7 +29,7 @@ def prior_factor(key: int, x0: np.ndarray, sigma: float | np.ndarray | gtsam.noi
     return PRIOR.make([key], noise_model(sigma, x0.shape[0]), x0)
 
 
-def partial_prior_residual(x: jnp.ndarray, x0: jnp.ndarray, idx: jnp.ndarray) -> jnp.ndarray:
+def partial_prior_residual(x: VectorVar, x0: jnp.ndarray, idx: jnp.ndarray) -> jnp.ndarray:
     """x[idx] (d,) minus its prior value x0 (d,): a prior on some components of x."""
     return x[idx] - x0
 
@@ -42,7 +39,7 @@ def _example_partial_prior(rng: np.random.Generator) -> tuple[tuple, tuple]:
     return (x,), (rng.standard_normal(2), np.array([4, 1]))
 
 
-PARTIAL_PRIOR = FactorType("partial_prior", partial_prior_residual, (VECTOR,), _example_partial_prior)
+PARTIAL_PRIOR = register(factor_type(partial_prior_residual, name="partial_prior", example=_example_partial_prior))
 
 
 def partial_prior_factor(
@@ -57,7 +54,7 @@ def partial_prior_factor(
     return PARTIAL_PRIOR.make([key], noise_model(sigma, idx.shape[0]), x0, idx)
 
 
-def tilt_yaw_prior_residual(R: jnp.ndarray, R0: jnp.ndarray) -> jnp.ndarray:
+def tilt_yaw_prior_residual(R: Rot3Var, R0: jnp.ndarray) -> jnp.ndarray:
     """(1,): the rotation of R relative to R0 about R0's z axis, sin(angle) for a rotation about z [rad].
 
     A gravity tilt R (gravity = R (0, 0, -g)) is blind to R Rz(phi): this pins phi only.
@@ -72,7 +69,7 @@ def _example_yaw(rng: np.random.Generator) -> tuple[tuple, tuple]:
     return (Rotation.from_rotvec(rng.normal(size=3)).as_matrix(),), (Rotation.from_rotvec(rng.normal(size=3)).as_matrix(),)
 
 
-TILT_YAW_PRIOR = FactorType("tilt_yaw_prior", tilt_yaw_prior_residual, (ROT3,), _example_yaw)
+TILT_YAW_PRIOR = register(factor_type(tilt_yaw_prior_residual, name="tilt_yaw_prior", example=_example_yaw))
 
 
 def tilt_yaw_prior_factor(key: int, R0: np.ndarray, sigma: float) -> gtsam.CustomFactor:

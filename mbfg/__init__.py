@@ -14,13 +14,15 @@ if not _os.path.isdir(_os.path.join(_here, "graphs")) and all(
     __path__.append(_root)  # noqa: F821
 
 from mbfg import _jax  # noqa: F401  (float64 before anything touches JAX)
-from mbfg.adapter import POSE3, REGISTRY, ROT3, VECTOR, FactorType, VarKind, noise_model
+from mbfg.adapter import POSE3, REGISTRY, ROT3, VECTOR, FactorType, Key, VarKind, noise_model
 from mbfg.errors import DataError, MbfgError, ModelError
+from mbfg.factor_type import Pose3Var, Rot3Var, VectorVar, factor_type
 from mbfg.mbse_yaml import load_mbse_yaml
 from mbfg.models import BUILTIN as BUILTIN_MODELS
 from mbfg.models import double_pendulum, furuta, hinged_tree, linear_stage, load_model, particle, pendulum
 from mbfg.parameters import Parameter, ParameterSet
 from mbfg.planar import Body, PlanarMechanism, Point, RelativeAngle
+from mbfg.registry import register
 from mbfg.rigid import RigidModel, State
 from mbfg.spook import Trajectory, simulate
 from mbfg.urdf import load_urdf
@@ -39,12 +41,17 @@ __all__ = [
     "Body",
     "DataError",
     "FactorType",
+    "Key",
     "MbfgError",
     "ModelError",
     "PlanarMechanism",
     "Point",
+    "Pose3Var",
     "RelativeAngle",
+    "Rot3Var",
     "VarKind",
+    "VectorVar",
+    "factor_type",
     "load_mbse_yaml",
     "noise_model",
     "Parameter",
@@ -62,6 +69,7 @@ __all__ = [
     "load_urdf",
     "particle",
     "pendulum",
+    "register",
     "simulate",
 ]
 

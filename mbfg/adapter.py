@@ -4,7 +4,13 @@ A factor type is a pure residual ``residual(*variables, *constants) -> (m,)`` in
 jax.numpy plus the kinds of its variables. :class:`FactorType` jit-compiles the
 residual and its Jacobian once per factor type (JAX caches per argument shape),
 and :meth:`FactorType.make` wraps it into a ``gtsam.CustomFactor``. Nothing else
-in mbfg touches GTSAM's callback signature.
+in mbfg touches GTSAM's callback signature. :func:`mbfg.factor_type.factor_type` declares
+one from an annotated residual; :func:`mbfg.registry.register` puts it through the
+Jacobian battery.
+
+Keys: a :class:`Key` is a GTSAM key (an ``int``) that knows its variable's kind
+(:mod:`mbfg.keys` makes them); :meth:`FactorType.make` refuses one of the wrong kind.
+Plain ints are taken as they are (GTSAM's own keys, arithmetic keys).
 
 Jacobians follow GTSAM's tangent convention: the block of variable i is
 ``d r(retract(x_i, xi)) / d xi`` at ``xi = 0``; for ``Rot3`` that is the right
@@ -15,11 +21,14 @@ velocity at ``xi = 0`` (hence the same Jacobian) that avoids Rodrigues' formula.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
+import inspect
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import gtsam
 import numpy as np
@@ -27,6 +36,10 @@ import numpy as np
 from mbfg import lie
 from mbfg._jax import jax, jnp
 from mbfg._programs import PersistentJit, jaxpr_fingerprint
+from mbfg.registry import REGISTRY
+
+__all__ = ["POSE3", "REGISTRY", "ROT3", "VECTOR", "FactorGroup", "FactorType", "Key", "PerFactor", "Pose3Key",
+           "Rot3Key", "VarKind", "VectorKey", "noise_model"]
 
 
 class VarKind(enum.Enum):
@@ -62,16 +75,49 @@ class VarKind(enum.Enum):
 VECTOR, ROT3, POSE3 = VarKind.VECTOR, VarKind.ROT3, VarKind.POSE3
 
 
+class Key(int):
+    """A GTSAM key that knows the :class:`VarKind` of its variable (``kind``, a class attribute).
+
+    Still an ``int`` (GTSAM, ``gtsam.Values``, dicts and key arithmetic take it as one; arithmetic gives
+    plain ints); no instance dictionary, so it costs what an int costs. Printed as the integer it is.
+    """
+
+    __slots__ = ()
+    kind: ClassVar[VarKind]
+
+
+class VectorKey(Key):
+    """Key of a Vector variable."""
+
+    __slots__ = ()
+    kind = VECTOR
+
+
+class Rot3Key(Key):
+    """Key of a Rot3 variable."""
+
+    __slots__ = ()
+    kind = ROT3
+
+
+class Pose3Key(Key):
+    """Key of a Pose3 variable."""
+
+    __slots__ = ()
+    kind = POSE3
+
+
+#: The kind of each key class, looked up by ``type(key)`` (a dict lookup in C, where isinstance would be a
+#: Python-level call per key); a plain int is not in it.
+_KIND_OF_KEY_TYPE: dict[type, VarKind] = {VectorKey: VECTOR, Rot3Key: ROT3, Pose3Key: POSE3}
+
+
 def _as_constant(value: Any) -> Any:
     """A constant ready for the jitted residual: JAX arrays are kept as they are (a
     mechanism's arrays are shared by every factor), anything else becomes a NumPy
     array. Creating a JAX array from a Python float costs ~0.2 ms, more than a call.
     """
     return value if isinstance(value, jax.Array) else np.asarray(value)
-
-#: Every factor type created in the process, by name. The Jacobian test battery
-#: iterates over it, so a new factor type is checked without editing the battery.
-REGISTRY: dict[str, FactorType] = {}
 
 Example = Callable[[np.random.Generator], tuple[tuple[Any, ...], tuple[Any, ...]]]
 
@@ -118,16 +164,10 @@ class FactorType:
     _vmapped_fns: dict = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        existing = REGISTRY.get(self.name)
-        # The same module imported under a second name re-registers itself; allow only that.
-        if existing is not None and existing.residual.__code__.co_filename != self.residual.__code__.co_filename:
-            raise ValueError(f"factor type {self.name!r} is already registered by {existing.residual}")
-        if existing is not None and self.example is None:
-            # The same type built again (e.g. for another instance of the same model) keeps the
-            # battery's example, so the registry entry stays checkable.
-            self.example = existing.example
-        REGISTRY[self.name] = self
+        # Registration for the Jacobian battery is explicit (mbfg.registry.register), not done here:
+        # a type built again for another instance of a model is not a second declaration.
         residual, kinds = self.residual, self.kinds
+        self._kind_list: list[VarKind | None] = list(kinds)  # what a row of typed keys maps to (_plain_rows)
         if self.jacobian_groups is not None:
             flat = sorted(i for g in self.jacobian_groups for i in g)
             if flat != list(range(len(kinds))):
@@ -171,6 +211,11 @@ class FactorType:
         self._linearize_per_variable = functools.partial(
             linearize, passes=tuple((i,) for i in range(len(kinds))))
 
+    def with_example(self, example: Example) -> FactorType:
+        """A copy of this type carrying ``example`` (for :func:`mbfg.registry.register`), this one unchanged:
+        a type built and cached per model gets the battery's example without being patched."""
+        return dataclasses.replace(self, example=example)
+
     # -- pure evaluation, no GTSAM -------------------------------------------------
     def error(self, *args: Any) -> np.ndarray:
         """Residual (m,) at ``(*variables, *constants)``."""
@@ -200,7 +245,7 @@ class FactorType:
                 f"{self.name}: expected {len(self.kinds)} keys ({[k.value for k in self.kinds]}), "
                 f"got {len(keys)}"
             )
-        keys = [int(k) for k in keys]
+        keys = self._plain_rows([keys])[0]  # checks the kind of each typed key
         cs = tuple(jax.tree_util.tree_map(_as_constant, c) for c in constants)
         kinds = self.kinds
         error_fn, linearize_fn, split_blocks = self._error_fn, self._linearize_fn, self._split_blocks
@@ -255,7 +300,7 @@ class FactorType:
     ) -> FactorGroup:
         """The :class:`FactorGroup` of :meth:`make_many` (same arguments): its ``factors`` for a GTSAM
         graph, and its vectorized evaluation for the batch solvers (:mod:`mbfg.vectorized`)."""
-        return FactorGroup(self, [[int(k) for k in row] for row in keys], noise, constants, regroup, per_variable)
+        return FactorGroup(self, self._plain_rows(keys, 0), noise, constants, regroup, per_variable)
 
     # -- helpers -------------------------------------------------------------------
     def _vmapped(
@@ -295,6 +340,39 @@ class FactorType:
             return None if fingerprint is None else f"{what}; vmapped {constant_axes}; {fingerprint}"
 
         return describe
+
+    def _plain_rows(self, rows: Sequence[Sequence[int]], first: int | None = None) -> list[list[int]]:
+        """Rows of keys as plain ints, after checking the kind of each :class:`Key` among them against the
+        residual's variable at its position (plain ints carry no kind and pass). ``first``: the number of the
+        first row, for the message (None: the one row of :meth:`make`). A row of the wrong length is left to
+        the caller's message.
+
+        The stream builds its factors through here every update, so the key types of all rows are looked
+        at in one C-level pass: rows of plain ints are copied as they are (cheaper than the ``int()`` per
+        key this replaced), rows of typed keys cost a lookup of each type's kind and one list comparison;
+        only rows that hold a key of an unexpected kind are checked key by key, to name it.
+        ``python tests/test_factor_declaration.py`` times it against that ``int()`` per key."""
+        types = list(map(type, itertools.chain.from_iterable(rows)))
+        if types.count(int) == len(types):
+            return [list(row) for row in rows]
+        given = list(map(_KIND_OF_KEY_TYPE.get, types))  # None: no kind (a plain or NumPy int)
+        if given != self._kind_list * len(rows) and given.count(None) != len(given):
+            for n, row in enumerate(rows):
+                for i, (key, kind) in enumerate(zip(row, self.kinds)):
+                    if isinstance(key, Key) and key.kind is not kind:
+                        raise TypeError(self._wrong_kind(i, key, None if first is None else first + n))
+        return [list(map(int, row)) for row in rows]
+
+    def _wrong_kind(self, i: int, key: Key, factor: int | None) -> str:
+        """The message for a key of the wrong kind at variable ``i``: factor type, argument, expected and given."""
+        from mbfg.keys import describe  # mbfg.keys imports this module
+
+        names = [p.name for p in inspect.signature(self.residual).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        argument = f"variable {i}" + (f" ({names[i]!r})" if i < len(names) else "")
+        where = f"factor {factor}, " if factor is not None else ""
+        return (f"factor type {self.name!r}: {where}{argument} takes a {self.kinds[i].value} key, "
+                f"got {describe(key)}, a {key.kind.value} key")
 
     def _split(self, args: Sequence[Any]) -> tuple[tuple, tuple]:
         n = len(self.kinds)

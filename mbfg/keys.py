@@ -4,6 +4,14 @@ Every GTSAM key in mbfg is built here, one letter per role, with the time-step
 index as the symbol index. Timestamps live in their own map (see the graph
 builders); keys are never derived from float times.
 
+The functions of one letter return a :class:`mbfg.adapter.Key` of the variable's
+type (``Q(k)`` a ``VectorKey``, ``X(k, i)`` a ``Pose3Key``, ``T()`` a ``Rot3Key``): an
+``int`` that GTSAM takes as it is and that :meth:`mbfg.adapter.FactorType.make`
+checks against the residual's variable kinds. They are annotated ``int`` (which they
+are), so that lists of them and of plain ints mix without casts. :func:`rigid_state`
+returns plain ints (the stream's hot path: arithmetic only, nothing to check); ``S``
+and ``B`` too (keys of linear systems, never a factor type's variable).
+
 =======  ===============================================  ======
 letter   role                                             type
 =======  ===============================================  ======
@@ -32,6 +40,8 @@ from typing import TYPE_CHECKING
 
 import gtsam
 
+from mbfg.adapter import Pose3Key, Rot3Key, VectorKey
+
 if TYPE_CHECKING:
     from mbfg.factors._rigid import Variables
 
@@ -52,45 +62,55 @@ _LETTERS = {
 }
 
 
-def _key(letter: str, k: int) -> int:
-    if k < 0:
-        raise ValueError(f"time-step index must be >= 0, got {k}")
-    return gtsam.symbol(letter, k)
+#: gtsam.Symbol's layout: the letter in the top 8 bits of the 64-bit key, the index in the low 56.
+_INDEX_BITS = 56
+
+
+_MAX_INDEX = 1 << _INDEX_BITS
+_HIGH = {letter: ord(letter) << _INDEX_BITS for letter in _LETTERS}
+
+
+def _symbol(letter: str, k: int) -> int:
+    """``gtsam.symbol(letter, k)`` by the layout's arithmetic: as fast as the call into GTSAM was, which leaves
+    room for the typed key's construction (keys are built per sample)."""
+    if not 0 <= k < _MAX_INDEX:
+        raise ValueError(f"time-step index must be >= 0, got {k}" if k < 0 else f"symbol index {k} out of range")
+    return _HIGH[letter] | k
 
 
 def Q(k: int) -> int:
     """Key of the dependent coordinates q at step k."""
-    return _key("q", k)
+    return VectorKey(_symbol("q", k))
 
 
 def V(k: int) -> int:
     """Key of the dependent velocities qdot at step k."""
-    return _key("v", k)
+    return VectorKey(_symbol("v", k))
 
 
 def A(k: int) -> int:
     """Key of the dependent accelerations qddot at step k."""
-    return _key("a", k)
+    return VectorKey(_symbol("a", k))
 
 
 def Z(k: int) -> int:
     """Key of the independent coordinates z at step k."""
-    return _key("z", k)
+    return VectorKey(_symbol("z", k))
 
 
 def ZD(k: int) -> int:
     """Key of the independent velocities zdot at step k."""
-    return _key("w", k)
+    return VectorKey(_symbol("w", k))
 
 
 def ZDD(k: int) -> int:
     """Key of the independent accelerations zddot at step k."""
-    return _key("u", k)
+    return VectorKey(_symbol("u", k))
 
 
 def F(k: int) -> int:
     """Key of the generalized forces Q at step k."""
-    return _key("f", k)
+    return VectorKey(_symbol("f", k))
 
 
 #: Body poses X(k, i) use the symbol index k * BODY_STRIDE + i: at most this many bodies.
@@ -101,11 +121,9 @@ def X(k: int, i: int) -> int:
     """Key of the pose (Pose3) of rigid body i at step k."""
     if not 0 <= i < BODY_STRIDE:
         raise ValueError(f"body index must be in [0, {BODY_STRIDE}), got {i}")
-    return _key("x", k * BODY_STRIDE + i)
-
-
-#: gtsam.Symbol's layout: the letter in the top 8 bits of the 64-bit key, the index in the low 56.
-_INDEX_BITS = 56
+    if k < 0:
+        raise ValueError(f"time-step index must be >= 0, got {k}")
+    return Pose3Key(_symbol("x", k * BODY_STRIDE + i))
 
 
 def rigid_state(k: int, nb: int) -> list[int]:
@@ -126,28 +144,28 @@ def parameter_keys(variables: Variables) -> list[int]:
 
 def P(k: int = 0) -> int:
     """Key of the free scalar parameters (one Vector)."""
-    return _key("p", k)
+    return VectorKey(_symbol("p", k))
 
 
 def T(k: int = 0) -> int:
     """Key of the gravity tilt (a Rot3)."""
-    return _key("t", k)
+    return Rot3Key(_symbol("t", k))
 
 
 def C(k: int) -> int:
     """Key of the activations (the model's controls) of a control problem; C(0) holds a plan a_0 .. a_{N-1}
     stacked step after step (:mod:`mbfg.graphs.control`)."""
-    return _key("c", k)
+    return VectorKey(_symbol("c", k))
 
 
 def S(k: int) -> int:
     """Key of state block k in the linear systems of the vectorized batch solver (:mod:`mbfg.vectorized`)."""
-    return _key("s", k)
+    return _symbol("s", k)
 
 
 def B() -> int:
     """Key of the parameter block (P and T stacked) in the vectorized batch solver's linear systems."""
-    return _key("b", 0)
+    return _symbol("b", 0)
 
 
 def describe(key: int) -> str:

@@ -2,9 +2,9 @@
 
 The product's factor types only have Vector variables so far; the test-only
 factor types here exercise Rot3 and Pose3 variables through the shared Jacobian
-battery. Their names start with ``test_`` so that the registry-wide battery in
-``test_jacobian_battery.py`` leaves them out: creating a FactorType registers it
-in the global REGISTRY.
+battery. They are registered (explicitly, as the product's are); their names start
+with ``test_`` so that the registry-wide battery in ``test_jacobian_battery.py``
+leaves them out.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from mbfg import lie
 from mbfg._jax import jax, jnp
 from mbfg.adapter import POSE3, REGISTRY, ROT3, VECTOR, FactorType, noise_model
 from mbfg.factors import prior_factor, trapezoidal_factor
+from mbfg.registry import register
 
 try:  # tests/ on sys.path (pytest's default rootdir-based "prepend" import mode)
     from test_jacobian_battery import check_factor_type
@@ -100,6 +101,8 @@ def _rotation_prior_example(rng):
 TEST_ROTATION_PRIOR = FactorType("test_rotation_prior", rotation_prior_residual, (ROT3,), _rotation_prior_example)
 
 TEST_FACTOR_TYPES = [TEST_ROTATE_VECTOR, TEST_POINT_IN_BODY, TEST_MIXED, TEST_ROTATION_PRIOR]
+for _ft in TEST_FACTOR_TYPES:
+    register(_ft)
 
 
 @pytest.mark.parametrize("ft", TEST_FACTOR_TYPES, ids=lambda ft: ft.name)
