@@ -206,15 +206,32 @@ def result_combinations(result: CalibrationResult, *, threshold: float = 1.0) ->
     matrix where it has one, else its covariance)."""
     names = [p.name for p in result.parameters]
     values = [p.value for p in result.parameters]
-    # As calibration's singular values: a parameter at zero (e.g. on its bound) is scaled by its std.
-    scale = [abs(p.value) if p.value != 0 else (p.std if np.isfinite(p.std) and p.std > 0 else 1.0)
-             for p in result.parameters]
+    scale = [_scale_of(p, _start_value(result, p.name)) for p in result.parameters]
     information = getattr(result, "information", None)
     if information is None and np.all(np.isnan(result.covariance)):
         return []  # calibrate(covariance=False): nothing is known about the directions
     if information is not None:
         return base_combinations(names, values, information=information, scale=scale, threshold=threshold)
     return base_combinations(names, values, result.covariance, scale=scale, threshold=threshold)
+
+
+def _start_value(result: Any, name: str) -> float:
+    """The value ``name`` started the calibration from (the problem's model), NaN where unknown."""
+    model = getattr(getattr(result, "problem", None), "model", None)
+    par = model.parameters[name] if model is not None and name in model.parameters else None
+    ok = par is not None and np.ndim(par.default) == 0
+    return float(par.default) if ok else float("nan")
+
+
+def _scale_of(p: Any, start: float) -> float:
+    """The unit a parameter's precision is judged in: its value; where that says nothing of its size (zero,
+    or on a bound such as J >= 1e-9, where the optimum lies outside the box) the value it started from;
+    without one, its value, or at zero (as calibration's singular values) its std, else 1."""
+    if (p.value == 0 or getattr(p, "at_bound", False)) and np.isfinite(start) and start != 0:
+        return abs(start)
+    if p.value != 0:
+        return abs(p.value)
+    return p.std if np.isfinite(p.std) and p.std > 0 else 1.0
 
 
 def not_excited_combinations(result: CalibrationResult, *, threshold: float = 1.0) -> list[str]:

@@ -158,14 +158,15 @@ def test_a_result_file_written_before_combinations_is_named_as_such() -> None:
 # ----------------------------------------------------------------- the result object: table, JSON, DataFrame
 
 
-def _result(names: list[str], theta: np.ndarray, info: np.ndarray) -> CalibrationResult:
+def _result(names: list[str], theta: np.ndarray, info: np.ndarray, lower: float = 0.0,
+            problem: object = None) -> CalibrationResult:
     """A CalibrationResult around a given information (no calibration run): what table/to_dict/to_dataframe
     print of it is the identifiability report alone."""
     cov = np.linalg.pinv(info)
-    est = [ParameterEstimate(n, float(v), float(np.sqrt(cov[i, i])), "kg m^2", 0.0, np.inf)
+    est = [ParameterEstimate(n, float(v), float(np.sqrt(cov[i, i])), "kg m^2", lower, np.inf)
            for i, (n, v) in enumerate(zip(names, theta))]
     return CalibrationResult(pendulum(), est, cov, np.zeros(0), 1.0, 1.0, 0.0, np.zeros(3), 0.1, 0.0, 3, True, 0.1,
-                             1e-3, 1e6, information=info)
+                             1e-3, 1e6, problem=problem, information=info)
 
 
 def test_result_table_json_and_dataframe_name_the_undetermined_combination() -> None:
@@ -305,3 +306,15 @@ def test_the_determined_sum_is_what_the_identifiable_model_estimates(rotor, plai
     for label, name in (("J_link + J_rotor", "J"), ("b", "b")):
         np.testing.assert_allclose(by[label]["value"], plain["parameters"][name]["value"], rtol=1e-5)
         np.testing.assert_allclose(by[label]["std"], plain["parameters"][name]["std"], rtol=1e-2)
+
+
+def test_a_parameter_on_its_bound_is_judged_against_its_start_value_not_the_bound() -> None:
+    """J on its lower bound 1e-9 (the optimum outside the box) with std 1e-6: relative to the bound it looks
+    undetermined, relative to where it started (the model's 1.6e-3) it is known to 0.06 %."""
+    theta = np.array([1e-9, 2e-3])
+    info = np.diag([1e12, 1e12])
+    alone = _result(["J", "b"], theta, info, lower=1e-9)
+    assert alone.not_determined == ["J"]  # no start known: the bound is the scale
+    started = _result(["J", "b"], theta, info, lower=1e-9, problem=SimpleNamespace(model=pendulum()))
+    assert started.not_determined == []
+    np.testing.assert_allclose(started.combinations()[-1].relative_std, 1e-6 / 1.6e-3, rtol=1e-9)
