@@ -318,3 +318,60 @@ def test_a_parameter_on_its_bound_is_judged_against_its_start_value_not_the_boun
     started = _result(["J", "b"], theta, info, lower=1e-9, problem=SimpleNamespace(model=pendulum()))
     assert started.not_determined == []
     np.testing.assert_allclose(started.combinations()[-1].relative_std, 1e-6 / 1.6e-3, rtol=1e-9)
+
+
+@pytest.mark.parametrize("hold, expected", [
+    ("d=0.1", "'d' is not a scalar parameter being estimated"),
+    ("J=abc", "the value of 'J' must be a number"),
+    ("J", "expected NAME=VALUE items"),
+    ("J=1e-3,J=2e-3", "given twice"),
+])
+def test_hold_is_checked_before_the_calibration(capsys, tmp_path, hold: str, expected: str) -> None:
+    log = tmp_path / "log.csv"
+    log.write_text("t,theta\n0,0.1\n0.001,0.1\n0.002,0.1\n")
+    code = main(["calibrate", "pendulum", str(log), "--free", "J,b", "--hold", hold, "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and expected in err, err
+
+
+def _fake_calibration(monkeypatch, tmp_path) -> Path:
+    """``mbfg calibrate`` with the calibration replaced by a result around the sum regressor's information
+    (J and b only as J + b, d alone): the CLI's printing and --hold, without compiling anything."""
+    import mbfg.calibration
+
+    theta, info, _ = _sum_regressor()
+    monkeypatch.setattr(mbfg.calibration, "calibrate", lambda *a, **k: _result(["J", "b", "d"], theta, info))
+    log = tmp_path / "log.csv"
+    log.write_text("t,theta\n0,0.1\n0.001,0.1\n0.002,0.1\n")
+    return log
+
+
+def test_cli_prints_the_undetermined_combination_and_the_mapping_with_hold(capsys, monkeypatch, tmp_path) -> None:
+    log = _fake_calibration(monkeypatch, tmp_path)
+    theta, info, _ = _sum_regressor()
+    out_json = tmp_path / "out.json"
+    code = main(["calibrate", "pendulum", str(log), "--free", "J,b,d", "--hold", "b=0.7", "--out", str(out_json),
+                 "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "not determined by the data: J - b  (no information)" in lines
+    # The mapping's table follows the calibration's: its rows are "name value std [held]".
+    mapped = lines[lines.index(next(x for x in lines if x.split() == ["parameter", "value", "std"])) + 1:]
+    rows = {x.split()[0]: x.split()[1:] for x in mapped}
+    assert float(rows["J"][0]) == pytest.approx(theta[0] + theta[1] - 0.7, rel=1e-5)
+    assert rows["b"] == ["0.7", "0", "held"]
+    doc = json.loads(out_json.read_text())
+    assert doc["base"]["parameters"]["b"] == {"value": 0.7, "std": 0.0, "held": True}
+    assert doc["not_determined"] == ["J - b"]
+
+
+def test_cli_hold_that_leaves_a_combination_free_fails_after_writing_the_result(capsys, monkeypatch,
+                                                                                 tmp_path) -> None:
+    log = _fake_calibration(monkeypatch, tmp_path)
+    out_json = tmp_path / "out.json"
+    code = main(["calibrate", "pendulum", str(log), "--free", "J,b,d", "--hold", "d=3", "--out", str(out_json),
+                 "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "--hold d=3" in err and "J, b remain undetermined" in err and "J - b" in err, err
+    assert out.splitlines()[-1].startswith("cost ") and out_json.exists()  # the calibration itself is kept

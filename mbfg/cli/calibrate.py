@@ -37,7 +37,7 @@ from mbfg.cli.common import (
     _start,
     _wall,
 )
-from mbfg.errors import DataError, ModelError
+from mbfg.errors import DataError, MbfgError, ModelError
 
 if TYPE_CHECKING:
     from mbfg.rigid import RigidModel
@@ -273,8 +273,14 @@ def run(args: argparse.Namespace) -> int:
             model, log, free=free, h=args.dt, weight=args.weight, max_iterations=args.max_iterations, priors=priors,
             quiet=args.quiet, bias=args.bias,
         )
-    # Which held parameters pin down the others is known only now; a --hold that leaves one free is an error.
-    base = result.base_parameters(hold) if hold is not None else None
+    # Which held parameters pin down the others is known only now; a --hold that leaves one free is an error,
+    # raised once the calibration's own table and file are out (it is not lost with the mapping).
+    base, base_error = None, None
+    if hold is not None:
+        try:
+            base = result.base_parameters(hold)
+        except MbfgError as exc:
+            base_error = exc
     doc = _json_safe({**result.to_dict(), "log": args.log, "params": args.params, "priors": priors or {}}
                      | ({"base": base.to_dict()} if base is not None else {}))
     if args.out:
@@ -301,4 +307,6 @@ def run(args: argparse.Namespace) -> int:
         f"(calibration {result.wall_s:.1f} s, compiling included)"
         + (f"; wrote {' and '.join(written)}" if written else "")
     )
+    if base_error is not None:
+        raise ModelError(f"--hold {args.hold}: {base_error}")
     return 0
