@@ -55,6 +55,8 @@ from typing import TYPE_CHECKING, Any
 
 from mbfg.errors import ModelError
 from mbfg.parameters import Parameter
+from mbfg.parts import _param_names
+from mbfg.trees import AXIS_FRAMES, Link, hinged_tree
 
 if TYPE_CHECKING:
     from mbfg.rigid import RigidModel
@@ -124,8 +126,6 @@ class _Reader:
 
     def param_like(self, value: Any, entry: str, parameters: Mapping[str, Parameter]) -> float | str:
         """A number, or an expression of parameter names (each must be defined)."""
-        from mbfg.rigid import _param_names
-
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise self.error(
                 entry, f"expected a number or a parameter expression such as 'l1' or 'L_A - r_A', got {value!r}"
@@ -203,8 +203,6 @@ def model_from_dict(doc: Any, name: str, *, source: str | None = None) -> RigidM
         name: model name used when the document has no ``name``.
         source: what error messages call the document (default: ``name``).
     """
-    from mbfg.models import AXIS_FRAMES, Link, hinged_tree
-
     reader = _Reader(source or name)
     if doc is None:
         raise reader.error("", "empty document; expected a mapping with 'parameters' and 'links'")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mbfg.angles import unwrap_angles
 from mbfg.errors import DataError, MbfgError
 
 if TYPE_CHECKING:
@@ -253,8 +254,6 @@ def trajectory_figure(traj: Any, path: str | os.PathLike[str] | None = None) -> 
 
     Returns the matplotlib Figure; written to ``path`` if given.
     """
-    from mbfg.spook import unwrap_angles
-
     plt = pyplot("plotting a trajectory")
     model = traj.model
     obs = unwrap_angles(model, traj.observations)

@@ -27,8 +27,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from mbfg import plots
 from mbfg import quaternion as quat
 from mbfg._jax import Array, jax, jnp
+from mbfg.angles import unwrap_angles  # shared with mbfg.plots; importable from here as before
 from mbfg.errors import ModelError
 from mbfg.lcp import solve_lcp
 from mbfg.logs import Log, add_noise, quantize, quantize_linear
@@ -178,19 +180,7 @@ class Trajectory:
         Returns the matplotlib Figure; also written to ``path`` if given (format from the extension).
         Needs matplotlib (``pip install 'mbfg[plot]'``; else :class:`~mbfg.errors.MbfgError`).
         """
-        from mbfg.plots import trajectory_figure
-
-        return trajectory_figure(self, path)
-
-
-def unwrap_angles(model: RigidModel, observations: np.ndarray) -> np.ndarray:
-    """Observations with hinge angles unwrapped over time (a multi-turn encoder's reading)."""
-    obs = np.array(observations, dtype=float, copy=True)
-    hinge_names = {h.name for h in model.hinges}
-    for i, name in enumerate(model.observations):
-        if name in hinge_names:
-            obs[:, i] = np.unwrap(obs[:, i])
-    return obs
+        return plots.trajectory_figure(self, path)
 
 
 _COMPILED: dict[tuple, Any] = {}

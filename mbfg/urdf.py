@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 
 from mbfg.errors import ModelError
-from mbfg.models import INF, SOFT, _compliance_parameters
 from mbfg.parameters import Parameter, ParameterSet
 from mbfg.rigid import WORLD, Body, Frame, Hinge, Motor, Prismatic, RigidModel
+from mbfg.trees import INF, SOFT, _compliance_parameters
 
 #: URDF joint types with one coordinate, and the part each becomes.
 MOVING: dict[str, type[Hinge] | type[Prismatic]] = {"revolute": Hinge, "continuous": Hinge, "prismatic": Prismatic}
