@@ -108,8 +108,11 @@ class Pose3Key(Key):
 
 
 #: The kind of each key class, looked up by ``type(key)`` (a dict lookup in C, where isinstance would be a
-#: Python-level call per key); a plain int is not in it.
-_KIND_OF_KEY_TYPE: dict[type, VarKind] = {VectorKey: VECTOR, Rot3Key: ROT3, Pose3Key: POSE3}
+#: Python-level call per key); a plain int has none. Any other type (a NumPy integer) gets the truthy
+#: ``_OTHER``, for which :meth:`FactorType._plain_rows` looks closer.
+_OTHER = object()
+_OTHER_TYPES = itertools.repeat(_OTHER)
+_KIND_OF_KEY_TYPE: dict[type, VarKind | None] = {int: None, VectorKey: VECTOR, Rot3Key: ROT3, Pose3Key: POSE3}
 
 
 def _as_constant(value: Any) -> Any:
@@ -342,25 +345,24 @@ class FactorType:
         return describe
 
     def _plain_rows(self, rows: Sequence[Sequence[int]], first: int | None = None) -> list[list[int]]:
-        """Rows of keys as plain ints, after checking the kind of each :class:`Key` among them against the
-        residual's variable at its position (plain ints carry no kind and pass). ``first``: the number of the
+        """Rows of keys for GTSAM (lists of ints), after checking the kind of each :class:`Key` among them
+        against the residual's variable at its position (plain ints carry no kind and pass). ``first``: the number of the
         first row, for the message (None: the one row of :meth:`make`). A row of the wrong length is left to
         the caller's message.
 
-        The stream builds its factors through here every update, so the key types of all rows are looked
-        at in one C-level pass: rows of plain ints are copied as they are (cheaper than the ``int()`` per
-        key this replaced), rows of typed keys cost a lookup of each type's kind and one list comparison;
-        only rows that hold a key of an unexpected kind are checked key by key, to name it.
-        ``python tests/test_factor_declaration.py`` times it against that ``int()`` per key."""
-        types = list(map(type, itertools.chain.from_iterable(rows)))
-        if types.count(int) == len(types):
+        The stream builds its factors through here every update, so the types of all keys are looked up at
+        once, in C (``map`` over a dict's ``get``): rows of plain ints, and rows of typed keys of the right
+        kinds, are copied as they are (typed keys stay typed: GTSAM takes them as ints), cheaper than the
+        ``int()`` per key this replaced; only other rows (a key of another kind, NumPy integers) are looked
+        at key by key, and converted. ``python tests/test_factor_declaration.py`` times it against that
+        ``int()`` per key."""
+        given = list(map(_KIND_OF_KEY_TYPE.get, map(type, itertools.chain.from_iterable(rows)), _OTHER_TYPES))
+        if not any(given) or given == self._kind_list * len(rows):
             return [list(row) for row in rows]
-        given = list(map(_KIND_OF_KEY_TYPE.get, types))  # None: no kind (a plain or NumPy int)
-        if given != self._kind_list * len(rows) and given.count(None) != len(given):
-            for n, row in enumerate(rows):
-                for i, (key, kind) in enumerate(zip(row, self.kinds)):
-                    if isinstance(key, Key) and key.kind is not kind:
-                        raise TypeError(self._wrong_kind(i, key, None if first is None else first + n))
+        for n, row in enumerate(rows):
+            for i, (key, kind) in enumerate(zip(row, self.kinds)):
+                if isinstance(key, Key) and key.kind is not kind:
+                    raise TypeError(self._wrong_kind(i, key, None if first is None else first + n))
         return [list(map(int, row)) for row in rows]
 
     def _wrong_kind(self, i: int, key: Key, factor: int | None) -> str:
