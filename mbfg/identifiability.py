@@ -218,9 +218,9 @@ def result_combinations(result: CalibrationResult, *, threshold: float = 1.0) ->
 def _start_value(result: Any, name: str) -> float:
     """The value ``name`` started the calibration from (the problem's model), NaN where unknown."""
     model = getattr(getattr(result, "problem", None), "model", None)
-    par = model.parameters[name] if model is not None and name in model.parameters else None
-    ok = par is not None and np.ndim(par.default) == 0
-    return float(par.default) if ok else float("nan")
+    if model is None or name not in model.parameters or np.ndim(model.parameters[name].default) != 0:
+        return float("nan")
+    return float(model.parameters[name].default)
 
 
 def _scale_of(p: Any, start: float) -> float:
