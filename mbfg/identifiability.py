@@ -481,8 +481,8 @@ def _base_form(W: np.ndarray, c: np.ndarray, var_c: np.ndarray, R: list[int], F:
 
 
 def combination(fn: Callable[[Mapping[str, float]], float], names: Sequence[str], values: Sequence[float],
-                covariance: np.ndarray, *, fixed: Mapping[str, float] | None = None,
-                step: float = 1e-6) -> tuple[float, float]:
+                covariance: np.ndarray | None = None, *, fixed: Mapping[str, float] | None = None,
+                step: float = 1e-6, information: np.ndarray | None = None) -> tuple[float, float]:
     """``fn`` of the parameters and its standard deviation ``sqrt(g^T C g)`` (g: central differences).
 
     Args:
@@ -490,6 +490,9 @@ def combination(fn: Callable[[Mapping[str, float]], float], names: Sequence[str]
         names, values, covariance: the free parameters, as in :func:`base_combinations`.
         fixed: values of parameters ``fn`` needs that were not free.
         step: relative difference step.
+        information: (n_p, n_p) instead of ``covariance`` (``CalibrationResult.information``): where the data
+            leave a direction exactly free, ``fn`` is still determined if its gradient has no component along
+            it, with variance ``g^T I^+ g`` (the pseudo-inverse); else its std is inf.
     """
     theta = np.asarray(values, dtype=float)
     base = dict(fixed or {})
@@ -503,6 +506,22 @@ def combination(fn: Callable[[Mapping[str, float]], float], names: Sequence[str]
         e = np.zeros(theta.size)
         e[i] = d
         g[i] = (f(theta + e) - f(theta - e)) / (2 * d)
+    if information is not None:
+        return f(theta), _estimable_std(g, theta, np.asarray(information, dtype=float))
+    if covariance is None:
+        raise MbfgError("combination: give the covariance or the information matrix of the parameters")
     C = np.asarray(covariance, dtype=float)
     var = g @ C @ g
     return f(theta), float(np.sqrt(var)) if np.isfinite(var) and var >= 0 else float("inf")
+
+
+def _estimable_std(g: np.ndarray, theta: np.ndarray, information: np.ndarray) -> float:
+    """std of ``g . theta`` from the information: inf unless g is orthogonal to its null space (judged in
+    coordinates relative to |theta|, as :func:`base_combinations`), else sqrt(g^T I^+ g)."""
+    s = np.where(np.abs(theta) > 0, np.abs(theta), 1.0)
+    V, mu = _scaled_eigen(theta.size, s, None, information, np.arange(theta.size))
+    gx = V.T @ (g * s)  # g . theta = (s g) . x, in the eigenbasis of the scaled information
+    free = mu == 0
+    if np.any(np.abs(gx[free]) > 1e-9 * np.linalg.norm(gx)):
+        return float("inf")
+    return float(np.sqrt(np.sum(gx[~free] ** 2 / mu[~free])))

@@ -101,6 +101,18 @@ def test_holding_one_of_a_sum_maps_the_sum_back_with_the_pseudo_inverse_covarian
     np.testing.assert_allclose(out2.std[1], 0.05)
 
 
+def test_a_function_of_the_parameters_from_the_information_is_determined_only_along_the_data() -> None:
+    from mbfg.identifiability import combination
+
+    theta, info, _ = _sum_regressor()
+    pinv = np.linalg.pinv(info)
+    names = ["a", "b", "c"]
+    value, std = combination(lambda p: p["a"] + p["b"] + 2 * p["c"], names, theta, information=info)
+    w = np.array([1.0, 1.0, 2.0])
+    np.testing.assert_allclose([value, std], [w @ theta, np.sqrt(w @ pinv @ w)], rtol=1e-6)
+    assert combination(lambda p: p["a"], names, theta, information=info)[1] == np.inf  # a alone: not estimable
+
+
 def test_holding_more_than_needed_is_the_conditional_gaussian_of_the_determined_functions() -> None:
     theta, info, _ = _sum_regressor()
     S = np.linalg.pinv(info)
