@@ -39,7 +39,7 @@ from scipy.integrate import solve_ivp
 from mbfg import planar
 from mbfg._jax import jax, jnp
 from mbfg.cli import main
-from mbfg.datasets import fourbar_crank_trajectory, load_mechanism
+from mbfg.datasets import fourbar_crank_trajectory, load_mechanism, mechanism_path
 from mbfg.errors import ModelError
 from mbfg.graphs import simulate_forward, solve_inverse_dynamics
 from mbfg.planar import Body, PlanarMechanism, Point
@@ -301,6 +301,65 @@ def test_inverse_dynamics_tracks_the_crank_on_the_constraints(mech, inverse):
     assert np.max(np.abs(result.q[:, 6] - theta)) < 1e-3
     assert max(np.max(np.abs(mech.phi(q))) for q in result.q) < 1e-8
     np.testing.assert_allclose(result.q[:, :6], points_of(theta), atol=1e-3)
+
+
+# The parallelogram with a pendulum (uniform bar, length LP, mass MP) hanging from P3, and the pendulum's absolute
+# angle phi as a second relative coordinate: 2 dof, 10 coordinates, 9 rows of rank 8 (n - m says 1).
+LP, MP = 1.0, 0.8
+TWO_DOF_YAML = mechanism_path("parallelogram").read_text().replace(
+    "relative_coordinates:", f"""  - points: [5, 6]                # pendulum P3-P4
+    length: auto
+    mass: {MP}
+    I0: mass*length^2/3
+    cog: [0.5*length, 0.0]
+relative_coordinates:""").replace(
+    "  - {x: xC + L, y: yC}            # 5: P3, tip of crank 3 -> x3, y3",
+    f"  - {{x: xC + L, y: yC}}            # 5: P3, tip of crank 3 -> x3, y3\n  - {{x: x5, y: y5 - {LP}}}"
+) + "  - {type: RelativeAngleAbsoluteDOF, points: [5, 6]}\n"
+
+
+def two_dof_generalized_forces(theta, phi, derivatives) -> np.ndarray:
+    """(tau_theta, tau_phi) (N, 2) [N m] of the parallelogram + pendulum from its 2-dof Lagrangian.
+
+    With the coupler translating, v_P3 = L theta' (-sin theta, cos theta), so the pendulum (centre of gravity a = LP/2
+    along it, inertia I0p about P3) adds T = 1/2 MP L^2 theta'^2 + MP a L cos(theta - phi) theta' phi' + 1/2 I0p phi'^2
+    and V = MP g (L sin theta + a sin phi); Lagrange's equations give
+
+        tau_theta = (M + MP L^2) theta'' + MP a L [cos(theta - phi) phi'' + sin(theta - phi) phi'^2] + dV/dtheta
+        tau_phi   = I0p phi'' + MP a L [cos(theta - phi) theta'' - sin(theta - phi) theta'^2] + MP g a cos(phi)
+    """
+    (dth, ddth), (dph, ddph) = derivatives
+    a, I0p, g = LP / 2, MP * LP**2 / 3, 9.81
+    c, s = np.cos(theta - phi), np.sin(theta - phi)
+    tau_theta = ((M_THETA + MP * L**2) * ddth + MP * a * L * (c * ddph + s * dph**2)
+                 + dV_dtheta(theta, g) + MP * g * L * np.cos(theta))
+    tau_phi = I0p * ddph + MP * a * L * (c * ddth - s * dth**2) + MP * g * a * np.cos(phi)
+    return np.stack([tau_theta, tau_phi], axis=1)
+
+
+def test_two_dof_inverse_dynamics_through_the_cli_matches_the_lagrangian(capsys, tmp_path):
+    """`mbfg inverse FILE TRAJ --coordinate theta1,theta2` on the 2-dof mechanism (refused while dof was n - m)."""
+    path = tmp_path / "parallelogram-pendulum.yaml"
+    path.write_text(TWO_DOF_YAML)
+    mech = load_mechanism(path)
+    assert (mech.n, mech.m, mech.rank, mech.dof) == (10, 9, 8, 2)
+    assert mech.coordinate_names[-2:] == ("theta1", "theta2")
+    t = 0.005 * np.arange(400)  # 2 s
+    theta, phi = 1.2 * (1 - np.cos(2 * t)), -math.pi / 2 + 0.5 * np.sin(3 * t)
+    derivatives = ((2.4 * np.sin(2 * t), 4.8 * np.cos(2 * t)), (1.5 * np.cos(3 * t), -4.5 * np.sin(3 * t)))
+    trajectory = tmp_path / "trajectory.txt"
+    np.savetxt(trajectory, np.stack([t, theta, phi], axis=1), header="t theta1 theta2", comments="% ")
+    out = tmp_path / "forces.csv"
+    code = main(["inverse", str(path), str(trajectory), "--coordinate", "theta1,theta2", "--quiet", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    frame = pd.read_csv(out)
+    assert list(frame.columns) == ["t", "Q_theta1", "Q_theta2"]
+    tau = two_dof_generalized_forces(theta, phi, derivatives)
+    rms = np.sqrt(np.mean((frame[["Q_theta1", "Q_theta2"]].to_numpy() - tau) ** 2, axis=0))
+    peak = np.max(np.abs(tau), axis=0)
+    print(f"\nparallelogram + pendulum (2 dof) inverse dynamics, 2 s: RMS error {rms[0]:.2e}, {rms[1]:.2e} N m = "
+          f"{100 * rms[0] / peak[0]:.4f} %, {100 * rms[1] / peak[1]:.4f} % of peaks {peak[0]:.2f}, {peak[1]:.2f} N m")
+    assert np.all(rms < 5e-4 * peak)
 
 
 def test_cli_inverse_accepts_the_crank_of_the_redundant_parallelogram(capsys, tmp_path):
