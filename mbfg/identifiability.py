@@ -74,13 +74,19 @@ class Combination:
     std: float
     relative_std: float
     determined: bool
+    #: (n_p,) the size of each parameter (the scale s of :func:`base_combinations`), so that the label weighs
+    #: terms in relative coordinates (``0.04 m2`` beside ``J1`` is not small when m2 is 0.6 kg and J1
+    #: 5e-3 kg m^2); None: by coefficient
+    scale: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def label(self) -> str:
-        """A readable name, e.g. ``J1 - 0.42 J2`` (terms below 5 % of the largest are left out)."""
+        """A readable name, e.g. ``J1 - 0.42 J2`` (terms below 5 % of the largest in relative coordinates
+        are left out: :func:`_term_sizes`)."""
+        size = _term_sizes(self.coefficients, self.scale, self.determined)
         parts = []
-        for n, c in zip(self.names, self.coefficients):
-            if abs(c) < 0.05:
+        for n, c, z in zip(self.names, self.coefficients, size):
+            if z < 0.05 * size.max() or c == 0:
                 continue
             mag = "" if abs(abs(c) - 1.0) < 5e-3 else f"{abs(c):.3g} "
             sign = "-" if c < 0 else "+"
@@ -90,11 +96,12 @@ class Combination:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form: label, coefficients {name: c} (every free parameter, in order), value, std, relative_std,
-        determined."""
+        determined, scale (n_p,) where known."""
         return {"label": self.label,
                 "coefficients": {n: float(c) for n, c in zip(self.names, self.coefficients)},
                 "value": float(self.value), "std": float(self.std), "relative_std": float(self.relative_std),
-                "determined": bool(self.determined)}
+                "determined": bool(self.determined)} | (
+            {"scale": [float(x) for x in self.scale]} if self.scale is not None else {})
 
     @classmethod
     def from_dict(cls, names: Sequence[str], entry: Mapping[str, Any]) -> Combination:
@@ -111,7 +118,17 @@ class Combination:
             v = entry.get(key)
             return float("inf") if v is None else float(v)
 
-        return cls(names, w, number("value"), number("std"), number("relative_std"), bool(entry["determined"]))
+        scale = np.asarray(entry["scale"], dtype=float) if entry.get("scale") is not None else None
+        return cls(names, w, number("value"), number("std"), number("relative_std"), bool(entry["determined"]),
+                   scale)
+
+
+def _term_sizes(w: np.ndarray, scale: np.ndarray | None, determined: bool) -> np.ndarray:
+    """Each term's weight in relative coordinates x = theta / s, where both are the eigenvector's |v_i|:
+    of a function, what it adds (|w_i| s_i); of a free direction, the relative move (|w_i| / s_i)."""
+    if scale is None:
+        return np.abs(w)
+    return np.abs(w) * scale if determined else np.abs(w) / scale
 
 
 def _scaled_eigen(n: int, s: np.ndarray, covariance: np.ndarray | None, information: np.ndarray | None,
@@ -186,17 +203,18 @@ def base_combinations(names: Sequence[str], values: Sequence[float], covariance:
             w[idx] = V[:, k] / s[idx] if determined else V[:, k] * s[idx]
             w /= np.abs(w).max()
             # One sign whatever eigh returns: the first term of the label (>= 5 % of the largest) positive.
-            w *= np.sign(w[np.nonzero(np.abs(w) >= 0.05)[0][0]])
+            size = _term_sizes(w, s, determined)
+            w *= np.sign(w[np.nonzero(size >= 0.05 * size.max())[0][0]])
             # var(w . theta) = sum_j (v_j . D w)^2 / mu_j; a term with no component is 0 even where mu_j = 0.
             proj = V.T @ (s[idx] * w[idx])
             proj = np.where(np.abs(proj) > 1e-12 * np.abs(proj).max(), proj, 0.0)
             has = proj != 0
             terms = proj[has] ** 2 * inv_mu[has]
-            out.append(Combination(names, w, float(w @ theta), float(np.sqrt(terms.sum())), rel, determined))
+            out.append(Combination(names, w, float(w @ theta), float(np.sqrt(terms.sum())), rel, determined, s))
     for i in np.nonzero(~finite)[0]:
         w = np.zeros(n)
         w[i] = 1.0
-        out.append(Combination(names, w, float(theta[i]), np.inf, np.inf, False))
+        out.append(Combination(names, w, float(theta[i]), np.inf, np.inf, False, s))
     out.sort(key=lambda c: c.relative_std)
     return out
 
@@ -401,7 +419,8 @@ def base_parameters(source: Any, fix: Mapping[str, FixedValue] | None = None, *,
     theta_hat = _estimate(combos, W, c)
     if fix is None:
         # QR with column pivoting on the scaled rows picks the k most independent parameters as the base.
-        s = np.where(np.abs(theta_hat) > 0, np.abs(theta_hat), 1.0)
+        s = combos[0].scale if combos[0].scale is not None else np.where(np.abs(theta_hat) > 0, np.abs(theta_hat),
+                                                                          1.0)
         if det:
             _, _, piv = scipy.linalg.qr(W * s, pivoting=True)
             base_idx = sorted(piv[: len(det)])
@@ -435,7 +454,9 @@ def base_parameters(source: Any, fix: Mapping[str, FixedValue] | None = None, *,
     cov_in = scipy.linalg.block_diag(np.diag(var_c), cov_F)
     cov = T @ cov_in @ T.T
     std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-    base, base_cov = _base_form(W, c, var_c, R, F, names, theta_F) if len(R) == len(det) else ([], np.zeros((0, 0)))
+    # The combinations' own scale (a value on its bound is judged by its start, :func:`result_combinations`).
+    size = combos[0].scale if combos[0].scale is not None else np.where(np.abs(theta) > 0, np.abs(theta), 1.0)
+    base, base_cov = _base_form(W, c, var_c, R, names, size) if len(R) == len(det) else ([], np.zeros((0, 0)))
     return BaseParameters(names, theta, std, cov, {names[i]: held[names[i]][0] for i in F}, base, base_cov,
                           free_dirs)
 
@@ -466,8 +487,8 @@ def _check_solvable(W_R: np.ndarray, rest: list[str], names: tuple[str, ...], fr
                     f"hold {len(rest) - rank} more of them (not determined by the data: {undetermined})")
 
 
-def _base_form(W: np.ndarray, c: np.ndarray, var_c: np.ndarray, R: list[int], F: list[int],
-               names: tuple[str, ...], theta_F: np.ndarray) -> tuple[list[Combination], np.ndarray]:
+def _base_form(W: np.ndarray, c: np.ndarray, var_c: np.ndarray, R: list[int], names: tuple[str, ...],
+               size: np.ndarray) -> tuple[list[Combination], np.ndarray]:
     """The determined rows in base form ``theta_r + sum_f K_rf theta_f`` (k square): ``T = W_R^-1``,
     ``beta = T c``, ``cov beta = T diag(var_c) T^T``."""
     T = np.linalg.inv(W[:, R])
@@ -477,7 +498,7 @@ def _base_form(W: np.ndarray, c: np.ndarray, var_c: np.ndarray, R: list[int], F:
     cov = T @ np.diag(var_c) @ T.T
     std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     return [Combination(names, B[i], float(beta[i]), float(std[i]), float(std[i] / abs(beta[i])) if beta[i] else
-                        float("inf"), True) for i in range(len(R))], cov
+                        float("inf"), True, size) for i in range(len(R))], cov
 
 
 def combination(fn: Callable[[Mapping[str, float]], float], names: Sequence[str], values: Sequence[float],

@@ -57,6 +57,17 @@ def test_combinations_of_an_information_with_known_eigenvectors_are_its_scaled_e
     assert free.label == "a - 0.5 b" and free.std == np.inf and free.relative_std == np.inf
 
 
+def test_labels_weigh_terms_in_relative_coordinates() -> None:
+    """Only J1 + 0.04 m2 enters (an inertia about the joint with l1^2 = 0.04 m^2): with J1 = 5e-3 kg m^2 and
+    m2 = 0.6 kg the m2 term is 5x the J1 term, and the free direction moves J1 by 8 J1 per 1.7 m2."""
+    theta = np.array([5e-3, 0.6])
+    w = np.array([1.0, 0.04])
+    combos = base_combinations(["J1", "m2"], theta, information=1e12 * np.outer(w, w))
+    assert [c.label for c in combos] == ["J1 + 0.04 m2", "0.04 J1 - m2"]
+    np.testing.assert_allclose(combos[0].coefficients, w, rtol=1e-9)
+    np.testing.assert_allclose(combos[0].std, 1e-6, rtol=1e-6)  # 1 / sqrt(1e12)
+
+
 def test_information_and_covariance_give_the_same_combinations_when_all_are_determined() -> None:
     theta = np.array([2.0, 1.0, 0.5])
     rng = np.random.default_rng(3)
