@@ -70,17 +70,19 @@ Output on stdout: a table of the estimates (value, linearized standard
 deviation, unit, bounds; 'not excited' where std > |value|, the data cannot
 tell the value from zero; 'at its bound' where the value ended on a bound,
 where the linearized std means nothing) and the cost per time-step. Where the
-data determine only combinations of the free parameters (a link's and a rotor's
-inertia behind the same joint enter only as their sum; planar motion gives
-J1 + m2 l1^2, not J1), the table also names each combination the data leave
-free, 'not determined by the data: J_link - J_rotor' (moving the parameters
-along it fits as well), and writes the determined ones as base parameters: one
-free parameter plus a combination of others held at the estimate, with value
-and std ('J_link + J_rotor = 0.0016 +- 2e-07'). --hold NAME=VALUE,... maps
-those back to named parameters with the named free parameters held at VALUE
-(e.g. a rotor inertia from the motor's data sheet): a second table of the
-implied parameters with stds propagated from the covariance (exact where the
-parameters enter linearly, first order otherwise). With --json
+data determine only combinations of the free parameters (planar motion
+determines a link's inertia about its joint, J1 + m1 r1^2 + m2 l1^2, not how
+it splits; a link's and a rotor's inertia behind one joint enter only as their
+sum), the table names each combination the data leave free, e.g. 'not
+determined by the data: J_link - J_rotor' (moving the parameters along it fits
+as well), and writes the determined ones as base parameters, each one free
+parameter plus a combination of others held at the estimate, with value and
+std (e.g. 'J_link + J_rotor = 0.00160156 +- 1.64e-06', the 0.5 s log of
+tests/test_base_parameters.py). --hold NAME=VALUE,... maps those back to named
+parameters with the named free parameters held at VALUE (e.g. a rotor inertia
+from the motor's data sheet): a second table of the implied parameters with
+stds propagated from the covariance (exact where the parameters enter
+linearly, first order otherwise). With --json
 instead one JSON object: {"model", "parameters": {NAME: {"value", "std", "unit",
 "lower", "upper", "excited", "at_bound"}}, "fixed": {NAME: {"value", "unit",
 "lower", "upper"}} (every other parameter of the model, at the value it was
@@ -90,8 +92,9 @@ held at: the file is the whole model), "cost", "cost_observation",
 "not_excited", "at_bound", "combinations", "not_determined", "base_parameters",
 "base_held", "log", "params", "priors"} ("combinations": every direction the
 covariance has, [{"label", "coefficients" {NAME: c}, "value", "std",
-"relative_std", "determined"}], the determined ones as uncorrelated functions of
-the parameters, the others as the direction the data leave free;
+"relative_std", "determined", "scale"}], the determined ones as uncorrelated
+functions of the parameters, the others as the direction the data leave free;
+mbfg.identifiability.base_parameters(FILE, fix={NAME: VALUE}) maps them back;
 "base_parameters": the determined ones in base form; "base_held": the parameters
 that form holds; with --hold also "base": {"base", "parameters": {NAME:
 {"value", "std", "held"}}}) (a free
