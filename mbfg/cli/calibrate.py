@@ -128,7 +128,10 @@ examples:
   mbfg calibrate furuta furuta.csv --dt 0.002 --weight 1e5 --max-iterations 50 --quiet
   mbfg calibrate furuta furuta.csv --free K,b_1,b_2,tilt --params calib.json
   mbfg calibrate furuta furuta.csv --prior J_Ax=1.2e-6,J_Ay=7.2e-5
-  mbfg calibrate furuta furuta.csv --free J_Az,J_s,K,b_1 --hold J_s=4e-6
+  mbfg calibrate rotor.yaml log.csv --free J_link,J_rotor,b --hold J_rotor=6e-4
+
+rotor.yaml: a model file whose link inertia is "J_link + J_rotor" (as in
+tests/test_base_parameters.py), so that only the sum is determined.
 
 A start file (--params; YAML or JSON, name: value or name: {value, lower, upper, free}):
   J: 2.0e-3
