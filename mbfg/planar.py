@@ -46,13 +46,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import NamedTuple
 
 import numpy as np
 
 from mbfg._jax import jax, jnp
 from mbfg.errors import ModelError
+from mbfg.redundancy import dependent_rows, numerical_rank, pinv_drop, singular_pose_rank
 
 
 @dataclass(frozen=True)
@@ -92,12 +92,6 @@ class RelativeAngle:
     i: int
     j: int
 
-
-#: Relative tolerance of the numerical rank of Phi_q at q0: a singular value below
-#: RANK_RTOL times the largest counts as zero.
-#: A redundant row's singular value is float64 round-off (~1e-16 relative); a genuine one
-#: of a mechanism away from a singular pose is many orders above 1e-9.
-RANK_RTOL = 1e-9
 
 _NO_ROWS = np.zeros(0, dtype=np.int32)  # numpy, not jnp: no JAX work at import
 
@@ -172,30 +166,6 @@ def phi_q_dot_times_qdot(mech: MechanismArrays, q: jnp.ndarray, qdot: jnp.ndarra
     return jax.jvp(phi_dot, (q,), (qdot,))[1]
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(1,))
-def pinv_drop(a: jnp.ndarray, drop: int) -> jnp.ndarray:
-    """Pseudo-inverse (n, m) of a (m, n) with its ``drop`` smallest singular values taken as zero.
-
-    ``drop`` is a Python int (static). Its JVP is Golub and Pereyra's derivative of
-    the pseudo-inverse at constant rank (SIAM J. Numer. Anal. 10, 1973, eq. 4.12),
-    so nothing differentiates the SVD itself (whose derivative is undefined at
-    repeated zero singular values).
-    """
-    u, s, vh = jnp.linalg.svd(a, full_matrices=False)
-    r = s.shape[0] - drop
-    return (vh[:r].T / s[:r]) @ u[:, :r].T
-
-
-@pinv_drop.defjvp
-def _pinv_drop_jvp(drop: int, primals: tuple, tangents: tuple) -> tuple:
-    (a,), (da,) = primals, tangents
-    p = pinv_drop(a, drop)
-    m, n = a.shape
-    dp = (-p @ da @ p + p @ p.T @ da.T @ (jnp.eye(m) - a @ p)
-          + (jnp.eye(n) - p @ a) @ da.T @ p.T @ p)
-    return p, dp
-
-
 def qddot_dependent(
     mech: MechanismArrays, M: jnp.ndarray, Q: jnp.ndarray, q: jnp.ndarray, qdot: jnp.ndarray
 ) -> jnp.ndarray:
@@ -261,25 +231,6 @@ def zddot_independent(
     M_bar = R.T @ M @ R
     Q_bar = R.T @ (Q - M @ (S @ c))
     return jnp.linalg.solve(M_bar, Q_bar)
-
-
-def numerical_rank(J: np.ndarray, rtol: float = RANK_RTOL) -> int:
-    """Rank of J (m, n): its singular values above ``rtol`` times the largest."""
-    if J.size == 0:
-        return 0
-    s = np.linalg.svd(J, compute_uv=False)
-    return int(np.sum(s > rtol * s[0])) if s[0] > 0 else 0
-
-
-def dependent_rows(J: np.ndarray, rank: int) -> np.ndarray:
-    """Indices (m - rank,) of rows of J (m, n) that depend on the others: the rows QR with
-    column pivoting on J^T leaves for last (the first ``rank`` pivots span the row space)."""
-    import scipy.linalg
-
-    if rank >= J.shape[0]:
-        return np.zeros(0, dtype=np.int32)
-    _, _, piv = scipy.linalg.qr(J.T, pivoting=True)
-    return np.sort(piv[rank:]).astype(np.int32)
 
 
 def best_independent_coordinates(null: np.ndarray) -> np.ndarray:
@@ -581,6 +532,17 @@ class PlanarMechanism:
             raise ModelError(
                 f"{self.name}: {self.m} constraints of rank {rank} for {n} coordinates; the mechanism is locked"
             )
+        if rank < self.m:
+            # A rank drop at q0 alone is a singular pose, not redundancy: the solves would then drop
+            # a direction that is genuine everywhere else.
+            step = 1e-3 * max(self._body_length(body) for body in self.bodies)
+            nearby = singular_pose_rank(self.phi_q, self.solve_position, self.q0, rank, step)
+            if nearby > rank:
+                raise ModelError(
+                    f"{self.name}: the initial configuration (the points as given) is a singular pose: Phi_q has "
+                    f"rank {rank} there but {nearby} at an assembled configuration {step:.3g} m away, so its "
+                    "degrees of freedom are ill-defined there; draw the mechanism away from the singular pose"
+                )
         set_(self, "arrays", arrays._replace(redundant_rows=dependent_rows(J0, rank)))
 
         M = np.zeros((n + 1, n + 1))

@@ -156,6 +156,17 @@ def test_locked_mechanism_is_still_refused():
         PlanarMechanism(points, bodies, name="triangle")
 
 
+def test_initial_configuration_at_a_singular_pose_is_refused():
+    """A plain parallelogram drawn with its cranks along the ground line: rank 2 of 3 there, 3 elsewhere. That is
+    a singular pose, not redundancy: taking it for redundancy would report 2 dof and drop a genuine direction."""
+    points = [Point(0, 0, True), Point(1, 0), Point(2, 0, True), Point(3, 0)]
+    bodies = [Body((0, 1), 1.0, 1 / 3), Body((2, 3), 1.0, 1 / 3), Body((1, 3), 2.0, 8 / 3)]
+    with pytest.raises(ModelError, match="singular pose: Phi_q has rank 2 there but 3 at an assembled configuration"):
+        PlanarMechanism(points, bodies, name="flat parallelogram")
+    upright = [Point(0, 0, True), Point(0, 1), Point(2, 0, True), Point(2, 1)]
+    assert PlanarMechanism(upright, bodies).dof == 1
+
+
 def test_mbfg_mechanisms_prints_the_redundancy(capsys):
     assert main(["mechanisms", "parallelogram", "fourbar"]) == 0
     out = capsys.readouterr().out
