@@ -11,6 +11,9 @@ Independent coordinates z = q[idxs]:
                                   e = [Phi_q_dot qdot + Phi_q qddot; qddot[idxs] - zddot]  (32)
 
 All constraints are time-independent (Phi_t = 0), as in the seed's experiments.
+Redundant rows (a mechanism whose Phi_q has rank below m) stay in the residuals:
+they are consistent, so the least-squares solve satisfies them all, and GTSAM's
+QR / Cholesky only needs the whole graph's Jacobian to have full column rank.
 """
 
 from __future__ import annotations

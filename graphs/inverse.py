@@ -196,7 +196,9 @@ def solve_inverse_dynamics(
             each of the four stages, and a stage's Gauss-Newton iterations every 2 s).
 
     Returns the forces and the motion; ``converged`` is False when a stage stopped at
-    ``max_iterations`` (``stage_converged`` says which).
+    ``max_iterations`` (``stage_converged`` says which). With redundant constraints
+    (``mech.redundant_rows``) the multipliers are not unique, but the generalized forces on the
+    imposed coordinates are (one imposed coordinate per degree of freedom, ``mech.dof``).
     """
     t = np.asarray(t, dtype=float).reshape(-1)
     traj = np.asarray(trajectory, dtype=float)

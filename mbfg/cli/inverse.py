@@ -172,7 +172,8 @@ def run(args: argparse.Namespace) -> int:
     names = [mech.coordinate_names[i] for i in imposed]
     if len(imposed) != mech.dof:
         raise ModelError(
-            f"--coordinate {args.coordinate!r}: {mech.name} has {mech.dof} degree(s) of freedom, "
+            f"--coordinate {args.coordinate!r}: {mech.name} has {mech.dof} degree(s) of freedom "
+            f"({mech.n} coordinates minus the rank {mech.rank} of its {mech.m} constraint rows), "
             f"so impose exactly {mech.dof} coordinate(s); got {len(imposed)} ({', '.join(names)})"
         )
     t, values, source = _load_trajectory(args.trajectory)
