@@ -78,15 +78,18 @@ class Combination:
     #: terms in relative coordinates (``0.04 m2`` beside ``J1`` is not small when m2 is 0.6 kg and J1
     #: 5e-3 kg m^2); None: by coefficient
     scale: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: (n_p,) which terms the label shows (None: those of at least 5 % of the largest, :func:`_term_sizes`)
+    shown: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def label(self) -> str:
         """A readable name, e.g. ``J1 - 0.42 J2`` (terms below 5 % of the largest in relative coordinates
-        are left out: :func:`_term_sizes`)."""
+        are left out: :func:`_term_sizes`, unless ``shown`` says which)."""
         size = _term_sizes(self.coefficients, self.scale, self.determined)
+        show = size >= 0.05 * size.max() if self.shown is None else np.asarray(self.shown, dtype=bool)
         parts = []
-        for n, c, z in zip(self.names, self.coefficients, size):
-            if z < 0.05 * size.max() or c == 0:
+        for n, c, z in zip(self.names, self.coefficients, show):
+            if not z or c == 0:
                 continue
             mag = "" if abs(abs(c) - 1.0) < 5e-3 else f"{abs(c):.3g} "
             sign = "-" if c < 0 else "+"
@@ -96,12 +99,13 @@ class Combination:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form: label, coefficients {name: c} (every free parameter, in order), value, std, relative_std,
-        determined, scale (n_p,) where known."""
+        determined, scale (n_p,) and shown (n_p,) where known."""
         return {"label": self.label,
                 "coefficients": {n: float(c) for n, c in zip(self.names, self.coefficients)},
                 "value": float(self.value), "std": float(self.std), "relative_std": float(self.relative_std),
                 "determined": bool(self.determined)} | (
-            {"scale": [float(x) for x in self.scale]} if self.scale is not None else {})
+            {"scale": [float(x) for x in self.scale]} if self.scale is not None else {}) | (
+            {"shown": [bool(x) for x in self.shown]} if self.shown is not None else {})
 
     @classmethod
     def from_dict(cls, names: Sequence[str], entry: Mapping[str, Any]) -> Combination:
@@ -119,8 +123,9 @@ class Combination:
             return float("inf") if v is None else float(v)
 
         scale = np.asarray(entry["scale"], dtype=float) if entry.get("scale") is not None else None
+        shown = np.asarray(entry["shown"], dtype=bool) if entry.get("shown") is not None else None
         return cls(names, w, number("value"), number("std"), number("relative_std"), bool(entry["determined"]),
-                   scale)
+                   scale, shown)
 
 
 def _term_sizes(w: np.ndarray, scale: np.ndarray | None, determined: bool) -> np.ndarray:
@@ -497,8 +502,12 @@ def _base_form(W: np.ndarray, c: np.ndarray, var_c: np.ndarray, R: list[int], na
     beta = T @ c
     cov = T @ np.diag(var_c) @ T.T
     std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    # A base parameter's label shows its own parameter and every held one that moves its value by a tenth of
+    # its std or more (a relative cut-off would hide 0.04 J1 in a combination known to 1e-4).
+    shown = [((np.abs(B[i]) * size >= 0.1 * std[i]) & (np.abs(B[i]) > 1e-12)) | (np.arange(len(names)) == R[i])
+             for i in range(len(R))]
     return [Combination(names, B[i], float(beta[i]), float(std[i]), float(std[i] / abs(beta[i])) if beta[i] else
-                        float("inf"), True, size) for i in range(len(R))], cov
+                        float("inf"), True, size, shown[i]) for i in range(len(R))], cov
 
 
 def combination(fn: Callable[[Mapping[str, float]], float], names: Sequence[str], values: Sequence[float],

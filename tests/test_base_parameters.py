@@ -68,6 +68,19 @@ def test_labels_weigh_terms_in_relative_coordinates() -> None:
     np.testing.assert_allclose(combos[0].std, 1e-6, rtol=1e-6)  # 1 / sqrt(1e12)
 
 
+def test_a_base_parameter_label_shows_every_held_term_that_moves_it_by_a_tenth_of_its_std() -> None:
+    """a + 0.01 b known to 1e-6, b free: the b term is 1 % of the combination (a relative cut-off would hide
+    it) but 10^4 of its std; the label read back from JSON is the same."""
+    theta = np.array([1.0, 1.0])
+    w = np.array([1.0, 0.01])
+    combos = base_combinations(["a", "b"], theta, information=1e12 * np.outer(w, w))
+    base = base_parameters(combos).base
+    assert [c.label for c in base] == ["a + 0.01 b"] and base_parameters(combos).fixed == {"b": pytest.approx(1.0)}
+    doc = json.loads(json.dumps(combinations_json(combos)))
+    assert [e["label"] for e in doc["base_parameters"]] == ["a + 0.01 b"]
+    assert Combination.from_dict(["a", "b"], doc["base_parameters"][0]).label == "a + 0.01 b"
+
+
 def test_information_and_covariance_give_the_same_combinations_when_all_are_determined() -> None:
     theta = np.array([2.0, 1.0, 0.5])
     rng = np.random.default_rng(3)
