@@ -58,11 +58,11 @@ _MECHANISMS: dict[str, str] = {
     "fourbar-crank": (
         "the same four-bar plus the crank angle theta1 as a coordinate (impose it for inverse dynamics)"
     ),
+    "pendulum": "simple pendulum: uniform bar 2 m, 5 kg, released at rest 45 degrees above the horizontal",
     "parallelogram": (
         "parallelogram linkage with a redundant third crank (1 dof, constraint rows of rank 6 of 7 at every pose): "
         "cranks 1 m, 1, 1.5, 0.5 kg, coupler triangle 3 kg; q = [x1 y1 x2 y2 x3 y3 theta1] (impose theta1)"
     ),
-    "pendulum": "simple pendulum: uniform bar 2 m, 5 kg, released at rest 45 degrees above the horizontal",
 }
 
 

@@ -31,7 +31,7 @@ Gravity's generalized force is Q_g = m A(a, b)^T g with the same linear map A.
 Redundant constraints (a parallelogram with a third parallel crank, a loop
 closed twice) leave Phi_q rank-deficient at every configuration. The degrees
 of freedom are therefore n minus the numerical rank of Phi_q at q0 (singular
-values below ``RANK_RTOL`` of the largest count as zero), not n minus the
+values below ``mbfg.redundancy.RANK_RTOL`` of the largest count as zero), not n minus the
 number of rows. For such a mechanism the augmented system (5) is singular in
 the multipliers only: qddot stays unique, lambda does not, and the solves
 below switch to a pseudo-inverse that drops exactly the mechanism's number of
@@ -308,7 +308,7 @@ class PlanarMechanism:
 
     @property
     def rank(self) -> int:
-        """Numerical rank of Phi_q at q0 (relative tolerance :data:`RANK_RTOL`)."""
+        """Numerical rank of Phi_q at q0 (relative tolerance :data:`mbfg.redundancy.RANK_RTOL`)."""
         return self.m - len(self.redundant_rows)
 
     @property
