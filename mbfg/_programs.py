@@ -13,12 +13,23 @@ passes), the shapes and dtypes of the arguments, and the JAX version and backend
 changes the jaxpr, hence the fingerprint; nothing stale is ever loaded. Residuals whose jaxpr holds
 what its text does not pin down (custom derivative rules, host callbacks, Python objects) are
 not kept; they are traced in every process as before.
+
+Tracing a residual only to fingerprint it still costs about a second for the Spook impulse
+(``python benchmarks/startup.py``). :func:`closure_fingerprint` names the same program without
+tracing where it can: the source of every mbfg module, the residual's name, and the values it
+closes over (a model, its parameters), pickled. It declines, and the jaxpr is traced, where the
+closure reaches code outside mbfg, NumPy and JAX (a user's own function or class), whose source
+the fingerprint would not cover.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import io
 import os
+import pickle
+import sys
 import tempfile
 from collections.abc import Callable
 from importlib.metadata import version
@@ -50,6 +61,76 @@ def jaxpr_fingerprint(fn: Callable[..., Any], *args: Any) -> str | None:
         digest.update(f"{array.dtype}{array.shape}".encode())
         digest.update(array.tobytes())
     return digest.hexdigest()
+
+
+#: Top-level packages whose code a closure may reach for :func:`closure_fingerprint`: mbfg's own
+#: (its source is hashed) and those whose release is part of the key.
+_TRUSTED = ("mbfg", "numpy", "jax", "jaxlib", "builtins", "functools", "collections", "dataclasses", "enum",
+            "typing", "math", "operator")
+
+
+def source_digest(folders: list[str]) -> str:
+    """SHA-256 of every ``.py`` file under ``folders`` (paths relative to their folder, and contents),
+    and the NumPy release."""
+    digest = hashlib.sha256(f"numpy {np.__version__}".encode())
+    for folder in folders:
+        for root, dirs, files in os.walk(folder):
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(root, name)
+                    digest.update(os.path.relpath(path, folder).encode())
+                    with open(path, "rb") as file:
+                        digest.update(file.read())
+    return digest.hexdigest()
+
+
+@functools.cache
+def _mbfg_digest() -> str:
+    """:func:`source_digest` of mbfg: the ``mbfg`` package and the ``factors``, ``graphs`` and
+    ``datasets`` folders mapped into it."""
+    import importlib.util
+
+    import mbfg
+
+    folders = {os.path.dirname(os.path.realpath(mbfg.__file__))}
+    for name in ("factors", "graphs", "datasets"):  # found without importing them
+        spec = importlib.util.find_spec(f"mbfg.{name}")
+        folders |= {os.path.realpath(p) for p in (spec.submodule_search_locations or [])} if spec else set()
+    return source_digest(sorted(folders))
+
+
+class _Untrusted(Exception):
+    """The closure reaches code whose source :func:`_mbfg_digest` does not cover."""
+
+
+class _ClosurePickler(pickle.Pickler):
+    """Pickles values; functions and classes by reference, only where their code is trusted."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, type) or callable(obj) and hasattr(obj, "__module__"):
+            module = getattr(obj, "__module__", None) or ""
+            if module.partition(".")[0] not in _TRUSTED:
+                raise _Untrusted(f"{obj!r} from {module!r}")
+        return NotImplemented
+
+
+def closure_fingerprint(fn: Callable[..., Any]) -> str | None:
+    """SHA-256 naming what ``fn`` computes without tracing it: mbfg's source, ``fn``'s module and
+    qualified name, and the values in its closure (pickled). None where that does not pin the
+    program down: a closure that reaches other code (a user's function or class), a value that
+    cannot be pickled, or an ``fn`` not defined in mbfg."""
+    code = getattr(fn, "__code__", None)
+    module = getattr(fn, "__module__", "") or ""
+    if code is None or module.partition(".")[0] != "mbfg" or module not in sys.modules:
+        return None
+    cells = tuple(cell.cell_contents for cell in (fn.__closure__ or ()))
+    buffer = io.BytesIO()
+    try:
+        _ClosurePickler(buffer, protocol=5).dump((module, fn.__qualname__, code.co_firstlineno, cells))
+    except Exception:  # noqa: BLE001 (untrusted code or an unpicklable value: trace instead)
+        return None
+    return hashlib.sha256(_mbfg_digest().encode() + buffer.getvalue()).hexdigest()
 
 
 #: Programs of this process by key: factor types built again for another model instance of the same

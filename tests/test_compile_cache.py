@@ -104,3 +104,82 @@ def test_a_residual_with_a_custom_derivative_rule_is_not_kept():
     f.defjvp(lambda primals, tangents: (f(primals[0]), jnp.cos(primals[0]) * tangents[0]))
     assert _programs.jaxpr_fingerprint(f, jnp.ones(3)) is None
     assert _programs.jaxpr_fingerprint(jnp.sin, jnp.ones(3)) is not None
+
+
+# -- naming an mbfg residual's program without tracing it (mbfg._programs.closure_fingerprint) ---------
+
+
+def test_an_mbfg_residual_is_named_by_mbfg_source_and_the_values_it_closes_over():
+    from mbfg import _programs
+    from mbfg.factors._rigid import Variables
+    from mbfg.factors.impulse import impulse_type
+    from mbfg.models import pendulum
+
+    def name(model) -> str | None:
+        return _programs.closure_fingerprint(impulse_type(Variables(model, ("J",), False)).residual)
+
+    same = name(pendulum())
+    assert same is not None and name(pendulum()) == same  # the same model built again: the same program
+    assert name(pendulum().with_parameters({"b": 0.5})) != same  # a fixed parameter's value is in the program
+    assert name(pendulum("dry")) != same
+
+
+def test_a_residual_that_reaches_code_outside_mbfg_is_traced_instead():
+    from mbfg import _programs
+    from mbfg._jax import jnp
+    from mbfg.factors.impulse import impulse_type
+
+    def users_own(x):
+        return jnp.sin(x)
+
+    assert _programs.closure_fingerprint(users_own) is None  # not mbfg's: its source is not covered
+    wrapper = impulse_type.__wrapped__  # an mbfg function ...
+    assert _programs.closure_fingerprint(wrapper) is not None
+
+    def closes_over(x):  # ... but a closure holding a user's function is declined
+        return users_own(x)
+
+    closes_over.__module__ = "mbfg.probe"
+    assert _programs.closure_fingerprint(closes_over) is None
+
+
+def test_the_source_digest_changes_with_any_source_file(tmp_path: Path):
+    from mbfg import _programs
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("X = 1\n")
+    first = _programs.source_digest([str(tmp_path)])
+    assert _programs.source_digest([str(tmp_path)]) == first
+    (tmp_path / "pkg" / "a.py").write_text("X = 2\n")
+    assert _programs.source_digest([str(tmp_path)]) != first
+    (tmp_path / "pkg" / "a.py").write_text("X = 1\n")
+    (tmp_path / "pkg" / "b.py").write_text("")
+    assert _programs.source_digest([str(tmp_path)]) != first
+
+
+MBFG_PROGRAM_SCRIPT = """
+import numpy as np
+import mbfg.adapter as adapter
+from mbfg.factors.integrators import EULER
+
+def no_tracing(*args):
+    raise AssertionError("traced to fingerprint")
+
+adapter.jaxpr_fingerprint = no_tracing
+rng = np.random.default_rng(1)
+xs = tuple(rng.standard_normal((5, 4)) for _ in range(3))
+_, linearize = EULER._vmapped((None,))
+out = np.asarray(linearize(xs, (0.01,)))
+print(float(np.abs(out - np.asarray(linearize.jitted(xs, (0.01,)))).max()))
+"""
+
+
+def test_an_mbfg_factors_program_is_kept_and_loaded_without_tracing_its_residual(tmp_path: Path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "MBFG_CACHE"))}
+    env["MBFG_CACHE_DIR"] = str(tmp_path)
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", MBFG_PROGRAM_SCRIPT], env=env, capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert float(out.stdout.strip().splitlines()[-1]) == 0.0
+        assert len(_programs(tmp_path)) == 1
