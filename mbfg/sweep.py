@@ -151,8 +151,8 @@ class SweepResult:
                                 dropna=False)
 
     def plot(self, path: str | os.PathLike[str] | None = None) -> Figure:
-        """Seed 001 Figure 4 (identified parameters and cost against w) and the cross-validation heat map;
-        saved to ``path`` if given. Needs matplotlib (``pip install 'mbfg[plot]'``)."""
+        """Seed 001 Figures 4 and 6 (identified parameters and cost against each swept w, eps and h) and
+        the cross-validation heat map; saved to ``path`` if given. Needs matplotlib (``pip install 'mbfg[plot]'``)."""
         from mbfg.sweep_plot import plot
 
         return plot(self, path)

@@ -15,6 +15,7 @@ import sys
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 matplotlib = pytest.importorskip("matplotlib")
@@ -190,3 +191,27 @@ def test_without_matplotlib_the_error_says_how_to_install_it(swing, calibrated, 
         traj.plot()
     with pytest.raises(MbfgError, match=r"plotting a sweep needs matplotlib"):
         pyplot("plotting a sweep")  # as mbfg.sweep_plot.plot loads it
+
+
+def test_sweep_figure_plots_parameters_and_cost_against_each_swept_method_parameter_seed_001_figures_4_and_6():
+    from mbfg.sweep import SweepResult
+    from mbfg.sweep_plot import plot
+
+    rows = []
+    for weight in (1e4, 1e6):
+        for eps in (1e-8, 1e-6, 1e-4):
+            rows.append({"kind": "calibration", "log": "a.csv", "scored_log": "", "h": 1e-3, "weight": weight,
+                         "eps": eps, "status": "ok", "cost": weight * eps, "value:J": 1 + eps, "std:J": 0.1})
+    rows.append({"kind": "calibration", "log": "a.csv", "scored_log": "", "h": 1e-3, "weight": 1e8, "eps": 1e-6,
+                 "status": "failed", "cost": np.nan, "value:J": np.nan, "std:J": np.nan})
+    result = SweepResult(pd.DataFrame(rows), computed=0, wall_s=0.0)
+    fig = plot(result)
+    # Against w: J, cost; against eps: J, cost; the heat map (empty: no cross-validation rows).
+    j_w, cost_w, j_eps, cost_eps, heat = fig.axes[:5]
+    assert j_w.get_xlabel() == "state error weight w" and j_eps.get_xlabel() == "global compliance eps"
+    assert heat.get_title() == "cross-validation"
+    assert len(cost_w.lines) == 3 and len(cost_eps.lines) == 2  # a line per eps, then a line per w; none failed
+    line = cost_eps.lines[1]  # w = 1e6, ordered by eps
+    np.testing.assert_array_equal(line.get_xdata(), [1e-8, 1e-6, 1e-4])
+    np.testing.assert_allclose(line.get_ydata(), 1e6 * np.array([1e-8, 1e-6, 1e-4]))
+    assert line.get_label() == "a.csv h=0.001 w=1e+06"

@@ -60,8 +60,9 @@ Workers reuse compiled JAX functions: each keeps the model for the whole
 sweep, and JAX's persistent compilation cache lives in --jax-cache (default
 ~/.cache/mbfg/jax on each worker's machine). One progress line per finished
 task goes to stderr unless --quiet; a summary and the cross-validation matrix
-are printed at the end. --plot FIG.png draws Figure 4 of Marklund et al. 2025
-(identified parameters and cost against w) and the cross-validation heat map
+are printed at the end. --plot FIG.png draws Figures 4 and 6 of Marklund et al.
+2025 (identified parameters and cost against each swept w, eps and h) and the
+cross-validation heat map
 (needs matplotlib: pip install 'mbfg[plot]'; checked before the sweep starts).
 """
 
