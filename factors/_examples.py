@@ -6,7 +6,10 @@ import functools
 
 import numpy as np
 
+from mbfg.parameters import ParameterSet
 from mbfg.planar import Body, PlanarMechanism, Point, RelativeAngle
+from mbfg.rigid import Body as Body3D
+from mbfg.rigid import Contact, RigidModel, parameter
 
 
 @functools.cache
@@ -30,3 +33,17 @@ def mechanism_state(rng: np.random.Generator) -> tuple[PlanarMechanism, np.ndarr
 
 def vectors(rng: np.random.Generator, count: int, dim: int = 4) -> tuple[np.ndarray, ...]:
     return tuple(rng.standard_normal(dim) for _ in range(count))
+
+
+@functools.cache
+def sphere_on_incline() -> RigidModel:
+    """A solid sphere (2 kg, radius R = 0.1 m) touching a plane through the origin tilted 0.5 rad about y,
+    with Coulomb friction mu = 0.3 < tan(0.5), so it slides: a contact that is not a point on the ground,
+    with its radius a parameter."""
+    n = (np.sin(0.5), 0.0, np.cos(0.5))
+    params = ParameterSet([parameter("R", 0.1, "m", 0.0), parameter("mu", 0.3, "", 0.0, 1.0),
+                           parameter("g", 9.81, "m/s^2", 0.0)])
+    J = 0.4 * 2.0 * 0.1**2
+    return RigidModel("sphere-incline", [Body3D("ball", 2.0, (J, J, J), position=tuple(0.1 * np.asarray(n)))],
+                      contacts=[Contact("plane", "ball", normal=n, mu="mu", radius="R", eps=1e-8, tau=0.01)],
+                      parameters=params)

@@ -153,10 +153,12 @@ def example_step(rng: np.random.Generator, model: RigidModel, h: float = 1e-3) -
     u = rng.uniform(-1.0, 1.0, size=len(model.controls))
     x1, _ = step(model, x0, jnp.asarray(u), model.parameters.arrays(), h)
 
-    def perturb(x: State, scale: float) -> State:
-        e = jax.vmap(quat.boxplus)(x.e, jnp.asarray(scale * rng.standard_normal(x.w.shape)))
-        return State(x.r + scale * rng.standard_normal(x.r.shape), e,
-                     x.v + scale * rng.standard_normal(x.v.shape), x.w + scale * rng.standard_normal(x.w.shape))
-
     # 1e-3 off: far enough from the kinks of the complementarity for central differences.
-    return perturb(x0, 1e-3), perturb(x1, 1e-3), u
+    return perturbed(rng, x0, 1e-3), perturbed(rng, x1, 1e-3), u
+
+
+def perturbed(rng: np.random.Generator, x: State, scale: float) -> State:
+    """``x`` moved off by Gaussian noise of ``scale`` in every coordinate (rotations by boxplus)."""
+    e = jax.vmap(quat.boxplus)(x.e, jnp.asarray(scale * rng.standard_normal(x.w.shape)))
+    return State(x.r + scale * rng.standard_normal(x.r.shape), e,
+                 x.v + scale * rng.standard_normal(x.v.shape), x.w + scale * rng.standard_normal(x.w.shape))

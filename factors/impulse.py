@@ -16,10 +16,19 @@ import gtsam
 import numpy as np
 
 from mbfg import residuals
+from mbfg._jax import jnp
 from mbfg.adapter import FactorType
 from mbfg.registry import register
 
-from ._rigid import Variables, example_model, example_step, fixed_values, state_values, variables_for
+from ._rigid import (
+    Variables,
+    example_model,
+    example_step,
+    fixed_values,
+    perturbed,
+    state_values,
+    variables_for,
+)
 
 
 @functools.cache
@@ -93,3 +102,31 @@ for _name, _free in (
     ("dfki-double-pendulum", ("J1", "J2", "b1", "b2", "tau_c1", "tau_c2")),
 ):
     register(impulse_type(variables_for(example_model(_name), _free)).with_example(_example(_name, _free)))
+
+
+def _sphere_example(rng: np.random.Generator):
+    """The sliding sphere of :func:`._examples.sphere_on_incline` 1e-4 m into its plane, moving downhill,
+    and a perturbed Spook step from there; R and mu free."""
+    from mbfg.spook import step
+
+    from ._examples import sphere_on_incline
+
+    model = sphere_on_incline()
+    n = np.array([np.sin(0.5), 0.0, np.cos(0.5)])
+    downhill = np.array([np.cos(0.5), 0.0, -np.sin(0.5)])
+    x0 = model.initial_state()
+    x0 = x0._replace(r=jnp.asarray((0.1 - 1e-4) * n)[None, :],
+                     v=jnp.asarray(rng.uniform(0.5, 1.0) * downhill)[None, :])
+    x1, _ = step(model, x0, jnp.zeros(0), model.parameters.arrays(), 1e-3)
+    params = (np.array([model.parameters["R"].default, model.parameters["mu"].default]),)
+    x0, x1 = perturbed(rng, x0, 1e-3), perturbed(rng, x1, 1e-3)
+    return (*state_values(model, x0), *state_values(model, x1), *params), (fixed_values(model), np.zeros(0), 1e-3)
+
+
+def _register_sphere() -> None:
+    from ._examples import sphere_on_incline
+
+    register(impulse_type(variables_for(sphere_on_incline(), ("R", "mu"))).with_example(_sphere_example))
+
+
+_register_sphere()
