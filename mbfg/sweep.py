@@ -209,6 +209,7 @@ def sweep(
     retry_failed: bool = False,
     cache_dir: str | os.PathLike[str] | bool | None = None,
     max_iterations: int = 20,
+    simulate: float | None = None,
     quiet: bool = False,
 ) -> SweepResult:
     """Calibrate ``model`` on every recording for every (h, w, eps), then cross-validate each tuned cell
@@ -231,6 +232,9 @@ def sweep(
         cache_dir: JAX's persistent compilation cache on the workers (default :func:`default_cache_dir`;
             False: none).
         max_iterations: LM iterations of each calibration and of each cross-validation's state estimation.
+        simulate: also free-simulate each tuned model over the first ``simulate`` seconds of every other
+            recording (:func:`mbfg.validation.free_simulation`, at the cell's h): the cross-validation rows
+            gain ``sim_rms:NAME`` [rad] and ``sim_drift:NAME`` [s] per observed angle.
         quiet: no progress lines (one per finished task, on stderr).
     """
     from mbfg.models import load_model
@@ -244,6 +248,11 @@ def sweep(
     epss = _values("eps", eps, allow_none=True)
     if any(e is not None for e in epss) and not any(n in model.parameters for n in COMPLIANCE):
         raise ModelError(f"eps: {model.name} has no compliance parameter ({', '.join(COMPLIANCE)})")
+    if simulate is not None and not (math.isfinite(simulate) and simulate > 0):
+        raise ModelError(f"simulate must be a positive number of seconds, got {simulate!r}")
+    if simulate is not None and not crossval:
+        raise ModelError("simulate: the free simulations run on the other recordings, with the cross-validation; "
+                         "it is off (crossval=False, --no-crossval)")
     path = Path(out) if out is not None else None
     rows: dict[tuple, dict[str, Any]] = {}
     if path is not None and path.exists():
@@ -257,7 +266,7 @@ def sweep(
                and _key(_row("crossval", c[0], other, *c[1:])) not in rows]
     computed = 0
     if todo_cal or todo_cv:
-        computed = _run(model, recordings, todo_cal, todo_cv, rows, path, free, max_iterations, cache_dir,
+        computed = _run(model, recordings, todo_cal, todo_cv, rows, path, free, max_iterations, simulate, cache_dir,
                         scheduler, client, n_workers, quiet)
     wanted = {_key(_row("calibration", c[0], c[0], *c[1:])) for c in cells} | {
         _key(_row("crossval", c[0], o, *c[1:])) for c in cells for o in recordings if crossval and o != c[0]}
@@ -266,7 +275,7 @@ def sweep(
 
 
 def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows: dict, path: Path | None,
-         free, max_iterations: int, cache_dir, scheduler: str | None, client, n_workers: int | None,
+         free, max_iterations: int, simulate: float | None, cache_dir, scheduler: str | None, client, n_workers: int | None,
          quiet: bool) -> int:
     from distributed import Client, LocalCluster, as_completed
 
@@ -303,7 +312,8 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
             futures[f] = _row("calibration", name, name, hh, w, e)
         for (name, hh, w, e), other in todo_cv:
             source = cal_futures.get((name, hh, w, e)) or rows[_key(_row("calibration", name, name, hh, w, e))]
-            f = client.submit(crossval_task, shared, source, recordings[other], other, options, cache, pure=False)
+            f = client.submit(crossval_task, shared, source, recordings[other], other,
+                              dict(options, simulate=simulate), cache, pure=False)
             futures[f] = _row("crossval", name, other, hh, w, e)
         for future in as_completed(list(futures)):
             try:

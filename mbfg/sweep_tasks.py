@@ -150,13 +150,27 @@ def crossval_task(model: tuple[str, bytes], calibration: Mapping[str, Any], log:
         tuned = _with_eps(_model(model), eps)
         identified = identified_values(tuned, calibration)
         values = tuned.parameters.numpy_values() | identified
+        scoring = {k: v for k, v in options.items() if k != "simulate"}
         # The calibration's free parameters held at their values: the factor types, so the compiled
         # programs, of the calibration tasks on this worker.
-        return dict(score=cross_validation_score(tuned, log, values, h=calibration["h"],
-                                                 weight=calibration["weight"], free=list(identified),
-                                                 **options))
+        out: dict[str, Any] = dict(score=cross_validation_score(tuned, log, values, h=calibration["h"],
+                                                                weight=calibration["weight"], free=list(identified),
+                                                                **scoring))
+        if options.get("simulate") is not None:
+            out.update(_free_simulation_columns(tuned.with_parameters(identified), log, calibration["h"],
+                                                options["simulate"]))
+        return out
 
     return _run_task(row, work)
+
+
+def _free_simulation_columns(model: RigidModel, log: Log, h: float, seconds: float) -> dict[str, float]:
+    """``sim_rms:NAME`` [rad] and ``sim_drift:NAME`` [s] of a free simulation of ``model`` over the first
+    ``seconds`` of ``log`` taken at the step ``h`` (:func:`mbfg.validation.free_simulation`)."""
+    from mbfg.validation import free_simulation, log_at_step
+
+    sim = free_simulation(model, log_at_step(log, h), seconds=seconds)
+    return {**{f"sim_rms:{o}": v for o, v in sim.rms.items()}, **{f"sim_drift:{o}": v for o, v in sim.drift_time.items()}}
 
 
 def identified_values(model: RigidModel, row: Mapping[str, Any]) -> dict[str, Any]:

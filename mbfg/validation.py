@@ -37,6 +37,17 @@ class FreeSimulation:
     recorded: np.ndarray
 
 
+def log_at_step(log: Log, h: float | None) -> Log:
+    """``log`` as an estimation at step ``h`` [s] sees it: every stride-th sample, ``h`` a whole multiple
+    stride of the period (:func:`mbfg.graphs.joint.time_step`, which raises the named error otherwise)."""
+    from dataclasses import replace
+
+    from mbfg.graphs.joint import time_step
+
+    _, stride = time_step(log, h)
+    return replace(log, t=log.t[::stride], y=log.y[::stride], u=log.u[::stride])
+
+
 def _rates(log: Log, i: int, k: int) -> float:
     """Slope of a least-squares line through the first k samples of observation i [unit/s]."""
     t, y = log.t[:k], log.y[:k, i]

@@ -7,7 +7,9 @@ the in-process tests, and the CLI test starts a real scheduler and workers.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import pickle
 import socket
 import subprocess
 import sys
@@ -17,6 +19,7 @@ import numpy as np
 import pytest
 
 from mbfg.calibration import calibrate
+from mbfg.errors import ModelError
 from mbfg.logs import Log, write_log
 from mbfg.models import pendulum
 from mbfg.spook import simulate
@@ -217,3 +220,37 @@ def test_mbfg_sweep_on_a_real_dask_scheduler_and_workers_with_cross_validation(s
             except subprocess.TimeoutExpired:
                 p.kill()
     assert math.isfinite(rows[0]["wall_s"])
+
+
+def test_a_crossval_task_with_simulate_adds_the_free_simulation_of_the_tuned_model_on_the_other_recording(setup):
+    from mbfg.sweep_tasks import crossval_task
+    from mbfg.validation import free_simulation, log_at_step
+
+    start, logs, _ = setup
+    model = pendulum()
+    truth = model.parameters.numpy_values()
+    # A noise-free held-out recording that starts through the bottom (no angular acceleration there), so
+    # the free simulation's start (the angle, and the rate fitted over the first samples) is the
+    # recording's own, and what is left is the model.
+    clean = simulate(model, 0.3, 1e-3, initial=model.initial_state({"theta": 0.0}, {"theta": 4.0})).to_log(
+        noise=0.0, source="clean")
+    blob = pickle.dumps(start)
+    shared = (hashlib.sha1(blob).hexdigest(), blob)
+    rms = []
+    for values in (truth, {"J": 1.2 * truth["J"], "b": 0.7 * truth["b"]}):
+        tuned = {"status": "ok", "log": "rec0", "h": 1e-3, "weight": 1e4, "eps": math.nan,
+                 "value:J": values["J"], "value:b": values["b"]}
+        row = crossval_task(shared, tuned, clean, "clean", {"max_iterations": 20, "simulate": 0.2}, False)
+        assert row["status"] == "ok", row["error"]
+        alone = free_simulation(start.with_parameters({"J": values["J"], "b": values["b"]}),
+                                log_at_step(clean, 1e-3), seconds=0.2)
+        assert row["sim_rms:theta"] == alone.rms["theta"] and row["sim_drift:theta"] == alone.drift_time["theta"]
+        rms.append(row["sim_rms:theta"])
+    print("free simulation RMS on the held-out recording, true / start model [rad]:", rms)
+    assert rms[0] < 1e-3 < rms[1]  # the true model follows the held-out recording; the start model drifts
+
+
+def test_simulate_without_the_cross_validation_is_refused(setup):
+    start, logs, _ = setup
+    with pytest.raises(ModelError, match="simulate: the free simulations run on the other recordings"):
+        sweep(start, logs, crossval=False, simulate=0.2)

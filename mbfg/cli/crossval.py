@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
 
 from mbfg.cli.args import (
     LOG_HELP,
@@ -155,15 +154,14 @@ def run(args: argparse.Namespace) -> int:
     wall = time.perf_counter() - start
     simulation = None
     if args.simulate is not None:
-        from mbfg.validation import free_simulation
+        from mbfg.validation import free_simulation, log_at_step
 
         # The stepper compiles on a first run: seconds that would otherwise pass without a line.
         if not args.quiet:
             _eprint(f"mbfg crossval: compiling the {model.name} stepper (JAX) and simulating the first "
                     f"{args.simulate:g} s ...")
         started = time.perf_counter()
-        every = replace(log, t=log.t[::stride], y=log.y[::stride], u=log.u[::stride])  # the log at h
-        simulation = free_simulation(fitted, every, seconds=args.simulate)
+        simulation = free_simulation(fitted, log_at_step(log, step), seconds=args.simulate)
         if not args.quiet:
             _eprint(f"mbfg crossval: compiled and simulated in {time.perf_counter() - started:.1f} s")
     if args.json:

@@ -4,8 +4,8 @@ matrix, on a local or remote Dask cluster (:mod:`mbfg.sweep`).
 ::
 
     mbfg sweep MODEL LOG... [--dt H,...] [--weight W,...] [--eps E,...] [--free NAME,...] [--params FILE]
-               [--scheduler ADDR | --workers N] [--no-crossval] [--retry-failed] [--jax-cache DIR]
-               --out SWEEP.csv [--plot FIG.png] [--quiet]
+               [--scheduler ADDR | --workers N] [--no-crossval] [--simulate S] [--retry-failed]
+               [--jax-cache DIR] --out SWEEP.csv [--plot FIG.png] [--quiet]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from mbfg.cli.args import MARKLUND_2025, Subparsers, _iterations, _whole_number
+from mbfg.cli.args import MARKLUND_2025, Subparsers, _iterations, _positive_float, _whole_number
 from mbfg.cli.common import (
     _check_figure,
     _check_output,
@@ -122,12 +122,15 @@ def add_parser(sub: Subparsers) -> None:
     where.add_argument("--workers", type=_whole_number(1, "a whole number of workers", "at least 1 worker"),
                        default=None, metavar="N", help="worker processes of the local cluster (default: one per core)")
     p.add_argument("--no-crossval", action="store_true", help="calibrations only, no cross-validation matrix")
+    p.add_argument("--simulate", type=_positive_float, default=None, metavar="S",
+                   help="also free-simulate each tuned model over the first S seconds of every other recording "
+                        "(columns sim_rms:NAME [rad] and sim_drift:NAME [s] of the cross-validation rows)")
     p.add_argument("--retry-failed", action="store_true", help="run the failed rows of --out again")
     p.add_argument("--jax-cache", metavar="DIR", default=None,
                    help="JAX persistent compilation cache folder on the workers (default: ~/.cache/mbfg/jax)")
     p.add_argument("--out", required=True, metavar="SWEEP.csv", help="results file (CSV); resumed if it exists")
-    p.add_argument("--plot", metavar="FIG.png", help="also draw the parameters and cost against w and the "
-                                                     "cross-validation heat map (needs matplotlib)")
+    p.add_argument("--plot", metavar="FIG.png", help="also draw the parameters and cost against each swept w, eps "
+                                                     "and h, and the cross-validation heat map (needs matplotlib)")
     p.add_argument("--quiet", action="store_true", help="no progress lines (the summary is still printed)")
     p.set_defaults(handler=run)
 
@@ -163,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     result = sweep(model, logs, h=args.dt, weight=args.weight, eps=args.eps, free=free, out=args.out,
                    crossval=not args.no_crossval, scheduler=args.scheduler, n_workers=args.workers,
                    retry_failed=args.retry_failed, cache_dir=args.jax_cache, max_iterations=args.max_iterations,
-                   quiet=args.quiet)
+                   simulate=args.simulate, quiet=args.quiet)
     frame = result.frame
     failed = int((frame["status"] != "ok").sum())
     if not args.no_crossval and len(logs) > 1:
