@@ -86,7 +86,7 @@ def source_digest(folders: list[str]) -> str:
 
 
 @functools.cache
-def _mbfg_digest() -> str:
+def mbfg_source_digest() -> str:
     """:func:`source_digest` of mbfg: the ``mbfg`` package and the ``factors``, ``graphs`` and
     ``datasets`` folders mapped into it."""
     import importlib.util
@@ -101,7 +101,7 @@ def _mbfg_digest() -> str:
 
 
 class _Untrusted(Exception):
-    """The closure reaches code whose source :func:`_mbfg_digest` does not cover."""
+    """The closure reaches code whose source :func:`mbfg_source_digest` does not cover."""
 
 
 class _ClosurePickler(pickle.Pickler):
@@ -130,7 +130,7 @@ def closure_fingerprint(fn: Callable[..., Any]) -> str | None:
         _ClosurePickler(buffer, protocol=5).dump((module, fn.__qualname__, code.co_firstlineno, cells))
     except Exception:  # noqa: BLE001 (untrusted code or an unpicklable value: trace instead)
         return None
-    return hashlib.sha256(_mbfg_digest().encode() + buffer.getvalue()).hexdigest()
+    return hashlib.sha256(mbfg_source_digest().encode() + buffer.getvalue()).hexdigest()
 
 
 #: Programs of this process by key: factor types built again for another model instance of the same

@@ -43,8 +43,8 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from mbfg.errors import ModelError
-from mbfg.models import INF, SOFT, Link, _compliance_parameters, _p, hinged_tree
 from mbfg.rigid import Hinge, RigidModel
+from mbfg.trees import INF, SOFT, Link, _compliance_parameters, _p, hinged_tree
 
 #: The lab's identified model for design C.0 (dfki-ric-underactuated-lab/double_pendulum,
 #: model_parameters.yml of the 2022-09-14 sys_id records), SI units.

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from mbfg import model_file, urdf
+from mbfg import dfki, model_file, urdf
 from mbfg.errors import ModelError
 from mbfg.parameters import ROTATION, Parameter, ParameterSet
 from mbfg.rigid import (
@@ -284,7 +284,7 @@ BUILTIN: dict[str, Callable[[], RigidModel]] = {
     "furuta-viscous": lambda: furuta(False),
     "particle": particle,
     "linear-stage": linear_stage,
-    "dfki-double-pendulum": lambda: __import__("mbfg.dfki", fromlist=["x"]).dfki_double_pendulum(),
+    "dfki-double-pendulum": lambda: dfki.dfki_double_pendulum(),
 }
 
 

@@ -19,9 +19,6 @@ checks that both ways give the same estimates. The traced program is kept on dis
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +27,7 @@ import numpy as np
 from mbfg import keys
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
-from mbfg._programs import PersistentJit
+from mbfg._programs import PersistentJit, mbfg_source_digest
 from mbfg.factors._rigid import Variables
 from mbfg.factors.impulse import impulse_type
 from mbfg.factors.observation import observation_type
@@ -38,24 +35,6 @@ from mbfg.graphs.stream.chain import _eliminate_regular
 from mbfg.lie import so3_exp
 from mbfg.rigid import State
 from mbfg.spook import step
-
-#: The code the program is built from beyond the residuals it linearizes (whose jaxprs are fingerprinted):
-#: the prediction, the elimination and this glue. Any change to them makes a new program on disk.
-_CODE = ("mbfg.graphs.stream.fused", "mbfg.graphs.stream.chain", "mbfg.spook", "mbfg.lcp", "mbfg.lie",
-         "mbfg.quaternion", "mbfg.rigid")
-
-
-@functools.cache
-def _code_digest() -> str | None:
-    """SHA-256 of the source of the :data:`_CODE` modules (None where a source cannot be read: the
-    program is then traced in every process, not kept)."""
-    digest = hashlib.sha256()
-    for name in _CODE:
-        try:
-            digest.update(inspect.getsource(importlib.import_module(name)).encode())
-        except (OSError, TypeError):
-            return None
-    return digest.hexdigest()
 
 
 @functools.cache
@@ -134,15 +113,15 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndarr
     def describe(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, us, ys, mask, fixed, h,
                  *rest) -> str | None:
         """What the program computes, for :class:`~mbfg._programs.PersistentJit`: the fingerprints of the
-        two residuals (their jaxprs, as their own programs are found) and of the code around them.
-        Tracing the whole program takes seconds at every start of a stream; this takes two residual traces."""
+        two residuals (as their own programs are found) and of the code around them. Tracing the whole
+        program takes seconds at every start of a stream; this takes none (or two residual traces)."""
         state = (*(T_given[:, i] for i in range(nb)), v_given)
         parts = (binary._describe("linearize", (None, 0, None))((*state, *state), (fixed, us, h)),
                  unary._describe("linearize", (None, 0, 0))(state, (fixed, ys, mask)))
-        code = _code_digest()
-        if None in parts or code is None:
+        if None in parts:
             return None
-        return f"stream regular update; {parts[0]}; {parts[1]}; code {code}"
+        # The code around the residuals (the prediction, the elimination, this glue): all of mbfg's source.
+        return f"stream regular update; {parts[0]}; {parts[1]}; code {mbfg_source_digest()}"
 
     program = PersistentJit(run, describe)
 
