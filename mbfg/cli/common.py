@@ -118,7 +118,8 @@ def _max_phi(mech: PlanarMechanism, q: np.ndarray) -> float:
 
 def _describe(name: str, mech: PlanarMechanism) -> str:
     coords = ", ".join(mech.coordinate_names)
-    return f"{name}: {mech.n} coordinates [{coords}], {mech.m} constraints, {mech.dof} dof"
+    rank = f" (rank {mech.rank})" if mech.rank < mech.m else ""
+    return f"{name}: {mech.n} coordinates [{coords}], {mech.m} constraints{rank}, {mech.dof} dof"
 
 
 # --------------------------------------------------------------------------------------
