@@ -57,7 +57,7 @@ from mbfg.factors.initial_state import initial_state_factor
 from mbfg.factors.observation import observation_keys, observation_type
 from mbfg.factors.prior import partial_prior_factor, tilt_yaw_prior_factor
 from mbfg.logs import Log, round_time, sample_period
-from mbfg.rigid import RigidModel, State
+from mbfg.rigid import RigidModel, State, poses_from_coordinates
 from mbfg.solvers import LMResult, bounded_levenberg_marquardt
 from mbfg.vectorized import Blocks, VectorizedGraph
 
@@ -268,17 +268,14 @@ def initial_states(model: RigidModel, y: np.ndarray, h: float, parameters: Mappi
     """States at zero constraint violation matching readings y (n, n_obs), velocities by eq. 4.3
     (NumPy arrays)."""
     hinges = {j.name for j in model.axial}  # hinge angles and slider displacements
+    y = np.asarray(y, dtype=float)
     n = len(y)
-    r = np.empty((n, model.nb, 3))
-    e = np.empty((n, model.nb, 4))
-    for k, row in enumerate(y):
-        coords = {name: float(v) for name, v in zip(model.observations, row) if name in hinges}
-        x = model.initial_state(coords, parameters=parameters, numpy=True)
-        r[k], e[k] = x.r, x.e
-        for name, v in zip(model.observations, row):
-            if name not in hinges:  # a CoM coordinate "body.x"
-                body, _, axis = name.rpartition(".")
-                r[k, model.body_index[body], "xyz".index(axis)] = v
+    r, e = poses_from_coordinates(model, {name: y[:, i] for i, name in enumerate(model.observations)
+                                          if name in hinges}, parameters, n=n)
+    for i, name in enumerate(model.observations):
+        if name not in hinges:  # a CoM coordinate "body.x"
+            body, _, axis = name.rpartition(".")
+            r[:, model.body_index[body], "xyz".index(axis)] = y[:, i]
     if n < 2:
         return [State(r[k], e[k], np.zeros((model.nb, 3)), np.zeros((model.nb, 3))) for k in range(n)]
     # Backward differences, the first state's forward: state k's velocity takes it from k-1 to k.

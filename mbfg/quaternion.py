@@ -185,3 +185,27 @@ def boxminus_np(e1: np.ndarray, e0: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = np.where(small, 2.0 / d_w * (1.0 - v_sq / (3.0 * d_w * d_w)), 2.0 * np.arctan2(v_norm, d_w) / v_norm)
     return scale * d_v
+
+
+def from_matrix_np(R: np.ndarray) -> np.ndarray:
+    """Unit quaternions (..., 4), w >= 0, of rotation matrices R (..., 3, 3), as :func:`from_matrix`
+    (Shepperd's method, the same branch per matrix)."""
+    R = np.asarray(R, dtype=float)
+    trace = np.trace(R, axis1=-2, axis2=-1)
+    d0, d1, d2 = R[..., 0, 0], R[..., 1, 1], R[..., 2, 2]
+    largest = np.argmax(np.stack([trace, d0, d1, d2], axis=-1), axis=-1)
+    s21, s12, s02, s20, s10, s01 = R[..., 2, 1], R[..., 1, 2], R[..., 0, 2], R[..., 2, 0], R[..., 1, 0], R[..., 0, 1]
+    with np.errstate(divide="ignore", invalid="ignore"):  # the branches not taken divide by ~0: discarded
+        w = 0.5 * np.sqrt(np.maximum(1.0 + trace, 0.0))
+        x = 0.5 * np.sqrt(np.maximum(1.0 + 2 * d0 - trace, 0.0))
+        y = 0.5 * np.sqrt(np.maximum(1.0 + 2 * d1 - trace, 0.0))
+        z = 0.5 * np.sqrt(np.maximum(1.0 + 2 * d2 - trace, 0.0))
+        branches = np.stack([
+            np.stack([w, (s21 - s12) / (4 * w), (s02 - s20) / (4 * w), (s10 - s01) / (4 * w)], axis=-1),
+            np.stack([(s21 - s12) / (4 * x), x, (s01 + s10) / (4 * x), (s02 + s20) / (4 * x)], axis=-1),
+            np.stack([(s02 - s20) / (4 * y), (s01 + s10) / (4 * y), y, (s12 + s21) / (4 * y)], axis=-1),
+            np.stack([(s10 - s01) / (4 * z), (s02 + s20) / (4 * z), (s12 + s21) / (4 * z), z], axis=-1),
+        ], axis=-2)
+    e = np.take_along_axis(branches, largest[..., None, None], axis=-2)[..., 0, :]
+    e = np.where(e[..., :1] >= 0, e, -e)
+    return e / np.linalg.norm(e, axis=-1, keepdims=True)

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
 
 from mbfg import quaternion as quat
 from mbfg.errors import ModelError
@@ -66,6 +67,40 @@ def test_rotation_matrix_quaternion_round_trip() -> None:
         e = quat.exp(rng.normal(size=3) * 2.0)
         e = np.asarray(e) * np.sign(e[0])
         np.testing.assert_allclose(quat.from_matrix(quat.to_matrix(e)), e, atol=1e-12)
+
+
+def test_from_matrix_np_is_shepperds_method_of_from_matrix_on_every_branch() -> None:
+    """The batched quaternion of a rotation matrix equals the scalar one, also at rotations by pi about
+    each axis (where a branch other than the trace's must be taken) and near them."""
+    rng = np.random.default_rng(3)
+    e = rng.standard_normal((40, 4))
+    e /= np.linalg.norm(e, axis=1, keepdims=True)
+    R = list(quat.to_matrix_np(e))
+    for axis in np.eye(3):
+        for angle in (np.pi, np.pi - 1e-7):
+            R.append(Rotation.from_rotvec(angle * axis).as_matrix())
+    R = np.stack(R)
+    want = np.stack([quat.from_matrix(Ri) for Ri in R])
+    got = quat.from_matrix_np(R.reshape(2, -1, 3, 3)).reshape(-1, 4)
+    np.testing.assert_allclose(got, want, atol=1e-15)
+    np.testing.assert_allclose(quat.to_matrix_np(got), R, atol=1e-14)
+
+
+def test_batched_body_poses_equal_the_initial_state_of_each_configuration() -> None:
+    """poses_from_coordinates (a log's initial trajectory at once) against initial_state per configuration,
+    on every built-in model: hinges, sliders, a free body."""
+    from mbfg.models import BUILTIN
+    from mbfg.rigid import poses_from_coordinates
+
+    rng = np.random.default_rng(4)
+    for name, build in BUILTIN.items():
+        model = build()
+        coords = {j.name: rng.uniform(-3.0, 3.0, size=7) for j in model.axial}
+        r, e = poses_from_coordinates(model, coords, n=7)
+        for k in range(7):
+            x = model.initial_state({n: float(c[k]) for n, c in coords.items()}, numpy=True)
+            np.testing.assert_allclose(r[k], x.r, atol=1e-14, err_msg=name)
+            np.testing.assert_allclose(e[k], x.e, atol=1e-14, err_msg=name)
 
 
 def test_numpy_set_up_helpers_equal_eq_2_15_and_the_rotation_matrix_in_jax() -> None:

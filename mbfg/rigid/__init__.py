@@ -82,11 +82,11 @@ from mbfg.rigid.kinematics import hinge_angle
 from mbfg.rigid.layout import Rows
 from mbfg.rigid.layout import _Layout as _Layout
 from mbfg.rigid.model import RigidModel, parameter
-from mbfg.rigid.state import State
+from mbfg.rigid.state import State, poses_from_coordinates
 from mbfg.rigid.state import _rot_z as _rot_z
 
 __all__ = [
     "AppliedForce", "Ball", "Body", "Contact", "Frame", "Hinge", "Lock", "Motor", "Prismatic", "RigidModel", "Rows",
     "State",
-    "hinge_angle", "parameter", "resolve", "WORLD",
+    "hinge_angle", "parameter", "poses_from_coordinates", "resolve", "WORLD",
 ]

@@ -104,3 +104,68 @@ def state_from_coordinates(
 def _rot_z(angle: float) -> np.ndarray:
     c, s = np.cos(angle), np.sin(angle)
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def poses_from_coordinates(model: RigidModel, coordinates: Mapping[str, np.ndarray],
+                           parameters: Mapping[str, Any] | None = None, *, n: int | None = None
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """The body poses of :func:`state_from_coordinates` (zero rates) at n joint configurations at once.
+
+    Args:
+        coordinates: joint name -> (n,) hinge angles [rad] or slider displacements [m]; a joint not
+            named stays at 0.
+        parameters: values to resolve the frames' positions (default the model's).
+        n: the number of configurations (default: the length of the coordinates; needed without any).
+
+    Returns:
+        r (n, nb, 3) CoM positions [m], e (n, nb, 4) unit quaternions body->world: for every k the
+        ``r`` and ``e`` of ``state_from_coordinates(model, {name: c[k]})`` (a test checks it), without
+        its Python work per configuration (a log's initial states: thousands of them).
+    """
+    known = {j.name for j in model.axial}
+    unknown = [name for name in coordinates if name not in known]
+    if unknown:
+        raise ModelError(f"{model.name}: unknown coordinate {unknown[0]!r}; expected one of {sorted(known)}")
+    values = {name: np.asarray(c, dtype=float).reshape(-1) for name, c in coordinates.items()}
+    lengths = {len(c) for c in values.values()} | ({n} if n is not None else set())
+    if len(lengths) != 1:
+        raise ModelError(f"{model.name}: coordinates of lengths {sorted(lengths)} (n {n}); expected every "
+                         "coordinate of one length n, or n alone without coordinates")
+    n = lengths.pop()
+    p = {k: np.asarray(v) for k, v in (parameters or model.parameters.numpy_values()).items()}
+    nb = model.nb
+    r = np.zeros((n, nb, 3))
+    R = np.tile(np.eye(3), (n, nb, 1, 1))
+    for i, body in enumerate(model.bodies):
+        r[:, i] = np.asarray(body.position, dtype=float)
+        if body.rotation is not None:
+            R[:, i] = np.asarray(body.rotation, dtype=float)
+    placed = [False] * nb
+
+    def pose(frame: Frame) -> tuple[np.ndarray, np.ndarray]:  # origin (n, 3), R_world_frame (n, 3, 3)
+        s = np.array([float(resolve(x, p)) for x in frame.position])
+        if frame.body == WORLD:
+            return np.broadcast_to(s, (n, 3)), np.broadcast_to(frame.R(), (n, 3, 3))
+        i = model.body_index[frame.body]
+        return r[:, i] + R[:, i] @ s, R[:, i] @ frame.R()
+
+    for j in model.joints:
+        if j.b.body == WORLD:
+            continue
+        ib = model.body_index[j.b.body]
+        if placed[ib]:
+            continue  # a loop closure: the body is placed already
+        o_b, R_b = pose(j.a)
+        coordinate = values.get(j.name, np.zeros(n))
+        if isinstance(j, Hinge):
+            c, s = np.cos(coordinate), np.sin(coordinate)
+            rot_z = np.zeros((n, 3, 3))
+            rot_z[:, 0, 0], rot_z[:, 0, 1], rot_z[:, 1, 0], rot_z[:, 1, 1], rot_z[:, 2, 2] = c, -s, s, c, 1.0
+            R_b = R_b @ rot_z
+        elif isinstance(j, Prismatic):
+            o_b = o_b + coordinate[:, None] * R_b[:, :, 2]
+        R[:, ib] = R_b @ j.b.R().T
+        s_b = np.array([float(resolve(x, p)) for x in j.b.position])
+        r[:, ib] = o_b - R[:, ib] @ s_b
+        placed[ib] = True
+    return r, quat.from_matrix_np(R)
