@@ -148,7 +148,8 @@ class PersistentJit:
     """``jax.jit(fn)`` whose traced program is kept on disk, found again by a fingerprint.
 
     Args:
-        fn: the function to jit (pure, array arguments; pytrees allowed); it must return an array.
+        fn: the function to jit (pure, array arguments; pytrees allowed); it must return an array or a tuple
+            of arrays.
         describe: ``describe(*args) -> str | None``: the fingerprint of what ``fn`` computes at
             arguments of these shapes (e.g. :func:`jaxpr_fingerprint` of the residual it
             differentiates, with the passes and axes), or None: not kept on disk. Called once per
@@ -170,6 +171,23 @@ class PersistentJit:
             self._programs[signature] = self._load(args, leaves, treedef, signature)
         program = self._programs[signature]
         return self.jitted(*args) if program is None else program(*leaves)
+
+    def compile(self, *args: Any) -> Callable[..., Any]:
+        """The program compiled ahead of time for arguments shaped as ``args`` (a ``jax.stages.Compiled``
+        of the pytree arguments): the traced program from disk where there is one, else traced here."""
+        leaves, treedef = jax.tree_util.tree_flatten(args)
+        signature = _signature(leaves, treedef)
+        if signature not in self._programs:
+            self._programs[signature] = self._load(args, leaves, treedef, signature)
+        program = self._programs[signature]
+        if program is None:
+            return self.jitted.lower(*args).compile()
+        flat = program.lower(*leaves).compile()
+
+        def compiled(*call_args: Any) -> Any:
+            return flat(*jax.tree_util.tree_leaves(call_args))
+
+        return compiled
 
     def _load(self, args: tuple, leaves: list, treedef: Any, signature: tuple) -> Callable[..., Any] | None:
         folder = cache_dir()

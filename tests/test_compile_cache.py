@@ -183,3 +183,27 @@ def test_an_mbfg_factors_program_is_kept_and_loaded_without_tracing_its_residual
         assert out.returncode == 0, out.stderr
         assert float(out.stdout.strip().splitlines()[-1]) == 0.0
         assert len(_programs(tmp_path)) == 1
+
+
+SIMULATE_SCRIPT = """
+import numpy as np
+from mbfg.models import pendulum
+from mbfg.spook import simulate
+
+model = pendulum("dry")  # the LCP's custom derivative rule inside: kept all the same
+traj = simulate(model, 0.05, 1e-3, initial=model.initial_state({"theta": 1.0}))
+print(repr(float(traj.observations[-1, 0])), repr(float(np.asarray(traj.states.w)[-1, 0, 1])))
+"""
+
+
+def test_the_spook_scan_is_kept_and_a_second_process_simulates_the_same_trajectory_from_disk(tmp_path: Path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "MBFG_CACHE"))}
+    env["MBFG_CACHE_DIR"] = str(tmp_path)
+    outputs = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", SIMULATE_SCRIPT], env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert out.returncode == 0, out.stderr
+        outputs.append(out.stdout.strip().splitlines()[-1])
+        assert len(_programs(tmp_path)) == 1
+    assert outputs[0] == outputs[1]  # bit for bit: the loaded program is the traced one
