@@ -5,7 +5,7 @@
 * a factor type declared in one place with the decorator, as in a user's own code, through
   the Jacobian battery and in a small graph mixed with GTSAM's factors, solved by LM;
 * registration for the battery only by an explicit ``register``;
-* the example of ``docs_custom_factor_example.md`` (the README's section), run as written.
+* the example of the README's section "Your own factor type", run as written.
 
 ``python tests/test_factor_declaration.py`` times the key handling of ``make`` / ``group``
 against the ``int()`` per key it replaced (see :func:`time_key_handling`).
@@ -245,13 +245,15 @@ def test_with_example_copies_the_type_and_leaves_it_unchanged():
 
 
 def test_the_readme_example_of_a_custom_factor_runs(capsys):
-    text = (ROOT / "docs_custom_factor_example.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Your own factor type\n"):]
+    section = section[: section.index("\n## ", 1)]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     assert len(blocks) == 1
-    # tests/test_readme.py's module name: once the README holds this section, both runs in one process are
-    # the same declaration of "encoder_gain_offset" to the registry (the second replaces the first).
+    # tests/test_readme.py's module name: both runs in one process are the same declaration of
+    # "encoder_gain_offset" to the registry (the second replaces the first).
     namespace: dict = {"__name__": "__readme__"}
-    exec(compile(blocks[0], "docs_custom_factor_example.md", "exec"), namespace)
+    exec(compile(blocks[0], "README.md", "exec"), namespace)
     out = capsys.readouterr().out
     assert re.search(r"gain 1\.0\d+ \+- 0\.0\d+, offset 0\.0\d+ \+- 0\.0\d+ rad", out)
     assert "factor type 'encoder_gain_offset': variable 0 ('q') takes a Vector key, got x0,0" in out
