@@ -33,7 +33,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from importlib.metadata import version
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -182,7 +182,7 @@ class PersistentJit:
         program = self._programs[signature]
         if program is None:
             return self.jitted.lower(*args).compile()
-        flat = program.lower(*leaves).compile()
+        flat = cast(Any, program).lower(*leaves).compile()  # a jax.jit of the loaded program
 
         def compiled(*call_args: Any) -> Any:
             return flat(*jax.tree_util.tree_leaves(call_args))
