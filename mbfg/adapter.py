@@ -333,6 +333,11 @@ class FactorType:
         arguments (memoized per argument shapes)."""
 
         def describe(xs: tuple, cs: tuple) -> str | None:
+            if self.piecewise:
+                # Complementarity residuals (the LCP's custom derivative rule, a while loop) are not kept:
+                # XLA crashed writing the compiled program of one (the dry Furuta's vmapped Jacobian)
+                # to JAX's cache once it came from a stored trace. They are traced in every process.
+                return None
             if constant_axes is not None:  # one factor's slice of the batched arguments
                 xs = tuple(x[0] for x in xs)
                 cs = tuple(jax.tree_util.tree_map(lambda a: a[0], c) if axis == 0 else c

@@ -234,7 +234,10 @@ def _compiled_scan(model: RigidModel, x: State, controls: Array, p: Mapping[str,
 
     def describe(*args: Any) -> str | None:
         # The scan is named by mbfg's source and the model it closes over: a new process loads its
-        # traced program from disk instead of tracing the step again (about a second).
+        # traced program from disk instead of tracing the step again (about a second). Not with
+        # complementarity rows, as the factor types (mbfg.adapter.FactorType._describe).
+        if model.layout.n_B > 0:
+            return None
         identity = closure_fingerprint(run)
         return None if identity is None else f"spook scan; {identity}"
 

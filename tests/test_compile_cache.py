@@ -190,7 +190,7 @@ import numpy as np
 from mbfg.models import pendulum
 from mbfg.spook import simulate
 
-model = pendulum("dry")  # the LCP's custom derivative rule inside: kept all the same
+model = pendulum()
 traj = simulate(model, 0.05, 1e-3, initial=model.initial_state({"theta": 1.0}))
 print(repr(float(traj.observations[-1, 0])), repr(float(np.asarray(traj.states.w)[-1, 0, 1])))
 """
