@@ -104,10 +104,22 @@ class _Untrusted(Exception):
     """The closure reaches code whose source :func:`mbfg_source_digest` does not cover."""
 
 
+def _parameter_declaration(*fields: Any) -> None:
+    """Stands for a :class:`mbfg.parameters.Parameter` in a closure's pickle (never unpickled)."""
+
+
 class _ClosurePickler(pickle.Pickler):
-    """Pickles values; functions and classes by reference, only where their code is trusted."""
+    """Pickles values; functions and classes by reference, only where their code is trusted. A model's
+    parameters by their declaration only (name, unit, kind, free), not their values or bounds: the
+    residuals take every parameter value as an argument (the fixed ones as a constant, the free ones
+    as a variable), so a model with other values computes with the same program.
+    ``tests/test_compile_cache.py`` checks that the jaxpr agrees."""
 
     def reducer_override(self, obj: Any) -> Any:
+        from mbfg.parameters import Parameter
+
+        if isinstance(obj, Parameter):
+            return _parameter_declaration, (obj.name, obj.unit, obj.kind, obj.free)
         if isinstance(obj, type) or callable(obj) and hasattr(obj, "__module__"):
             module = getattr(obj, "__module__", None) or ""
             if module.partition(".")[0] not in _TRUSTED:

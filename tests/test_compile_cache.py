@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 SCRIPT = """
 import mbfg._jax as j
 from mbfg._jax import jax, jnp
@@ -120,8 +122,36 @@ def test_an_mbfg_residual_is_named_by_mbfg_source_and_the_values_it_closes_over(
 
     same = name(pendulum())
     assert same is not None and name(pendulum()) == same  # the same model built again: the same program
-    assert name(pendulum().with_parameters({"b": 0.5})) != same  # a fixed parameter's value is in the program
     assert name(pendulum("dry")) != same
+    assert name(pendulum("viscous").with_parameters({"d": 0.2})) == same  # parameter values: arguments
+
+
+def test_parameter_values_are_arguments_of_the_residuals_so_other_values_share_their_programs():
+    """What closure_fingerprint assumes (it leaves parameter values out): the jaxpr of each model-built
+    residual, with its constants' values, is the same for a model with every scalar parameter changed."""
+    from mbfg import _programs
+    from mbfg.factors._rigid import Variables, fixed_values, state_values
+    from mbfg.factors.impulse import impulse_type
+    from mbfg.factors.observation import observation_type
+    from mbfg.models import furuta
+
+    model = furuta(dry=False)
+    changed = model.with_parameters({p.name: 1.3 * p.default for p in model.parameters.values()
+                                     if p.kind == "scalar" and p.default != 0})
+    x = model.initial_state({"alpha": 0.3}, numpy=True)
+    free = ("K", "J_Az")
+
+    def prints(m):
+        variables = Variables(m, free, False)
+        ps = (np.array([m.parameters[n].default for n in free]),)
+        impulse = impulse_type(variables).residual
+        observe = observation_type(variables).residual
+        states = (*state_values(m, x), *state_values(m, x))
+        return (_programs.jaxpr_fingerprint(impulse, *states, *ps, fixed_values(m), np.zeros(1), 1e-3),
+                _programs.jaxpr_fingerprint(observe, *state_values(m, x), *ps, fixed_values(m), np.zeros(2), np.ones(2)),
+                _programs.closure_fingerprint(impulse), _programs.closure_fingerprint(observe))
+
+    assert prints(model) == prints(changed)
 
 
 def test_a_residual_that_reaches_code_outside_mbfg_is_traced_instead():
