@@ -16,8 +16,9 @@ not kept; they are traced in every process as before.
 
 Tracing a residual only to fingerprint it still costs about a second for the Spook impulse
 (``python benchmarks/startup.py``). :func:`closure_fingerprint` names the same program without
-tracing where it can: the source of every mbfg module, the residual's name, and the values it
-closes over (a model, its parameters), pickled. It declines, and the jaxpr is traced, where the
+tracing where it can: the source of every mbfg module, the residual's name, and what it closes
+over (a model; its parameters by declaration, their values being the residual's arguments), pickled.
+It declines, and the jaxpr is traced, where the
 closure reaches code outside mbfg, NumPy and JAX (a user's own function or class), whose source
 the fingerprint would not cover.
 """
