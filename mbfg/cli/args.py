@@ -17,7 +17,17 @@ from typing import TypeAlias
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 MODEL_HELP = "built-in model name (see 'mbfg models') or path of a model file (.yaml or .urdf)"
-LOG_HELP = "log in the standard format (CSV: t, the model's observations, its controls)"
+LOG_HELP = (
+    "log in the standard format (CSV: t, the model's observations, its controls), or a lab's own recording: "
+    "a DFKI double pendulum trajectory_NN.csv or a QUBE-Servo episode CSV (see --resample)"
+)
+#: The help of ``--resample`` (calibrate, crossval, sweep: :func:`add_resample_option`).
+RESAMPLE_HELP = (
+    "put the recording on a uniform grid of step H [s] before the estimation: observations interpolated "
+    "linearly, controls held (one line on stderr says what was done). Needed for a lab recording that is not "
+    "uniformly sampled (the DFKI double pendulum's trajectory_NN.csv: gaps; e.g. --resample 0.002), refused "
+    "without it; a QUBE-Servo episode CSV is uniform already. Default: the recording's own times"
+)
 MECHANISM_HELP = "built-in mechanism name (see 'mbfg mechanisms') or path of an MBSE YAML file"
 GRAVITY_HELP = "gravity along -y [m/s^2] (default: %(default)s)"
 
@@ -57,6 +67,11 @@ def _nonnegative_float(text: str) -> float:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
     return value
+
+
+def add_resample_option(parser: argparse.ArgumentParser) -> None:
+    """``--resample H`` (:data:`RESAMPLE_HELP`) on ``parser``: ``args.resample``, None or a time-step > 0 [s]."""
+    parser.add_argument("--resample", type=_positive_float, default=None, metavar="H", help=RESAMPLE_HELP)
 
 
 def _whole_number(minimum: int, what: str, too_small: str) -> Callable[[str], int]:

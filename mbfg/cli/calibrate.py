@@ -4,7 +4,7 @@
 
     mbfg calibrate MODEL LOG.csv [--params FILE] [--free NAME,...] [--prior NAME=SIGMA,...] [--dt H] [--weight W]
                    [--max-iterations N] [--bias] [--hold NAME=VALUE,...] [--json] [--out RESULT.json]
-                   [--plot FIG.png] [--quiet]
+                   [--plot FIG.png] [--resample H] [--quiet]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from mbfg.cli.args import (
     Subparsers,
     _iterations,
     _positive_float,
+    add_resample_option,
 )
 from mbfg.cli.common import (
     _check_figure,
@@ -50,8 +51,16 @@ errors [rad or m] and impulse errors of the Spook steps [N s, N m s]).
 
 LOG is a log in the standard format (what 'mbfg simulate' writes): columns t
 [s], the model's observations, its controls; uniformly sampled, empty cells are
-missing readings. The model's parameter values (or those of --params) are the
-initial guess and its bounds the box the estimates stay in.
+missing readings. LOG may also be a lab's own recording, recognised by its
+header: a DFKI double pendulum trajectory_NN.csv (q1, q2, tau1, tau2 from
+pos_meas1/2 and tau_meas1/2: models double-pendulum-torque and
+dfki-double-pendulum) or a QUBE-Servo episode CSV (theta, alpha = pi - the
+file's alpha, u = plant_input: the furuta models); one made for another model's
+observations and controls is refused. A recording that is not uniformly sampled
+(the DFKI files have gaps) is refused unless --resample H puts it on a uniform
+grid of step H [s] (observations interpolated linearly, controls held; a line
+on stderr says what was done). The model's parameter values (or those of
+--params) are the initial guess and its bounds the box the estimates stay in.
 
 --free names the parameters to estimate, comma-separated (default: those the
 model marks free, see 'mbfg models MODEL'); the gravity tilt rotation may be
@@ -129,6 +138,14 @@ examples:
   mbfg calibrate furuta furuta.csv --free K,b_1,b_2,tilt --params calib.json
   mbfg calibrate furuta furuta.csv --prior J_Ax=1.2e-6,J_Ay=7.2e-5
   mbfg calibrate rotor.yaml log.csv --free J_link,J_rotor,b --hold J_rotor=6e-4
+  mbfg calibrate dfki-double-pendulum trajectory_00.csv --resample 0.002 --weight 1e3 --out dfki.json
+
+trajectory_00.csv: a DFKI double pendulum recording as the lab published it
+(../shared/data/dfki_double_pendulum/ beside this repository), resampled onto a
+2 ms grid: it has gaps, and without --resample it is refused. At the default
+--weight 1e6 its calibration is not converged after 20 iterations (the cost
+still falls by about 1 % per iteration: the Coulomb friction's stick-slip
+kinks under stiff dynamics); with --weight 1e3 it converges in 6.
 
 rotor.yaml: a model file whose link inertia is "J_link + J_rotor" (as in
 tests/test_base_parameters.py), so that only the sum is determined.
@@ -193,6 +210,7 @@ def add_parser(sub: Subparsers) -> None:
         help="also draw the fit (log, estimate and residual per observation; parameters with std) to this "
              "figure file (needs matplotlib: pip install 'mbfg[plot]')",
     )
+    add_resample_option(cal)
     cal.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
     cal.set_defaults(handler=run)
 
@@ -241,10 +259,26 @@ def _parse_hold(model: RigidModel, names: list[str], text: str) -> dict[str, flo
     return held
 
 
+def _why_not_converged(history: list[dict[str, float]]) -> str:
+    """Why the LM stopped unconverged (at the iteration limit): how much its last iteration still lowered the cost,
+    against the tolerance (:func:`mbfg.calibration.calibrate`'s ``relative_tol``), and what to try."""
+    import inspect
+
+    from mbfg.calibration import calibrate
+
+    tol = inspect.signature(calibrate).parameters["relative_tol"].default
+    costs = [row["cost"] for row in history[-2:]]
+    if len(costs) < 2 or not costs[0] > 0:
+        return "raise --max-iterations?"
+    fell = (costs[0] - costs[1]) / costs[0]
+    return (f"its last iteration still lowered the cost by {100 * fell:.2g} %, converged is below {100 * tol:g} %: "
+            "raise --max-iterations, or lower --weight")
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``calibrate`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.calibration import calibrate
-    from mbfg.logs import read_log
+    from mbfg.cli.recordings import read_recording
 
     _start(args)
     if args.out == "-":
@@ -264,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
         )
     priors = _parse_priors(model, names, args.prior) if args.prior is not None else None
     hold = _parse_hold(model, names, args.hold) if args.hold is not None else None
-    log = read_log(args.log, model.observations, model.controls)
+    log = read_recording(args.log, model, args.resample, args.quiet, "mbfg calibrate")
     _check_time_step(log, args.dt, f"--dt {args.dt:g}" if args.dt is not None else "")
     if not args.quiet:
         period = _sample_period(log)
@@ -308,7 +342,7 @@ def run(args: argparse.Namespace) -> int:
     written = [path for path in (args.out, plot) if path]
     _eprint(
         f"mbfg calibrate: {result.iterations} LM iterations, "
-        + ("converged" if result.converged else "NOT converged (raise --max-iterations?)")
+        + ("converged" if result.converged else f"NOT converged ({_why_not_converged(result.history)})")
         + f", cost {result.cost:.4g} per step; {_wall(args):.1f} s wall in all "
         f"(calibration {result.wall_s:.1f} s, compiling included)"
         + (f"; wrote {' and '.join(written)}" if written else "")

@@ -2,7 +2,8 @@
 
 ::
 
-    mbfg crossval MODEL LOG.csv --params CALIB.json [--dt H] [--weight W] [--simulate S] [--json] [--quiet]
+    mbfg crossval MODEL LOG.csv --params CALIB.json [--dt H] [--weight W] [--simulate S] [--resample H] [--json]
+                  [--quiet]
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from mbfg.cli.args import (
     MODEL_HELP,
     Subparsers,
     _positive_float,
+    add_resample_option,
 )
 from mbfg.cli.common import (
     _calibration_settings,
@@ -43,8 +45,13 @@ scores computed with the same --dt and --weight.
 
 --params is usually the JSON of 'mbfg calibrate --out' (any parameter file is
 accepted); a calibration result gives the whole model, estimated and fixed
-parameters, and one made for another model is refused. --dt and --weight default to the h and w of that calibration when
-the file records them, else to the log's sample period and 1e6.
+parameters, and one made for another model is refused. LOG is a log in the
+standard format or a lab's own recording (a DFKI double pendulum
+trajectory_NN.csv, a QUBE-Servo episode CSV), read as by 'mbfg calibrate'; one
+that is not uniformly sampled needs --resample H (e.g. 0.002: the DFKI files),
+best the H its calibration was given. --dt and --weight default to the h and w
+of that calibration when the file records them, else to the log's sample period
+and 1e6.
 
 --simulate S adds the check a lab trusts beside the score, which re-estimates
 the states and so never lets an error build up: a free simulation of the
@@ -72,6 +79,7 @@ examples:
   mbfg crossval pendulum other.csv --params calib.json
   mbfg crossval pendulum other.csv --params calib.json --dt 0.002 --json
   mbfg crossval pendulum other.csv --params calib.json --simulate 1
+  mbfg crossval dfki-double-pendulum trajectory_01.csv --params dfki.json --resample 0.002
 
 reference:
 {MARKLUND_2025}
@@ -106,6 +114,7 @@ def add_parser(sub: Subparsers) -> None:
         help="also free-simulate the calibrated model over the first S seconds of LOG and report the RMS error "
              "and the time until it exceeds 0.1 rad, per observed coordinate",
     )
+    add_resample_option(cv)
     cv.add_argument("--json", action="store_true", help="print one JSON object instead of 'score VALUE'")
     cv.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
     cv.set_defaults(handler=run)
@@ -113,8 +122,8 @@ def add_parser(sub: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """The ``crossval`` subcommand (see :data:`DESCRIPTION`)."""
+    from mbfg.cli.recordings import read_recording
     from mbfg.graphs.joint import cross_validation_score, time_step
-    from mbfg.logs import read_log
 
     _start(args)
     model = _rigid_model(args.model)
@@ -125,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
             f"mbfg crossval: note: {args.params} is a calibration of model {recorded['model']!r}, "
             f"scored here with {model.name!r}"
         )
-    log = read_log(args.log, model.observations, model.controls)
+    log = read_recording(args.log, model, args.resample, args.quiet, "mbfg crossval")
     if args.dt is not None:
         h, what = args.dt, f"--dt {args.dt:g}"
     else:

@@ -5,7 +5,7 @@ matrix, on a local or remote Dask cluster (:mod:`mbfg.sweep`).
 
     mbfg sweep MODEL LOG... [--dt H,...] [--weight W,...] [--eps E,...] [--free NAME,...] [--params FILE]
                [--scheduler ADDR | --workers N] [--no-crossval] [--simulate S] [--retry-failed]
-               [--jax-cache DIR] --out SWEEP.csv [--plot FIG.png] [--quiet]
+               [--jax-cache DIR] --out SWEEP.csv [--plot FIG.png] [--resample H] [--quiet]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from mbfg.cli.args import MARKLUND_2025, Subparsers, _iterations, _positive_float, _whole_number
+from mbfg.cli.args import MARKLUND_2025, Subparsers, _iterations, _positive_float, _whole_number, add_resample_option
 from mbfg.cli.common import (
     _check_figure,
     _check_output,
@@ -41,6 +41,11 @@ The tasks run on a Dask cluster: by default one started here with one worker
 process per core (--workers N for another number), or the running scheduler
 at --scheduler ADDR (e.g. tcp://head-node:8786, started with 'dask scheduler'
 and 'dask worker ADDR' on the cluster's machines; they need mbfg installed).
+
+Each LOG is a log in the standard format or a lab's own recording (a DFKI
+double pendulum trajectory_NN.csv, a QUBE-Servo episode CSV), read as by
+'mbfg calibrate'; --resample H puts every recording on a uniform grid of step
+H [s], which the DFKI files (not uniformly sampled) need.
 
 --eps sets every compliance parameter of the model (eps_lin [m/N], eps_rot
 [rad/(N m)], a contact's eps) to the same value, the global hinge compliance
@@ -71,6 +76,7 @@ examples:
   mbfg sweep pendulum rec1.csv rec2.csv --free J,b --dt 1e-3,2e-3 --weight 1e4,1e6 --out sweep.csv
   mbfg sweep furuta swingup.csv release.csv --weight 1e4,1e6,1e8 --eps 1e-8,1e-6 --out sweep.csv --plot sweep.png
   mbfg sweep furuta run*.csv --dt 2e-3 --scheduler tcp://head-node:8786 --out sweep.csv --quiet
+  mbfg sweep dfki-double-pendulum trajectory_00.csv trajectory_01.csv --resample 0.002 --dt 4e-3 --out sweep.csv
 
 reference:
 {MARKLUND_2025}
@@ -105,7 +111,9 @@ def add_parser(sub: Subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("model", metavar="MODEL", help="built-in model name (see 'mbfg models') or path of a model file")
-    p.add_argument("logs", nargs="+", metavar="LOG", help="recordings in the standard log format (CSV)")
+    p.add_argument("logs", nargs="+", metavar="LOG",
+                   help="recordings in the standard log format (CSV), or lab recordings: DFKI double pendulum "
+                        "trajectory_NN.csv, QUBE-Servo episode CSV (see --resample)")
     p.add_argument("--dt", type=_number_list("time-steps [s]", "1e-3,2e-3"), default=None, metavar="H,...",
                    help="estimation time-steps [s], each a whole multiple of the sample period "
                         "(default: each log's period)")
@@ -131,14 +139,15 @@ def add_parser(sub: Subparsers) -> None:
     p.add_argument("--out", required=True, metavar="SWEEP.csv", help="results file (CSV); resumed if it exists")
     p.add_argument("--plot", metavar="FIG.png", help="also draw the parameters and cost against each swept w, eps "
                                                      "and h, and the cross-validation heat map (needs matplotlib)")
+    add_resample_option(p)
     p.add_argument("--quiet", action="store_true", help="no progress lines (the summary is still printed)")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """The ``sweep`` subcommand (see :data:`DESCRIPTION`)."""
+    from mbfg.cli.recordings import read_recording
     from mbfg.errors import DataError, ModelError
-    from mbfg.logs import read_log
     from mbfg.sweep import sweep
 
     _start(args)
@@ -154,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     for path in args.logs:
         if path in logs:
             raise DataError(f"{path}: recording given twice")
-        logs[path] = read_log(path, model.observations, model.controls)
+        logs[path] = read_recording(path, model, args.resample, args.quiet, "mbfg sweep")
     for h in args.dt or []:
         # An h no recording can use is a user error (exit 2); one that only some can use fails their cells.
         if all(_fails(log, h) for log in logs.values()):

@@ -1,0 +1,213 @@
+"""The recordings ``mbfg calibrate``, ``crossval`` and ``sweep`` read: a standard log, or a lab's own CSV.
+
+:func:`read_recording` reads a file given as LOG. It tells the formats apart by the
+file's header line:
+
+- **DFKI double pendulum** (the underactuated lab's ``trajectory_NN.csv``): columns
+  ``time, pos_meas1, pos_meas2, tau_meas1, tau_meas2`` (others ignored), read by
+  :func:`mbfg.datasets.rigs.load_dfki_double_pendulum` as observations ``q1, q2``
+  and controls ``tau1, tau2`` (the models ``double-pendulum-torque`` and
+  ``dfki-double-pendulum``). Its samples are not uniformly spaced.
+- **QUBE-Servo** (decargroup/closed_loop_koopman episodes): columns ``t, theta,
+  alpha, plant_input``, read by :func:`mbfg.datasets.rigs.load_qube` as ``theta``,
+  ``alpha = pi - alpha_file`` (the file's 0 is upright and turns the other way) and
+  ``u = plant_input`` (the ``furuta`` models).
+- Anything else is a log in the standard format and goes to :func:`mbfg.logs.read_log`
+  unchanged (no check added, nothing printed).
+
+A lab recording is checked against the model: its observations and controls must
+be the model's, in the model's order, or it is refused (file, format and what the
+model expects named). Its sampling is checked by the estimation's own rule (every
+interval within 1 % of the median period, :func:`mbfg.graphs.joint.time_step`): a
+recording with irregular intervals is refused, with their count, unless the caller
+asks for a uniform grid (``resample=H``, the commands' ``--resample H``), which
+:func:`mbfg.datasets.rigs.resample_uniform` makes and one line on stderr reports.
+Nothing is resampled, dropped or reordered unasked.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mbfg.errors import DataError
+
+if TYPE_CHECKING:
+    from mbfg.logs import Log
+    from mbfg.rigid import RigidModel
+
+__all__ = ["read_recording"]
+
+#: The relative deviation from the median sample period above which an interval is irregular (the
+#: estimation's rule in mbfg.graphs.joint.time_step).
+_RTOL = 0.01
+
+
+@dataclass(frozen=True)
+class _Format:
+    name: str  # "DFKI double pendulum recording"
+    columns: tuple[str, ...]  # the header columns that identify it (those its loader reads)
+    observations: tuple[str, ...]
+    controls: tuple[str, ...]
+    meaning: str  # how the loader maps the file's columns
+    models: str  # the built-in models that fit it
+    period: float  # nominal sample period [s]
+    load: Callable[[str], Log]
+
+
+def _load_dfki(path: str) -> Log:
+    from mbfg.datasets.rigs import load_dfki_double_pendulum
+
+    return load_dfki_double_pendulum(path)
+
+
+def _load_qube(path: str) -> Log:
+    from mbfg.datasets.rigs import load_qube
+
+    # load_qube refuses non-uniform sampling in its own (Python API) words; the sampling is checked below by
+    # the same rule for every format, with the command line's remedy (--resample), so its check is opened wide.
+    return load_qube(path, rtol=1e12)
+
+
+def _formats() -> tuple[_Format, ...]:
+    from mbfg.datasets.rigs import DFKI_PERIOD, QUBE_PERIOD
+
+    return (
+        _Format(
+            "DFKI double pendulum recording", ("time", "pos_meas1", "pos_meas2", "tau_meas1", "tau_meas2"),
+            ("q1", "q2"), ("tau1", "tau2"),
+            "q1, q2 = pos_meas1, pos_meas2 [rad]; tau1, tau2 = tau_meas1, tau_meas2 [N m]",
+            "double-pendulum-torque, dfki-double-pendulum", DFKI_PERIOD, _load_dfki,
+        ),
+        _Format(
+            "QUBE-Servo recording", ("t", "theta", "alpha", "plant_input"),
+            ("theta", "alpha"), ("u",),
+            "theta; alpha = pi - alpha_file (the file's 0 is upright, its direction opposite); u = plant_input [V]",
+            "furuta, furuta-viscous", QUBE_PERIOD, _load_qube,
+        ),
+    )
+
+
+def _header(path: str) -> list[str] | None:
+    """The first non-blank line's cells (stripped), None where the file cannot be read as CSV text
+    (:func:`mbfg.logs.read_log` then says why, in its words)."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            for cells in csv.reader(fh):
+                if any(c.strip() for c in cells):
+                    return [c.strip() for c in cells]
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    return None
+
+
+def _ms(seconds: float) -> str:
+    return f"{1e3 * seconds:.5g} ms"
+
+
+def _listing(names: tuple[str, ...]) -> str:
+    return ", ".join(names) if names else "(none)"
+
+
+def _irregular(t: np.ndarray) -> tuple[int, str]:
+    """(number of irregular sample intervals, a description: median period, gaps, time missing, shorter ones).
+
+    Irregular: more than 1 % longer (a gap) or shorter than the median period (:func:`mbfg.logs.sample_period`).
+    """
+    from mbfg.logs import sample_period
+
+    if len(t) < 2:
+        return 0, "a single row"
+    period = sample_period(t)
+    dt = np.diff(t)
+    longer = np.flatnonzero(dt > period * (1 + _RTOL))
+    shorter = np.flatnonzero(dt < period * (1 - _RTOL))
+    gaps = (f"{longer.size} gaps (longer, up to {_ms(float(dt[longer].max()))}; "
+            f"{_ms(float(np.sum(dt[longer] - period)))} of samples missing in all)") if longer.size else "no gaps"
+    irregular = longer.size + shorter.size
+    return irregular, (f"{irregular} of its {len(dt)} sample intervals are irregular (more than {100 * _RTOL:g} % "
+                       f"off the median period {_ms(period)}): {gaps} and {shorter.size} shorter")
+
+
+def read_recording(
+    path: str,
+    model: RigidModel,
+    resample: float | None = None,
+    quiet: bool = False,
+    command: str = "mbfg",
+) -> Log:
+    """The log in ``path`` for ``model``: a standard log, or a DFKI or QUBE-Servo recording (see the module).
+
+    Args:
+        path: the CSV file.
+        model: the model it is for (its ``observations``, ``controls`` and ``name``).
+        resample: put the recording on the uniform grid ``t[0], t[0] + resample, ...`` [s]
+            (:func:`mbfg.datasets.rigs.resample_uniform`); None keeps the file's own times.
+        quiet: no line on stderr (a lab format recognised, a resampling done).
+        command: the prefix of that line (``"mbfg calibrate"``).
+
+    Returns:
+        A :class:`mbfg.logs.Log` with the model's observation and control names.
+
+    Raises:
+        DataError: what :func:`mbfg.logs.read_log` or the rig loaders raise; a lab recording whose
+            observations or controls are not the model's; a lab recording that is not uniformly sampled,
+            without ``resample``; both a lab format's and the model's standard columns in one file.
+    """
+    from mbfg.datasets.rigs import resample_uniform
+    from mbfg.logs import read_log
+
+    if resample is not None and not (isinstance(resample, (int, float)) and math.isfinite(resample) and resample > 0):
+        raise DataError(f"--resample {resample}: expected a time-step > 0 [s]")
+    header = _header(path)
+    columns = set(header or ())
+    fmt = next((f for f in _formats() if columns.issuperset(f.columns)), None)
+    standard = ("t", *model.observations, *model.controls)
+    if fmt is None:
+        log = read_log(path, model.observations, model.controls)
+        if resample is None:
+            return log
+        what = "a log in the standard format"
+    else:
+        if columns.issuperset(standard):
+            raise DataError(
+                f"{path}: has the columns of a {fmt.name} ({', '.join(fmt.columns)}) and those of a standard log "
+                f"for {model.name} ({', '.join(standard)}); cannot tell which it is. Keep one set of columns"
+            )
+        if (fmt.observations, fmt.controls) != (tuple(model.observations), tuple(model.controls)):
+            raise DataError(
+                f"{path}: a {fmt.name} (recognised by its columns {', '.join(fmt.columns)}) gives observations "
+                f"{_listing(fmt.observations)} and controls {_listing(fmt.controls)} (for the models {fmt.models}); "
+                f"model {model.name!r} expects observations {_listing(tuple(model.observations))} and controls "
+                f"{_listing(tuple(model.controls))}. Choose a model that fits the recording, or write the recording "
+                f"as a standard log (columns {', '.join(standard)})"
+            )
+        log = fmt.load(path)
+        what = f"a {fmt.name} ({fmt.meaning})"
+        if resample is None:
+            irregular, sampling = _irregular(log.t)
+            if irregular:
+                raise DataError(
+                    f"{path}: a {fmt.name} that is not uniformly sampled: {sampling}. The estimation needs a "
+                    f"uniform time grid; resample it explicitly with --resample {fmt.period:g} (observations "
+                    "interpolated linearly and controls held across the gaps: not measured data there)"
+                )
+            if not quiet:
+                print(f"{command}: {path}: read {len(log.t)} rows as {what}", file=sys.stderr, flush=True)
+            return log
+    resampled = resample_uniform(log, float(resample))
+    if not quiet:
+        _, sampling = _irregular(log.t)
+        print(
+            f"{command}: {path}: read {len(log.t)} rows as {what}, {sampling}; --resample {resample:g}: "
+            f"resampled onto a uniform {resample:g} s grid (observations interpolated linearly, controls held): "
+            f"{len(resampled.t)} rows",
+            file=sys.stderr, flush=True,
+        )
+    return resampled
