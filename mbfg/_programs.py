@@ -140,7 +140,12 @@ def closure_fingerprint(fn: Callable[..., Any]) -> str | None:
     cells = tuple(cell.cell_contents for cell in (fn.__closure__ or ()))
     buffer = io.BytesIO()
     try:
-        _ClosurePickler(buffer, protocol=5).dump((module, fn.__qualname__, code.co_firstlineno, cells))
+        pickler = _ClosurePickler(buffer, protocol=5)
+        # No memo: equal values give equal bytes whether or not they are one object (a model that went
+        # through pickle, e.g. to a Dask worker, holds equal strings as separate objects). A recursive
+        # value then raises RecursionError, and the residual is traced instead.
+        pickler.fast = True
+        pickler.dump((module, fn.__qualname__, code.co_firstlineno, cells))
     except Exception:  # noqa: BLE001 (untrusted code or an unpicklable value: trace instead)
         return None
     return hashlib.sha256(mbfg_source_digest().encode() + buffer.getvalue()).hexdigest()

@@ -126,6 +126,25 @@ def test_an_mbfg_residual_is_named_by_mbfg_source_and_the_values_it_closes_over(
     assert name(pendulum("viscous").with_parameters({"d": 0.2})) == same  # parameter values: arguments
 
 
+
+def test_a_model_sent_through_pickle_as_to_a_dask_worker_names_the_same_program():
+    """A sweep's workers receive the model pickled: the copy holds equal values as separate objects (one
+    string shared by many fields becomes many), and must still find the programs stored for the original."""
+    import pickle
+
+    from mbfg import _programs
+    from mbfg.factors._rigid import Variables
+    from mbfg.factors.impulse import impulse_type
+    from mbfg.factors.observation import observation_type
+    from mbfg.models import double_pendulum, furuta
+
+    for model, free in ((furuta(dry=False), ("K",)), (double_pendulum(), ("J1",))):
+        copy = pickle.loads(pickle.dumps(model))
+        for make in (impulse_type, observation_type):
+            original = _programs.closure_fingerprint(make(Variables(model, free, False)).residual)
+            sent = _programs.closure_fingerprint(make(Variables(copy, free, False)).residual)
+            assert original is not None and sent == original, (model.name, make.__name__)
+
 def test_parameter_values_are_arguments_of_the_residuals_so_other_values_share_their_programs():
     """What closure_fingerprint assumes (it leaves parameter values out): the jaxpr of each model-built
     residual, with its constants' values, is the same for a model with every scalar parameter changed."""
