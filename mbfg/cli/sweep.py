@@ -62,8 +62,9 @@ again skips the rows it already has (--retry-failed runs failed ones again),
 so an interrupted sweep resumes.
 
 Workers reuse compiled JAX functions: each keeps the model for the whole
-sweep, and JAX's persistent compilation cache lives in --jax-cache (default
-~/.cache/mbfg/jax on each worker's machine). One progress line per finished
+sweep, and JAX's persistent compilation cache lives in --jax-cache (default:
+the worker's own, MBFG_CACHE_DIR or ~/.cache/mbfg/jax on its machine; a local
+cluster's workers share this command's). One progress line per finished
 task goes to stderr unless --quiet; a summary and the cross-validation matrix
 are printed at the end. --plot FIG.png draws Figures 4 and 6 of Marklund et al.
 2025 (identified parameters and cost against each swept w, eps and h) and the
@@ -135,7 +136,8 @@ def add_parser(sub: Subparsers) -> None:
                         "(columns sim_rms:NAME [rad] and sim_drift:NAME [s] of the cross-validation rows)")
     p.add_argument("--retry-failed", action="store_true", help="run the failed rows of --out again")
     p.add_argument("--jax-cache", metavar="DIR", default=None,
-                   help="JAX persistent compilation cache folder on the workers (default: ~/.cache/mbfg/jax)")
+                   help="JAX persistent compilation cache folder on the workers (default: each worker's own, "
+                        "MBFG_CACHE_DIR or ~/.cache/mbfg/jax)")
     p.add_argument("--out", required=True, metavar="SWEEP.csv", help="results file (CSV); resumed if it exists")
     p.add_argument("--plot", metavar="FIG.png", help="also draw the parameters and cost against each swept w, eps "
                                                      "and h, and the cross-validation heat map (needs matplotlib)")
