@@ -224,7 +224,8 @@ class RecedingHorizon:
             raise ModelError(f"{self.model.name}: the guess activations leave the bounds "
                              f"[{self.lower}, {self.upper}]")
         graph, values = self.build(state, guess)
-        bounds = {keys.C(0): (np.tile(self.lower, self.horizon), np.tile(self.upper, self.horizon))}
+        bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {
+            keys.C(0): (np.tile(self.lower, self.horizon), np.tile(self.upper, self.horizon))}
         lm = bounded_levenberg_marquardt(graph, values, bounds, max_iterations=self.max_iterations,
                                          quiet=self.quiet if quiet is None else quiet,
                                          label=f"control {self.model.name}")

@@ -258,7 +258,7 @@ def solve_inverse_dynamics(
 
     steps, pairs = range(N), range(1, N)
 
-    def add(ft: FactorType, rows: list[list[int]], sigma: float, dim: int, *constants: object) -> None:
+    def add(ft: FactorType, rows: Sequence[Sequence[int]], sigma: float, dim: int, *constants: object) -> None:
         # One vmapped JAX evaluation per factor type and stage, not one per factor.
         for factor in ft.make_many(rows, noise_model(sigma, dim), *constants):
             graph.add(factor)

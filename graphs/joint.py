@@ -448,7 +448,8 @@ def _vectorized(variables: Variables, n: int, groups: list[FactorGroup], others:
     nb = variables.model.nb
     zeros = values.zeroVectors()
     dims = {key: zeros.at(key).shape[0] for key in values.keys()}
-    members = [(keys.S(k), [keys.X(k, i) for i in range(nb)] + [keys.V(k)]) for k in range(n)]
+    members: list[tuple[int, list[int]]] = [(keys.S(k), [keys.X(k, i) for i in range(nb)] + [keys.V(k)])
+                                            for k in range(n)]
     order = [keys.S(k) for k in range(n)]
     parameters = keys.parameter_keys(variables)
     if parameters:

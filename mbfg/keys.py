@@ -78,37 +78,37 @@ def _symbol(letter: str, k: int) -> int:
     return _HIGH[letter] | k
 
 
-def Q(k: int) -> int:
+def Q(k: int) -> VectorKey:
     """Key of the dependent coordinates q at step k."""
     return VectorKey(_symbol("q", k))
 
 
-def V(k: int) -> int:
+def V(k: int) -> VectorKey:
     """Key of the dependent velocities qdot at step k."""
     return VectorKey(_symbol("v", k))
 
 
-def A(k: int) -> int:
+def A(k: int) -> VectorKey:
     """Key of the dependent accelerations qddot at step k."""
     return VectorKey(_symbol("a", k))
 
 
-def Z(k: int) -> int:
+def Z(k: int) -> VectorKey:
     """Key of the independent coordinates z at step k."""
     return VectorKey(_symbol("z", k))
 
 
-def ZD(k: int) -> int:
+def ZD(k: int) -> VectorKey:
     """Key of the independent velocities zdot at step k."""
     return VectorKey(_symbol("w", k))
 
 
-def ZDD(k: int) -> int:
+def ZDD(k: int) -> VectorKey:
     """Key of the independent accelerations zddot at step k."""
     return VectorKey(_symbol("u", k))
 
 
-def F(k: int) -> int:
+def F(k: int) -> VectorKey:
     """Key of the generalized forces Q at step k."""
     return VectorKey(_symbol("f", k))
 
@@ -117,7 +117,7 @@ def F(k: int) -> int:
 BODY_STRIDE = 100
 
 
-def X(k: int, i: int) -> int:
+def X(k: int, i: int) -> Pose3Key:
     """Key of the pose (Pose3) of rigid body i at step k."""
     if not 0 <= i < BODY_STRIDE:
         raise ValueError(f"body index must be in [0, {BODY_STRIDE}), got {i}")
@@ -142,17 +142,17 @@ def parameter_keys(variables: Variables) -> list[int]:
     return ([P()] if variables.free else []) + ([T()] if variables.tilt_free else [])
 
 
-def P(k: int = 0) -> int:
+def P(k: int = 0) -> VectorKey:
     """Key of the free scalar parameters (one Vector)."""
     return VectorKey(_symbol("p", k))
 
 
-def T(k: int = 0) -> int:
+def T(k: int = 0) -> Rot3Key:
     """Key of the gravity tilt (a Rot3)."""
     return Rot3Key(_symbol("t", k))
 
 
-def C(k: int) -> int:
+def C(k: int) -> VectorKey:
     """Key of the activations (the model's controls) of a control problem; C(0) holds a plan a_0 .. a_{N-1}
     stacked step after step (:mod:`mbfg.graphs.control`)."""
     return VectorKey(_symbol("c", k))
