@@ -190,6 +190,23 @@ class PersistentJit:
         program = self._programs[signature]
         return self.jitted(*args) if program is None else program(*leaves)
 
+    def flat_program(self, *args: Any) -> Callable[..., Any]:
+        """``f(*leaves)``: this function at arguments of the structure, shapes and dtypes of ``args``, called
+        with their flat leaves (``jax.tree_util.tree_leaves(args)``). A caller that calls at one signature many
+        times (a GTSAM factor's callback) resolves the program once, and skips the flattening and the lookup
+        that :meth:`__call__` does on every call."""
+        leaves, treedef = jax.tree_util.tree_flatten(args)
+        program = None
+        if not any(isinstance(a, jax.core.Tracer) for a in leaves):
+            signature = _signature(leaves, treedef)
+            if signature not in self._programs:
+                self._programs[signature] = self._load(args, leaves, treedef, signature)
+            program = self._programs[signature]
+        if program is not None:
+            return program
+        jitted = self.jitted
+        return lambda *flat: jitted(*jax.tree_util.tree_unflatten(treedef, flat))
+
     def compile(self, *args: Any) -> Callable[..., Any]:
         """The program compiled ahead of time for arguments shaped as ``args`` (a ``jax.stages.Compiled``
         of the pytree arguments): the traced program from disk where there is one, else traced here."""

@@ -27,6 +27,7 @@ import functools
 import hashlib
 import inspect
 import itertools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -251,16 +252,32 @@ class FactorType:
             )
         keys = self._plain_rows([keys])[0]  # checks the kind of each typed key
         cs = tuple(jax.tree_util.tree_map(_as_constant, c) for c in constants)
+        cs_leaves = tuple(jax.tree_util.tree_leaves(cs))
         kinds = self.kinds
-        error_fn, linearize_fn, split_blocks = self._error_fn, self._linearize_fn, self._split_blocks
+        # GTSAM calls back thousands of times at the same shapes (a fixed-lag smoother: every step): the
+        # program on flat arguments and the Jacobian's column slices are found once per shape of the variables.
+        resolved: dict[bool, tuple[tuple, Callable[..., Any], list[slice]]] = {}
+
+        def program(linearize: bool, xs: tuple) -> tuple[Callable[..., Any], list[slice]]:
+            shapes = tuple(np.shape(x) for x in xs)
+            hit = resolved.get(linearize)
+            if hit is None or hit[0] != shapes:
+                fn = (self._linearize_fn if linearize else self._error_fn).flat_program(xs, cs)
+                columns, start = [], 1  # column 0 is the residual
+                for kind, x in zip(kinds, xs):
+                    columns.append(slice(start, start + kind.tangent_dim(x)))
+                    start = columns[-1].stop
+                hit = resolved[linearize] = (shapes, fn, columns)
+            return hit[1], hit[2]
 
         def callback(_: gtsam.CustomFactor, values: gtsam.Values, H: Any) -> np.ndarray:
             xs = tuple(kind.read(values, key) for kind, key in zip(kinds, keys))
+            fn, columns = program(H is not None, xs)
+            out = np.asarray(fn(*xs, *cs_leaves))
             if H is None:
-                return np.asarray(error_fn(xs, cs))
-            out = np.asarray(linearize_fn(xs, cs))
-            for i, block in enumerate(split_blocks(out, xs)):
-                H[i] = block
+                return out
+            for i, cols in enumerate(columns):
+                H[i] = np.ascontiguousarray(out[:, cols])
             return out[:, 0]
 
         return gtsam.CustomFactor(noise, keys, callback)
@@ -403,12 +420,20 @@ class FactorType:
         return blocks
 
 
+@functools.lru_cache(maxsize=256)
+def _isotropic(dim: int, sigma: float) -> gtsam.noiseModel.Base:
+    """One shared model per (dim, sigma): GTSAM's noise models are immutable and shared by pointer."""
+    return gtsam.noiseModel.Isotropic.Sigma(dim, sigma)
+
+
 def noise_model(sigma: float | Sequence[float] | np.ndarray | gtsam.noiseModel.Base, dim: int) -> gtsam.noiseModel.Base:
     """A GTSAM noise model from a sigma (isotropic), per-row sigmas, or a model as is."""
     if isinstance(sigma, gtsam.noiseModel.Base):
         if sigma.dim() != dim:
             raise ValueError(f"noise model has dimension {sigma.dim()}, the residual has {dim}")
         return sigma
+    if isinstance(sigma, float) and math.isfinite(sigma) and sigma > 0:
+        return _isotropic(dim, sigma)  # a fixed-lag smoother asks for the same few models every step
     sigmas = np.broadcast_to(np.asarray(sigma, dtype=float), (dim,))
     if np.any(~np.isfinite(sigmas)) or np.any(sigmas <= 0):
         raise ValueError(f"sigmas must be finite and > 0, got {sigma}")
