@@ -30,7 +30,7 @@ import functools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gtsam
 import numpy as np
@@ -45,6 +45,9 @@ from mbfg.factors.prior import partial_prior_factor, prior_factor
 from mbfg.progress import Progress
 from mbfg.rigid import RigidModel, State
 from mbfg.solvers import bounded_levenberg_marquardt
+
+if TYPE_CHECKING:  # the stream is needed only by a loop that follows one, which builds its estimator
+    from mbfg.graphs.stream import StreamEstimator
 
 
 @functools.cache
@@ -236,29 +239,47 @@ class RecedingHorizon:
                              lm.message, time.perf_counter() - start)
 
     # -- closed loop ---------------------------------------------------------------------------
-    def run(self, state: State, steps: int, plant_parameters: Mapping[str, Any] | None = None) -> ClosedLoop:
+    def run(self, state: State, steps: int, plant_parameters: Mapping[str, Any] | None = None, *,
+            estimator: StreamEstimator | None = None) -> ClosedLoop:
         """Re-solve from each state and apply a_0 to the Spook simulator (:func:`mbfg.spook.step`) for ``steps`` steps.
 
         ``plant_parameters``: the simulator's parameters (default the controller's; others model a mismatch).
+        ``estimator``: follow a stream estimate instead of the simulator's state. Each step the plant's
+        readings (its observations, hinge angles unwrapped and, where the estimator has ``ppr``, quantized to
+        its encoder counts) and the applied activations are pushed into this
+        :class:`~mbfg.graphs.stream.StreamEstimator` (one sample per time-step: its period must be ``h``), and
+        the controller solves from its filtered estimate; until the estimator has one, the activations are
+        zero (moved into the bounds). ``state`` is then the plant's initial state only.
         Progress (step, solve time, target error) goes to stderr unless ``quiet``.
+
+        Raises:
+            ModelError: an estimator of another model or another sample period.
         """
         model = self.model
         plant = self._p_jax if plant_parameters is None else {k: jnp.asarray(v) for k, v in plant_parameters.items()}
         sim = jax.jit(functools.partial(spook.step, model))
         rates_fn = _jitted_rates(model, self.rate_names) if self.rate_names else None
         hol = control.constraint_rows(model)
+        sensor = None if estimator is None else _Encoders(self, estimator, plant)
         progress = Progress(f"control {model.name}", steps, quiet=self.quiet)
         x = State(*(jnp.asarray(c) for c in state))
         states, controls, rates, forces, solve_s, iters = [x], [], [], [], [], []
         for k in range(steps):
-            result = self.solve(x, quiet=True)  # one progress line per step, not per LM iteration
-            a = result.controls[0]
+            believed = x if sensor is None else sensor.estimate(k * self.h, x)
+            if believed is None:  # the estimator has no estimate yet
+                a, wall = np.clip(np.zeros(len(model.controls)), self.lower, self.upper), 0.0
+                iterations = 0
+            else:
+                result = self.solve(believed, quiet=True)  # one progress line per step, not per LM iteration
+                a, wall, iterations = result.controls[0], result.wall_s, result.iterations
+            if sensor is not None:
+                sensor.applied = a
             x, info = sim(x, jnp.asarray(a), plant, self.h)
             self.applied = a
             states.append(x)
             controls.append(a)
-            solve_s.append(result.wall_s)
-            iters.append(result.iterations)
+            solve_s.append(wall)
+            iters.append(iterations)
             rates.append(np.asarray(rates_fn(x, self._p_jax)) if rates_fn else np.zeros(0))
             forces.append(self.P_lambda @ np.asarray(info.lam_A)[hol] / self.h)
             err = np.abs(np.concatenate([rates[-1] - self.rate_targets, forces[-1] - self.force_targets]))
@@ -267,6 +288,37 @@ class RecedingHorizon:
         return ClosedLoop(np.arange(n + 1) * self.h, np.array(controls).reshape(n, -1), states,
                           np.array(rates).reshape(n, -1), np.array(forces).reshape(n, -1), np.array(solve_s),
                           np.array(iters), self.rate_names, self.force_names, self.rate_targets, self.force_targets)
+
+
+class _Encoders:
+    """The plant's readings as a rig's encoders deliver them, pushed into a stream estimator (``RecedingHorizon.run``)."""
+
+    def __init__(self, controller: RecedingHorizon, estimator: StreamEstimator, plant: Mapping[str, Any]) -> None:
+        model = controller.model
+        if estimator.model.name != model.name or estimator.model.observations != model.observations:
+            raise ModelError(f"the estimator follows {estimator.model.name}, the controller {model.name}")
+        if abs(estimator.period - controller.h) > 1e-12 * controller.h or estimator.config.counts:
+            raise ModelError(f"the estimator must take one sample per control step (period {controller.h} s) in "
+                             f"radians, not raw counts; it has period {estimator.period} s, counts={estimator.config.counts}")
+        self.estimator = estimator
+        self.observe = jax.jit(model.observe)
+        self.plant = plant
+        self.hinge = model.angle_observation_mask()
+        self.step_rad = estimator.step_rad
+        self.last: np.ndarray | None = None  # the last (unwrapped) reading
+        self.applied = np.zeros(len(model.controls))
+
+    def estimate(self, t: float, x: State) -> State | None:
+        """Push the readings of true state ``x`` at time ``t`` [s]; the filtered estimate's state, if any."""
+        y = np.array(self.observe(x, self.plant), dtype=float)
+        if self.last is not None:  # multi-turn encoders: the angle continues through +-pi
+            turns = np.round((y - self.last) / (2.0 * np.pi))
+            y = np.where(self.hinge, y - 2.0 * np.pi * turns, y)
+        self.last = y
+        if self.step_rad is not None:
+            y = np.where(self.hinge, np.round(y / self.step_rad) * self.step_rad, y)
+        step = self.estimator.push(t, y.tolist(), self.applied)
+        return None if step.filtered is None else step.filtered.state
 
 
 def solve_one_step(model: RigidModel, state: State, h: float, **kwargs: Any) -> ControlResult:
