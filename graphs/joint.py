@@ -56,6 +56,7 @@ from mbfg.factors.impulse import impulse_keys, impulse_type
 from mbfg.factors.initial_state import initial_state_factor
 from mbfg.factors.observation import observation_keys, observation_type
 from mbfg.factors.prior import partial_prior_factor, tilt_yaw_prior_factor
+from mbfg.graph_builder import GraphBuilder
 from mbfg.logs import Log, round_time, sample_period
 from mbfg.rigid import RigidModel, State, poses_from_coordinates
 from mbfg.solvers import LMResult, bounded_levenberg_marquardt
@@ -75,6 +76,8 @@ class JointProblem:
     u: (n, n_controls) controls held over [t_k, t_k+1); h: time-step [s];
     stride: log samples per time-step; weight: the state error weight w;
     graph, initial: the GTSAM problem and its initial values; bounds: key -> box;
+    factors: how the graph was assembled (:class:`~mbfg.graph_builder.GraphBuilder`): its factor groups,
+    the other factors, and each factor's label and time-step (:meth:`step_costs`);
     vectorized: the same problem for the vectorized batch solver (:mod:`mbfg.vectorized`).
     """
 
@@ -89,8 +92,7 @@ class JointProblem:
     graph: gtsam.NonlinearFactorGraph
     initial: gtsam.Values
     bounds: dict[int, tuple[np.ndarray, np.ndarray]]
-    factor_steps: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
-    factor_kinds: tuple[str, ...] = ()
+    factors: GraphBuilder = field(repr=False, default_factory=GraphBuilder)
     smooth_start: LMResult | None = field(repr=False, default=None)
     vectorized: VectorizedGraph | None = field(repr=False, default=None)
 
@@ -129,11 +131,17 @@ class JointProblem:
     def step_costs(self, values: gtsam.Values) -> dict[str, np.ndarray]:
         """Per time-step objective terms: ``observation`` |Delta y_k|^2 and ``impulse`` w |Delta p_k|^2
         (the impulse of step k-1 -> k and the initial-state residual at 0), both (n,)."""
-        out = {"observation": np.zeros(self.n), "impulse": np.zeros(self.n), "prior": np.zeros(self.n)}
-        for i in range(self.graph.size()):
-            kind, k = self.factor_kinds[i], self.factor_steps[i]
-            out[kind][k] += 2.0 * self.graph.at(i).error(values)
-        return out
+        return self.factors.costs(values, self.n, labels=("observation", "impulse", "prior"))
+
+    @property
+    def factor_kinds(self) -> tuple[str, ...]:
+        """The label of each factor of :attr:`graph` (``"impulse"``, ``"observation"``, ``"prior"``)."""
+        return self.factors.labels
+
+    @property
+    def factor_steps(self) -> np.ndarray:
+        """(number of factors,) the time-step of each factor of :attr:`graph`."""
+        return self.factors.steps
 
 
 def time_step(log: Log, h: float | None) -> tuple[float, int]:
@@ -381,33 +389,19 @@ def build_joint_problem(
     fixed = fixed_values(model)
     sigma_y, sigma_p = sigmas if sigmas is not None else (1.0, 1.0 / np.sqrt(weight))
 
-    graph = gtsam.NonlinearFactorGraph()
-    factor_kinds: list[str] = []
-    factor_steps: list[int] = []
+    factors = GraphBuilder()
     nb = model.nb
     impulse_noise = noise_model(sigma_p, 12 * nb)
-    graph.push_back(initial_state_factor(variables, h, impulse_noise, fixed))
-    factor_kinds.append("impulse")
-    factor_steps.append(0)
-    others = gtsam.NonlinearFactorGraph()  # the factors outside the two groups
-    others.push_back(graph.at(0))
-    rows = [impulse_keys(variables, k) for k in range(n - 1)]
-    impulses = impulse_type(variables).group(rows, impulse_noise, fixed, PerFactor(u[:-1]), h)
-    for f in impulses.factors:
-        graph.push_back(f)
-    factor_kinds += ["impulse"] * (n - 1)
-    factor_steps += list(range(1, n))
+    # The initial-state projection weighs like an impulse: step 0's share of the impulse cost.
+    factors.add(initial_state_factor(variables, h, impulse_noise, fixed), label="impulse", step=0)
+    factors.add_group(impulse_type(variables), [impulse_keys(variables, k) for k in range(n - 1)], impulse_noise,
+                      fixed, PerFactor(u[:-1]), h, label="impulse", steps=range(1, n))
     observed = np.isfinite(y)
     obs_rows = [k for k in range(n) if observed[k].any()]
     mask = observed.astype(float)
-    observations = observation_type(variables).group(
-        [observation_keys(variables, k) for k in obs_rows], noise_model(sigma_y, y.shape[1]), fixed,
-        PerFactor(np.nan_to_num(y[obs_rows])), PerFactor(mask[obs_rows]),
-    )
-    for f in observations.factors:
-        graph.push_back(f)
-    factor_kinds += ["observation"] * len(obs_rows)
-    factor_steps += obs_rows
+    factors.add_group(observation_type(variables), [observation_keys(variables, k) for k in obs_rows],
+                      noise_model(sigma_y, y.shape[1]), fixed, PerFactor(np.nan_to_num(y[obs_rows])),
+                      PerFactor(mask[obs_rows]), label="observation", steps=obs_rows)
 
     values = gtsam.Values()
     for k, x in enumerate(states):
@@ -426,19 +420,13 @@ def build_joint_problem(
             if name not in variables.free:
                 raise ModelError(f"prior on {name!r}, which is not a free parameter ({', '.join(variables.free)})")
             i = variables.free.index(name)
-            graph.push_back(partial_prior_factor(keys.P(), [i], [chi0[i]], sigma))
-            others.push_back(graph.at(graph.size() - 1))
-            factor_kinds.append("prior")
-            factor_steps.append(0)
+            factors.add(partial_prior_factor(keys.P(), [i], [chi0[i]], sigma), label="prior")
     if variables.tilt_free:
         values.insert(keys.T(), gtsam.Rot3(np.asarray(p0[variables.tilt])))
-        graph.push_back(tilt_yaw_prior_factor(keys.T(), np.asarray(p0[variables.tilt]), 1e-3))
-        others.push_back(graph.at(graph.size() - 1))
-        factor_kinds.append("prior")
-        factor_steps.append(0)
-    vectorized = _vectorized(variables, n, [impulses, observations], others, values)
-    return JointProblem(model, variables, t, y, u, h, stride, weight, graph, values, bounds,
-                        np.asarray(factor_steps), tuple(factor_kinds), start, vectorized)
+        factors.add(tilt_yaw_prior_factor(keys.T(), np.asarray(p0[variables.tilt]), 1e-3), label="prior")
+    vectorized = _vectorized(variables, n, factors.groups, factors.others, values)
+    return JointProblem(model, variables, t, y, u, h, stride, weight, factors.graph, values, bounds, factors,
+                        start, vectorized)
 
 
 def _vectorized(variables: Variables, n: int, groups: list[FactorGroup], others: gtsam.NonlinearFactorGraph,
