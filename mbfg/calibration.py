@@ -131,8 +131,9 @@ class CalibrationResult:
 
     @property
     def not_excited(self) -> list[str]:
-        """Names of the parameters whose standard deviation exceeds their value."""
-        return [p.name for p in self.parameters if not p.excited]
+        """Names of the parameters whose standard deviation exceeds their value (infinite where the data leave
+        them undetermined); a parameter without a standard deviation (``covariance=False``) is not judged."""
+        return [p.name for p in self.parameters if not p.excited and not np.isnan(p.std)]
 
     @property
     def at_bound(self) -> list[str]:
@@ -238,7 +239,7 @@ class CalibrationResult:
                  + f"{'unit':<12} {'bounds':<24}"]
         for p in self.parameters:
             bounds = f"[{p.lower:.3g}, {p.upper:.3g}]"
-            flag = "" if p.excited else "  not excited (std > |value|)"
+            flag = "  std not computed" if np.isnan(p.std) else "" if p.excited else "  not excited (std > |value|)"
             flag += "  at its bound (std not meaningful)" if p.at_bound else ""
             flag += "  biased (|bias| > std)" if p.biased else ""
             bias = f"{p.bias:>11.3g} " if with_bias else ""
@@ -380,8 +381,9 @@ def calibrate(
     sigma_y = float(np.sqrt(obs_sq / max(n_obs - 1, 1)))  # (3.22), residuals have unit sigma in the graph
     sigma_p = float(np.sqrt(imp_sq / weight / max(n_imp - 1, 1)))  # (3.23)
     estimates, cov, info = _estimates(problem, values, identified, sigma_y, sigma_p, covariance)
-    # Relative to the values; a parameter at zero (e.g. on its bound) is scaled by its std instead.
-    scale = np.array([abs(p.value) if p.value != 0 else (p.std if p.std > 0 else 1.0) for p in estimates])
+    # Relative to the values; a parameter at zero (e.g. on its bound) is scaled by its std instead (by 1 where
+    # that is infinite: an undetermined direction, whose covariance entries are infinite or NaN anyway).
+    scale = np.array([abs(p.value) if p.value != 0 else (p.std if 0 < p.std < np.inf else 1.0) for p in estimates])
     rel = cov / np.outer(scale, scale) if cov.size else cov
     sv = np.linalg.svd(rel, compute_uv=False) if rel.size and np.all(np.isfinite(rel)) else np.array([])
     parts: dict[str, dict[str, float]] = {}

@@ -192,6 +192,8 @@ def test_cross_validation_with_the_calibrations_parameters_held_is_the_fixed_par
     model, log = pendulum_log
     result = calibrate(model.with_parameters({"J": 1.1 * model.parameters["J"].default}), log, free=["J", "b"],
                        quiet=True, covariance=False)
+    # Without a covariance no parameter is judged: no std, so neither "not excited" nor excited.
+    assert result.not_excited == [] and result.table().count("std not computed") == 2, result.table()
     other = _log(model, simulate(model, 2.0, 1e-3, initial=model.initial_state({"theta": -1.5})), 1e-3, seed=5)
     programs = len(_programs._LOADED)
     held = result.cross_validate(other)
