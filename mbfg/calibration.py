@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
     from mbfg.spook import Trajectory
 
+#: The LM stops once an iteration lowers the cost by less than this fraction of it (:func:`calibrate`'s default).
+RELATIVE_TOL = 1e-3
+
 
 @dataclass(frozen=True)
 class ParameterEstimate:
@@ -317,7 +320,7 @@ def calibrate(
     h: float | None = None,
     weight: float = 1e6,
     max_iterations: int = 20,
-    relative_tol: float = 1e-3,
+    relative_tol: float = RELATIVE_TOL,
     damping_update: str = "tenfold",
     priors: Mapping[str, float] | None = None,
     cutoff_hz: float | None = None,

@@ -262,11 +262,7 @@ def _parse_hold(model: RigidModel, names: list[str], text: str) -> dict[str, flo
 def _why_not_converged(history: list[dict[str, float]]) -> str:
     """Why the LM stopped unconverged (at the iteration limit): how much its last iteration still lowered the cost,
     against the tolerance (:func:`mbfg.calibration.calibrate`'s ``relative_tol``), and what to try."""
-    import inspect
-
-    from mbfg.calibration import calibrate
-
-    tol = inspect.signature(calibrate).parameters["relative_tol"].default
+    from mbfg.calibration import RELATIVE_TOL as tol
     costs = [row["cost"] for row in history[-2:]]
     if len(costs) < 2 or not costs[0] > 0:
         return "raise --max-iterations?"

@@ -120,13 +120,14 @@ def _irregular(t: np.ndarray) -> tuple[int, str]:
 
     Irregular: more than 1 % longer (a gap) or shorter than the median period (:func:`mbfg.logs.sample_period`).
     """
+    from mbfg.datasets.rigs import find_gaps
     from mbfg.logs import sample_period
 
     if len(t) < 2:
         return 0, "a single row"
     period = sample_period(t)
     dt = np.diff(t)
-    longer = np.flatnonzero(dt > period * (1 + _RTOL))
+    longer = find_gaps(t, period, _RTOL)
     shorter = np.flatnonzero(dt < period * (1 - _RTOL))
     gaps = (f"{longer.size} gaps (longer, up to {_ms(float(dt[longer].max()))}; "
             f"{_ms(float(np.sum(dt[longer] - period)))} of samples missing in all)") if longer.size else "no gaps"
