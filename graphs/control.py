@@ -56,6 +56,12 @@ def _jitted_step(model: RigidModel):
 
 
 @functools.cache
+def _jitted_plant(model: RigidModel):
+    """The Spook simulator's step, compiled once per model (not once per closed-loop run)."""
+    return jax.jit(functools.partial(spook.step, model))
+
+
+@functools.cache
 def _jitted_rates(model: RigidModel, names: tuple[str, ...]):
     return jax.jit(control.rate_function(model, names))
 
@@ -257,7 +263,7 @@ class RecedingHorizon:
         """
         model = self.model
         plant = self._p_jax if plant_parameters is None else {k: jnp.asarray(v) for k, v in plant_parameters.items()}
-        sim = jax.jit(functools.partial(spook.step, model))
+        sim = _jitted_plant(model)
         rates_fn = _jitted_rates(model, self.rate_names) if self.rate_names else None
         hol = control.constraint_rows(model)
         sensor = None if estimator is None else _Encoders(self, estimator, plant)
