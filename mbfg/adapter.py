@@ -27,7 +27,6 @@ import functools
 import hashlib
 import inspect
 import itertools
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -38,6 +37,7 @@ import numpy as np
 from mbfg import lie
 from mbfg._jax import jax, jnp
 from mbfg._programs import PersistentJit, closure_fingerprint, jaxpr_fingerprint
+from mbfg.noise import noise_model
 from mbfg.registry import REGISTRY
 
 __all__ = ["POSE3", "REGISTRY", "ROT3", "VECTOR", "FactorGroup", "FactorType", "Key", "PerFactor", "Pose3Key",
@@ -418,28 +418,6 @@ class FactorType:
             blocks.append(np.ascontiguousarray(out[:, col : col + d]))
             col += d
         return blocks
-
-
-@functools.lru_cache(maxsize=256)
-def _isotropic(dim: int, sigma: float) -> gtsam.noiseModel.Base:
-    """One shared model per (dim, sigma): GTSAM's noise models are immutable and shared by pointer."""
-    return gtsam.noiseModel.Isotropic.Sigma(dim, sigma)
-
-
-def noise_model(sigma: float | Sequence[float] | np.ndarray | gtsam.noiseModel.Base, dim: int) -> gtsam.noiseModel.Base:
-    """A GTSAM noise model from a sigma (isotropic), per-row sigmas, or a model as is."""
-    if isinstance(sigma, gtsam.noiseModel.Base):
-        if sigma.dim() != dim:
-            raise ValueError(f"noise model has dimension {sigma.dim()}, the residual has {dim}")
-        return sigma
-    if isinstance(sigma, float) and math.isfinite(sigma) and sigma > 0:
-        return _isotropic(dim, sigma)  # a fixed-lag smoother asks for the same few models every step
-    sigmas = np.broadcast_to(np.asarray(sigma, dtype=float), (dim,))
-    if np.any(~np.isfinite(sigmas)) or np.any(sigmas <= 0):
-        raise ValueError(f"sigmas must be finite and > 0, got {sigma}")
-    if np.all(sigmas == sigmas[0]):
-        return gtsam.noiseModel.Isotropic.Sigma(dim, float(sigmas[0]))
-    return gtsam.noiseModel.Diagonal.Sigmas(np.ascontiguousarray(sigmas))
 
 
 #: Factors per vmapped call: longer groups are evaluated in chunks of this many. A vmapped
