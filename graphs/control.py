@@ -42,6 +42,7 @@ from mbfg.errors import ModelError
 from mbfg.factors._rigid import fixed_values, state_values
 from mbfg.factors.control import ACTIVATION_RATE, horizon_type, rate_matrix
 from mbfg.factors.prior import partial_prior_factor, prior_factor
+from mbfg.logs import quantize
 from mbfg.progress import Progress
 from mbfg.rigid import RigidModel, State
 from mbfg.solvers import bounded_levenberg_marquardt
@@ -310,7 +311,7 @@ class _Encoders:
         self.observe = jax.jit(model.observe)
         self.plant = plant
         self.hinge = model.angle_observation_mask()
-        self.step_rad = estimator.step_rad
+        self.ppr = estimator.ppr
         self.last: np.ndarray | None = None  # the last (unwrapped) reading
         self.applied = np.zeros(len(model.controls))
 
@@ -321,8 +322,8 @@ class _Encoders:
             turns = np.round((y - self.last) / (2.0 * np.pi))
             y = np.where(self.hinge, y - 2.0 * np.pi * turns, y)
         self.last = y
-        if self.step_rad is not None:
-            y = np.where(self.hinge, np.round(y / self.step_rad) * self.step_rad, y)
+        if self.ppr is not None:
+            y = np.where(self.hinge, quantize(y, self.ppr), y)
         step = self.estimator.push(t, y.tolist(), self.applied)
         return None if step.filtered is None else step.filtered.state
 

@@ -263,11 +263,7 @@ class FactorType:
             hit = resolved.get(linearize)
             if hit is None or hit[0] != shapes:
                 fn = (self._linearize_fn if linearize else self._error_fn).flat_program(xs, cs)
-                columns, start = [], 1  # column 0 is the residual
-                for kind, x in zip(kinds, xs):
-                    columns.append(slice(start, start + kind.tangent_dim(x)))
-                    start = columns[-1].stop
-                hit = resolved[linearize] = (shapes, fn, columns)
+                hit = resolved[linearize] = (shapes, fn, self._columns(xs))
             return hit[1], hit[2]
 
         def callback(_: gtsam.CustomFactor, values: gtsam.Values, H: Any) -> np.ndarray:
@@ -411,13 +407,16 @@ class FactorType:
             raise TypeError(f"{self.name}: expected {n} variables, got {len(args)} arguments")
         return tuple(args[:n]), tuple(args[n:])
 
-    def _split_blocks(self, out: np.ndarray, xs: Sequence[Any]) -> list[np.ndarray]:
-        blocks, col = [], 1
+    def _columns(self, xs: Sequence[Any]) -> list[slice]:
+        """Each variable's Jacobian block in ``[r | H_1 | H_2 | ...]`` (column 0 is the residual)."""
+        columns, start = [], 1
         for kind, x in zip(self.kinds, xs):
-            d = kind.tangent_dim(x)
-            blocks.append(np.ascontiguousarray(out[:, col : col + d]))
-            col += d
-        return blocks
+            columns.append(slice(start, start + kind.tangent_dim(x)))
+            start = columns[-1].stop
+        return columns
+
+    def _split_blocks(self, out: np.ndarray, xs: Sequence[Any]) -> list[np.ndarray]:
+        return [np.ascontiguousarray(out[:, cols]) for cols in self._columns(xs)]
 
 
 #: Factors per vmapped call: longer groups are evaluated in chunks of this many. A vmapped
