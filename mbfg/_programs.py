@@ -25,18 +25,21 @@ the fingerprint would not cover.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import io
+import math
 import os
 import pickle
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib.metadata import version
 from typing import Any, cast
 
 import numpy as np
+from jax._src import config as jax_config  # the persistent cache's settings as thread-local contexts
 
 from mbfg._jax import cache_dir, jax
 
@@ -156,6 +159,18 @@ def closure_fingerprint(fn: Callable[..., Any]) -> str | None:
 _LOADED: dict[str, Callable[..., Any]] = {}
 
 
+@contextlib.contextmanager
+def not_written_to_jax_cache() -> Iterator[None]:
+    """Programs compiled inside this block (this thread) are not written to JAX's persistent cache.
+
+    For the complementarity programs (the LCP's while loop under a custom derivative rule): XLA crashed with
+    a segmentation fault serializing one for the cache (the dry Furuta's vmapped Jacobian, in the test suite on
+    some machines, not on others). They are compiled in every process instead.
+    """
+    with jax_config.persistent_cache_min_compile_time_secs(math.inf):
+        yield
+
+
 def _signature(leaves: list, treedef: Any) -> tuple:
     """What a traced program depends on: the pytree structure and each leaf's shape and dtype (a Python
     scalar by its type: JAX traces it weakly typed). Cheap: it runs on every call."""
@@ -172,11 +187,16 @@ class PersistentJit:
             arguments of these shapes (e.g. :func:`jaxpr_fingerprint` of the residual it
             differentiates, with the passes and axes), or None: not kept on disk. Called once per
             argument signature.
+        keep_compiled: False: neither the traced program nor the compiled one is kept on disk (``describe``
+            is not called, and the compile is not written to JAX's persistent cache): see
+            :func:`not_written_to_jax_cache`.
     """
 
-    def __init__(self, fn: Callable[..., Any], describe: Callable[..., str | None]) -> None:
+    def __init__(self, fn: Callable[..., Any], describe: Callable[..., str | None], *,
+                 keep_compiled: bool = True) -> None:
         self.jitted = jax.jit(fn)
         self._describe = describe
+        self._keep_compiled = keep_compiled
         # signature -> program on the flat argument list (None: call ``jitted`` with the pytrees)
         self._programs: dict[tuple, Callable[..., Any] | None] = {}
 
@@ -187,6 +207,9 @@ class PersistentJit:
             if any(isinstance(a, jax.core.Tracer) for a in leaves):
                 return self.jitted(*args)  # inside someone else's trace: nothing to keep
             self._programs[signature] = self._load(args, leaves, treedef, signature)
+            if not self._keep_compiled:
+                with not_written_to_jax_cache():  # the first call at a signature compiles
+                    return self.jitted(*args)
         program = self._programs[signature]
         return self.jitted(*args) if program is None else program(*leaves)
 
@@ -205,6 +228,10 @@ class PersistentJit:
         if program is not None:
             return program
         jitted = self.jitted
+        if not self._keep_compiled:
+            with not_written_to_jax_cache():
+                compiled = jitted.lower(*args).compile()
+            return lambda *flat: compiled(*jax.tree_util.tree_unflatten(treedef, flat))
         return lambda *flat: jitted(*jax.tree_util.tree_unflatten(treedef, flat))
 
     def compile(self, *args: Any) -> Callable[..., Any]:
@@ -216,7 +243,8 @@ class PersistentJit:
             self._programs[signature] = self._load(args, leaves, treedef, signature)
         program = self._programs[signature]
         if program is None:
-            return self.jitted.lower(*args).compile()
+            with contextlib.nullcontext() if self._keep_compiled else not_written_to_jax_cache():
+                return self.jitted.lower(*args).compile()
         flat = cast(Any, program).lower(*leaves).compile()  # a jax.jit of the loaded program
 
         def compiled(*call_args: Any) -> Any:
@@ -226,7 +254,7 @@ class PersistentJit:
 
     def _load(self, args: tuple, leaves: list, treedef: Any, signature: tuple) -> Callable[..., Any] | None:
         folder = cache_dir()
-        if folder is None:
+        if folder is None or not self._keep_compiled:
             return None
         what = self._describe(*args)
         if what is None:

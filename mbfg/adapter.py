@@ -148,7 +148,8 @@ class FactorType:
         piecewise: the residual is only piecewise smooth (complementarity: dry
             friction, contacts), with kinks where a multiplier changes sign, which
             symmetric points such as an identity pose hit exactly; the battery then
-            checks it at its random examples and 1e-3 from the identity only.
+            checks it at its random examples and 1e-3 from the identity only. Its programs are
+            kept on disk neither traced nor compiled (:func:`mbfg._programs.not_written_to_jax_cache`).
         jacobian_groups: variables (argument indices) differentiated together in one forward
             pass of the vmapped linearization; None: one pass for all. A variable outside a
             group's pass is a symbolic zero there, so JAX skips the work that does not depend
@@ -209,9 +210,12 @@ class FactorType:
         self._error = error
         self._lifted_forward = lifted_forward
         self._fingerprints: dict[str, str | None] = {}  # argument shapes -> jaxpr fingerprint
-        self._error_fn = PersistentJit(error, self._describe("error", None))
+        # Complementarity residuals' programs are kept neither traced nor compiled (mbfg._programs.
+        # not_written_to_jax_cache): they are traced and compiled in every process.
+        keep = not self.piecewise
+        self._error_fn = PersistentJit(error, self._describe("error", None), keep_compiled=keep)
         # Single calls take one joint pass: they are launch-bound, so fewer kernels win.
-        self._linearize_fn = PersistentJit(linearize, self._describe("linearize, one pass", None))
+        self._linearize_fn = PersistentJit(linearize, self._describe("linearize, one pass", None), keep_compiled=keep)
         self._linearize_grouped = functools.partial(linearize, passes=groups)
         self._linearize_per_variable = functools.partial(
             linearize, passes=tuple((i,) for i in range(len(kinds))))
@@ -332,9 +336,11 @@ class FactorType:
             linearize = self._linearize_per_variable if per_variable else self._linearize_grouped
             passes = linearize.keywords["passes"]
             self._vmapped_fns[constant_axes, per_variable] = (
-                PersistentJit(jax.vmap(self._error, in_axes=in_axes), self._describe("error", constant_axes)),
+                PersistentJit(jax.vmap(self._error, in_axes=in_axes), self._describe("error", constant_axes),
+                              keep_compiled=not self.piecewise),
                 PersistentJit(jax.vmap(linearize, in_axes=in_axes),
-                              self._describe(f"linearize, passes {passes}", constant_axes)),
+                              self._describe(f"linearize, passes {passes}", constant_axes),
+                              keep_compiled=not self.piecewise),
             )
         return self._vmapped_fns[constant_axes, per_variable]
 
@@ -346,11 +352,6 @@ class FactorType:
         arguments (memoized per argument shapes)."""
 
         def describe(xs: tuple, cs: tuple) -> str | None:
-            if self.piecewise:
-                # Complementarity residuals (the LCP's custom derivative rule, a while loop) are not kept:
-                # XLA crashed writing the compiled program of one (the dry Furuta's vmapped Jacobian)
-                # to JAX's cache once it came from a stored trace. They are traced in every process.
-                return None
             if constant_axes is not None:  # one factor's slice of the batched arguments
                 xs = tuple(x[0] for x in xs)
                 cs = tuple(jax.tree_util.tree_map(lambda a: a[0], c) if axis == 0 else c

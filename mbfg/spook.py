@@ -234,15 +234,14 @@ def _compiled_scan(model: RigidModel, x: State, controls: Array, p: Mapping[str,
 
     def describe(*args: Any) -> str | None:
         # The scan is named by mbfg's source and the model it closes over: a new process loads its
-        # traced program from disk instead of tracing the step again (about a second). Not with
-        # complementarity rows, as the factor types (mbfg.adapter.FactorType._describe).
-        if model.layout.n_B > 0:
-            return None
+        # traced program from disk instead of tracing the step again (about a second).
         identity = closure_fingerprint(run)
         return None if identity is None else f"spook scan; {identity}"
 
     start = time.perf_counter()
-    flat = PersistentJit(run, describe).compile(x, controls, p, h)
+    # Not with complementarity rows, as the factor types (mbfg.adapter.FactorType): neither traced nor compiled
+    # program is kept on disk.
+    flat = PersistentJit(run, describe, keep_compiled=model.layout.n_B == 0).compile(x, controls, p, h)
 
     def compiled(state: State, controls: jnp.ndarray, p: Mapping[str, Any], h: jnp.ndarray):
         """(x_last, (states, observations, StepInfo)) of the steps from ``state`` with ``controls``."""

@@ -234,6 +234,40 @@ def test_an_mbfg_factors_program_is_kept_and_loaded_without_tracing_its_residual
         assert len(_programs(tmp_path)) == 1
 
 
+PIECEWISE_SCRIPT = """
+import sys
+import numpy as np
+from mbfg._jax import jax, jnp
+from mbfg.adapter import FactorType, VarKind
+
+def residual(v, c):
+    return jnp.maximum(v, 0.0) * c  # a kink at zero, as a complementarity residual's
+
+ft = FactorType("piecewise_cache_probe", residual, (VarKind.VECTOR,), piecewise=sys.argv[1] == "piecewise")
+xs = (np.random.default_rng(0).standard_normal((4, 3)),)
+_, linearize = ft._vmapped((None,))
+print(float(np.asarray(linearize(xs, (2.0,))).sum()))
+print(float(np.asarray(ft.linearize(xs[0][0], 2.0)[1][0]).sum()))
+"""
+
+
+def test_a_piecewise_types_programs_are_neither_stored_nor_written_to_jaxs_cache(tmp_path: Path):
+    """Complementarity programs are compiled in every process (mbfg._programs.not_written_to_jax_cache);
+    the same residual declared smooth is stored and its compiled programs cached."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "MBFG_CACHE"))}
+    written = {}
+    for kind in ("piecewise", "smooth"):
+        env["MBFG_CACHE_DIR"] = str(tmp_path / kind)
+        out = subprocess.run([sys.executable, "-c", PIECEWISE_SCRIPT, kind], env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        names = [p.name for p in (tmp_path / kind).iterdir()]
+        written[kind] = (sorted(n for n in names if n.startswith(("jit_linearize", "jit_call", "jit_error"))),
+                         len(_programs(tmp_path / kind)))
+    assert written["piecewise"] == ([], 0)
+    assert len(written["smooth"][0]) == 2 and written["smooth"][1] == 2  # vmapped and single linearization
+
+
 SIMULATE_SCRIPT = """
 import numpy as np
 from mbfg.models import pendulum
