@@ -202,15 +202,9 @@ class PersistentJit:
 
     def __call__(self, *args: Any) -> Any:
         leaves, treedef = jax.tree_util.tree_flatten(args)
-        signature = _signature(leaves, treedef)
-        if signature not in self._programs:
-            if any(isinstance(a, jax.core.Tracer) for a in leaves):
-                return self.jitted(*args)  # inside someone else's trace: nothing to keep
-            self._programs[signature] = self._load(args, leaves, treedef, signature)
-            if not self._keep_compiled:
-                with not_written_to_jax_cache():  # the first call at a signature compiles
-                    return self.jitted(*args)
-        program = self._programs[signature]
+        if any(isinstance(a, jax.core.Tracer) for a in leaves):
+            return self.jitted(*args)  # inside someone else's trace: nothing to keep
+        program = self._program(args, leaves, treedef)
         return self.jitted(*args) if program is None else program(*leaves)
 
     def flat_program(self, *args: Any) -> Callable[..., Any]:
@@ -219,42 +213,44 @@ class PersistentJit:
         times (a GTSAM factor's callback) resolves the program once, and skips the flattening and the lookup
         that :meth:`__call__` does on every call."""
         leaves, treedef = jax.tree_util.tree_flatten(args)
-        program = None
-        if not any(isinstance(a, jax.core.Tracer) for a in leaves):
-            signature = _signature(leaves, treedef)
-            if signature not in self._programs:
-                self._programs[signature] = self._load(args, leaves, treedef, signature)
-            program = self._programs[signature]
+        tracing = any(isinstance(a, jax.core.Tracer) for a in leaves)
+        program = None if tracing else self._program(args, leaves, treedef)
         if program is not None:
             return program
         jitted = self.jitted
-        if not self._keep_compiled:
-            with not_written_to_jax_cache():
-                compiled = jitted.lower(*args).compile()
-            return lambda *flat: compiled(*jax.tree_util.tree_unflatten(treedef, flat))
         return lambda *flat: jitted(*jax.tree_util.tree_unflatten(treedef, flat))
 
     def compile(self, *args: Any) -> Callable[..., Any]:
-        """The program compiled ahead of time for arguments shaped as ``args`` (a ``jax.stages.Compiled``
-        of the pytree arguments): the traced program from disk where there is one, else traced here."""
+        """The program compiled ahead of time for arguments shaped as ``args``, called with pytree arguments:
+        the traced program from disk where there is one, else traced here."""
         leaves, treedef = jax.tree_util.tree_flatten(args)
-        signature = _signature(leaves, treedef)
-        if signature not in self._programs:
-            self._programs[signature] = self._load(args, leaves, treedef, signature)
-        program = self._programs[signature]
+        program = self._program(args, leaves, treedef)
         if program is None:
-            with contextlib.nullcontext() if self._keep_compiled else not_written_to_jax_cache():
-                return self.jitted.lower(*args).compile()
-        flat = cast(Any, program).lower(*leaves).compile()  # a jax.jit of the loaded program
+            return self.jitted.lower(*args).compile()
+        # A kept program is a jax.jit of the loaded (or stored) trace; one not kept is compiled already.
+        flat = cast(Any, program).lower(*leaves).compile() if self._keep_compiled else program
 
         def compiled(*call_args: Any) -> Any:
             return flat(*jax.tree_util.tree_leaves(call_args))
 
         return compiled
 
+    def _program(self, args: tuple, leaves: list, treedef: Any) -> Callable[..., Any] | None:
+        """The program on flat leaves at the signature of ``args``, resolved once: loaded from disk or stored
+        there (kept), compiled here without a write to JAX's cache (not kept), or None: call ``jitted``."""
+        signature = _signature(leaves, treedef)
+        if signature not in self._programs:
+            if self._keep_compiled:
+                self._programs[signature] = self._load(args, leaves, treedef, signature)
+            else:
+                with not_written_to_jax_cache():
+                    compiled = self.jitted.lower(*args).compile()
+                self._programs[signature] = lambda *flat: compiled(*jax.tree_util.tree_unflatten(treedef, flat))
+        return self._programs[signature]
+
     def _load(self, args: tuple, leaves: list, treedef: Any, signature: tuple) -> Callable[..., Any] | None:
         folder = cache_dir()
-        if folder is None or not self._keep_compiled:
+        if folder is None:
             return None
         what = self._describe(*args)
         if what is None:
