@@ -36,6 +36,8 @@ def _scheduler_class() -> type:
             return crashitem
 
         def _reschedule(self, node: Any) -> None:
+            if node not in self.registered_collections:
+                return  # a replacement still collecting (two crashed at once): scheduled when it has collected
             super()._reschedule(node)
             # A worker runs an item only once it knows the next one or that none will come.
             if not self.workqueue and not node.shutting_down and node in self.assigned_work:
