@@ -23,7 +23,8 @@ from typing import Any
 import gtsam
 import numpy as np
 
-from mbfg.adapter import FactorGroup, FactorType
+from mbfg._jax import jax
+from mbfg.adapter import FactorGroup, FactorType, PerFactor
 
 
 class GraphBuilder:
@@ -33,25 +34,40 @@ class GraphBuilder:
         self.graph = gtsam.NonlinearFactorGraph()
         self.groups: list[FactorGroup] = []
         self.others = gtsam.NonlinearFactorGraph()
+        #: The groups and the other factors in the order added (a smoother that evaluates groups itself).
+        self.items: list[FactorGroup | gtsam.NonlinearFactor] = []
         self._labels: list[str] = []
         self._steps: list[int] = []
 
     def add_group(self, ft: FactorType, keys: Sequence[Sequence[int]] | np.ndarray, noise: gtsam.noiseModel.Base,
-                  *constants: Any, label: str, steps: Sequence[int] | np.ndarray) -> FactorGroup:
+                  *constants: Any, label: str, steps: Sequence[int] | np.ndarray, regroup: bool = True,
+                  vectorize: bool = True) -> FactorGroup | None:
         """N factors of type ``ft`` (:meth:`FactorType.group`): ``keys`` (N, number of variables), ``constants``
-        as there; ``steps`` (N,) the time-step of each factor. Returns the group.
+        as there; ``steps`` (N,) the time-step of each factor.
+
+        Args:
+            regroup: as in :meth:`FactorType.make_many`.
+            vectorize: True: one group, linearized by one vectorized call; returned. False: N single factors
+                (:meth:`FactorType.make`, each with its row of the per-factor constants), linearized by GTSAM
+                one by one; None is returned. For a count of factors that varies from call to call (a
+                stream's gap), which would compile a vectorized program per count.
 
         Raises:
             ValueError: ``steps`` not of length N (and :meth:`FactorType.group`'s errors).
         """
-        rows = np.asarray(keys).tolist() if isinstance(keys, np.ndarray) else keys
-        group = ft.group(rows, noise, *constants)
+        rows = np.asarray(keys).tolist() if isinstance(keys, np.ndarray) else list(keys)
         steps = [int(k) for k in np.asarray(steps).reshape(-1)]
-        if len(steps) != len(group):
-            raise ValueError(f"{ft.name}: {len(group)} factors labelled {label!r} but {len(steps)} steps")
+        if len(steps) != len(rows):
+            raise ValueError(f"{ft.name}: {len(rows)} factors labelled {label!r} but {len(steps)} steps")
+        if not vectorize:
+            for i, (row, step) in enumerate(zip(rows, steps)):
+                self.add(ft.make(row, noise, *_row_of(constants, i)), label=label, step=step)
+            return None
+        group = ft.group(rows, noise, *constants, regroup=regroup)
         for factor in group.factors:
             self.graph.push_back(factor)
         self.groups.append(group)
+        self.items.append(group)
         self._labels += [label] * len(group)
         self._steps += steps
         return group
@@ -60,6 +76,7 @@ class GraphBuilder:
         """One factor of any kind (GTSAM's, or one of ours made by :meth:`FactorType.make`), linearized by GTSAM."""
         self.graph.push_back(factor)
         self.others.push_back(factor)
+        self.items.append(factor)
         self._labels.append(label)
         self._steps.append(int(step))
 
@@ -80,6 +97,12 @@ class GraphBuilder:
         for i, (label, k) in enumerate(zip(self._labels, self._steps)):
             out[label][k] += 2.0 * self.graph.at(i).error(values)
         return out
+
+
+def _row_of(constants: tuple[Any, ...], i: int) -> tuple[Any, ...]:
+    """The constants of factor ``i`` of a group: row ``i`` of each :class:`PerFactor` one, the others as they are."""
+    return tuple(jax.tree_util.tree_map(lambda a: a[i], c.values) if isinstance(c, PerFactor) else c
+                 for c in constants)
 
 
 __all__ = ["GraphBuilder"]

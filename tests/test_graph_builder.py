@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mbfg import keys
-from mbfg.adapter import noise_model
+from mbfg.adapter import PerFactor, noise_model
 from mbfg.factors.integrators import EULER
 from mbfg.graph_builder import GraphBuilder
 
@@ -45,3 +45,24 @@ def test_cost_split_by_label_and_step_adds_up_to_gtsams_graph_error():
 def test_a_group_needs_one_step_per_factor():
     with pytest.raises(ValueError, match="euler_integrator: 3 factors labelled 'integrator' but 2 steps"):
         GraphBuilder().add_group(EULER, _euler_rows(3), noise_model(0.1, 2), DT, label="integrator", steps=[0, 1])
+
+
+def test_single_factors_take_their_row_of_the_per_factor_constants_and_match_the_group():
+    """vectorize=False (a stream's gap): N factors made one by one, each with its own dt, equal to the group's."""
+    dts = PerFactor(np.array([0.01, 0.02, 0.03]))
+    rows = _euler_rows(3)
+    vectorized, single = GraphBuilder(), GraphBuilder()
+    vectorized.add_group(EULER, rows, noise_model(0.1, 2), dts, label="integrator", steps=[0, 1, 2])
+    assert single.add_group(EULER, rows, noise_model(0.1, 2), dts, label="integrator", steps=[0, 1, 2],
+                            vectorize=False) is None
+    assert (len(single.groups), single.others.size(), len(single.items)) == (0, 3, 3)
+    assert single.labels == vectorized.labels and list(single.steps) == list(vectorized.steps)
+    rng = np.random.default_rng(1)
+    values = gtsam.Values()
+    for k in range(4):
+        values.insert(keys.Q(k), rng.normal(size=2))
+        values.insert(keys.V(k), rng.normal(size=2))
+    for k in range(3):
+        r = (values.atVector(keys.Q(k + 1)) - values.atVector(keys.Q(k)) - dts.values[k] * values.atVector(keys.V(k)))
+        assert single.graph.at(k).error(values) == pytest.approx(0.5 * np.sum((r / 0.1) ** 2), rel=1e-12)
+        assert single.graph.at(k).error(values) == pytest.approx(vectorized.graph.at(k).error(values), rel=1e-12)

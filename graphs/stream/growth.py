@@ -11,11 +11,12 @@ import numpy as np
 
 from mbfg import keys
 from mbfg import quaternion as quat
-from mbfg.adapter import FactorGroup, PerFactor
+from mbfg.adapter import PerFactor
 from mbfg.factors._rigid import state_values
-from mbfg.factors.impulse import impulse_factor, impulse_keys, impulse_type
+from mbfg.factors.impulse import impulse_keys, impulse_type
 from mbfg.factors.initial_state import initial_state_type
 from mbfg.factors.observation import observation_factor, observation_keys, observation_type
+from mbfg.graph_builder import GraphBuilder
 from mbfg.graphs.joint import initial_states
 from mbfg.graphs.stream.chain import _ChainWindow
 from mbfg.graphs.stream.fused import regular_update_program
@@ -44,22 +45,25 @@ class _GraphGrowth(_StreamHost):
         (x0,) = initial_states(self.model, y[None], self.h, self.parameters)
         vals = state_values(self.model, x0)
         vel = self._restart_velocity if self._restart_velocity is not None else vals[-1]
-        factors: list[FactorGroup | gtsam.NonlinearFactor] = []
+        factors = GraphBuilder()
         values = gtsam.Values()
         self._insert_state(values, k, [gtsam.Pose3(T) for T in vals[:-1]], vel)
         pkeys = keys.parameter_keys(self.variables)
-        factors.append(initial_state_type(self.variables).make(self._state_keys(k) + pkeys, self._imp_noise,
-                                                               self.fixed, float(self.h)))
-        factors.append(observation_factor(self.variables, k, y, self._obs_noise, self.fixed))
-        factors.append(gtsam.PriorFactorVector(keys.V(k), np.asarray(vel, dtype=float),
-                                               gtsam.noiseModel.Isotropic.Sigma(len(vel), VELOCITY_PRIOR_SIGMA)))
+        factors.add(initial_state_type(self.variables).make(self._state_keys(k) + pkeys, self._imp_noise,
+                                                            self.fixed, float(self.h)), label="initial_state", step=k)
+        factors.add(observation_factor(self.variables, k, y, self._obs_noise, self.fixed), label="observation",
+                    step=k)
+        factors.add(gtsam.PriorFactorVector(keys.V(k), np.asarray(vel, dtype=float),
+                                            gtsam.noiseModel.Isotropic.Sigma(len(vel), VELOCITY_PRIOR_SIGMA)),
+                    label="velocity_prior", step=k)
         stamps = {key: k * self.h for key in self._state_keys(k)}
         if self._refine_prior is not None:
             p0, sig = self._refine_prior
             if self._refined is not None:  # a restart keeps what was learned
                 p0 = np.array([self._refined[n] for n in self.variables.free])
             values.insert(keys.P(), p0)
-            factors.append(gtsam.PriorFactorVector(keys.P(), p0, gtsam.noiseModel.Diagonal.Sigmas(sig)))
+            factors.add(gtsam.PriorFactorVector(keys.P(), p0, gtsam.noiseModel.Diagonal.Sigmas(sig)),
+                        label="parameter_prior", step=k)
             stamps[keys.P()] = k * self.h
         self._smoother = self._make_smoother()
         self._k_start, self._k = k, k
@@ -137,18 +141,13 @@ class _GraphGrowth(_StreamHost):
         steps = np.where(self.hinge, np.arctan2(np.sin(steps), np.cos(steps)), steps)
         return np.where(self.hinge, start + steps.sum(axis=0), q[-1]), qd[-1]
 
-    def _update_smoother(self, factors: Sequence[FactorGroup | gtsam.NonlinearFactor], values: gtsam.Values,
-                         stamps: dict[int, float]) -> None:
+    def _update_smoother(self, factors: GraphBuilder, values: gtsam.Values, stamps: dict[int, float]) -> None:
         """One smoother update with the new ``factors``: the chain window takes factor groups as they are
         (evaluated vectorized, no GTSAM callbacks); GTSAM's smoothers get their factors in a graph."""
         if isinstance(self._smoother, _ChainWindow):
-            self._smoother.update(factors, values, stamps)
+            self._smoother.update(factors.items, values, stamps)
             return
-        graph = gtsam.NonlinearFactorGraph()
-        for f in factors:
-            for g in (f.factors if isinstance(f, FactorGroup) else [f]):
-                graph.push_back(g)
-        self._smoother.update(graph, values, stamps)
+        self._smoother.update(factors.graph, values, stamps)
 
     def _update(self) -> tuple[tuple[Estimate, ...], tuple[Estimate, ...]]:
         """Take the waiting samples into the smoother; their filtered and smoothed estimates."""
@@ -215,40 +214,36 @@ class _GraphGrowth(_StreamHost):
         """The smoother's update with the new states' predictions and their factors (GTSAM's smoothers;
         the chain's updates across a gap or of fewer samples than ``update_every``).
 
-        With ``update_every`` new states (no gap) the impulse and observation factors are linearized
-        together, one vmapped JAX call per type (:meth:`FactorType.group`; for the chain smoother also
-        when ``update_every`` is 1, GTSAM's smoothers then take single factors, a group of one costs them
-        its bookkeeping); otherwise one by one (a gap's length would compile a program of its own).
+        The factors of each type go in as one batch (:meth:`GraphBuilder.add_group`, keys (N, number of
+        variables)). With ``update_every`` new states (no gap) the batch is linearized together, one vmapped
+        JAX call per type (for the chain smoother also when ``update_every`` is 1; GTSAM's smoothers then take
+        single factors, a group of one costs them its bookkeeping); otherwise as single factors (a gap's
+        length would compile a program of its own).
         """
-        factors: list[FactorGroup | gtsam.NonlinearFactor] = []
+        factors = GraphBuilder()
         values = gtsam.Values()
         stamps: dict[int, float] = {}
         k_last, k_end = self._k, pending[-1][0]
-        impulse_keys_ = []
-        for kk in range(k_last + 1, k_end + 1):
-            impulse_keys_.append(impulse_keys(self.variables, kk - 1))
-            for key in self._state_keys(kk):
-                stamps[key] = kk * self.h
+        steps = range(k_last, k_end)  # impulse factor k: x_k -> x_{k+1}
+        for kk in steps:
+            for key in self._state_keys(kk + 1):
+                stamps[key] = (kk + 1) * self.h
         for kk, (poses, vel) in zip(range(k_last + 1, k_end + 1), self._predict(k_last, controls)):
             self._insert_state(values, kk, poses, vel)
-        observed = [(k, y) for k, y, _ in pending if np.isfinite(y).any()]
         grouped = self.update_every > 1 or isinstance(self._smoother, _ChainWindow)
-        if grouped and len(impulse_keys_) == self.update_every:
-            itype = impulse_type(self.variables)
-            # The impulse type's own Jacobian passes (one per state part and the parameters).
-            factors.append(itype.group(impulse_keys_, self._imp_noise, self.fixed, PerFactor(np.stack(controls)),
-                                       float(self.h), regroup=False))
-        else:
-            for kk, u_k in zip(range(k_last + 1, k_end + 1), controls):
-                factors.append(impulse_factor(self.variables, kk - 1, u_k, self.h, self._imp_noise, self.fixed))
-        if grouped and len(observed) == self.update_every:
+        # The impulse type's own Jacobian passes (one per state part and the parameters).
+        factors.add_group(impulse_type(self.variables), [impulse_keys(self.variables, kk) for kk in steps],
+                          self._imp_noise, self.fixed, PerFactor(np.asarray(controls, dtype=float)), float(self.h),
+                          label="impulse", steps=steps, regroup=False,
+                          vectorize=grouped and len(steps) == self.update_every)
+        observed = [(k, y) for k, y, _ in pending if np.isfinite(y).any()]
+        if observed:
             ys = np.stack([y for _, y in observed])
-            factors.append(observation_type(self.variables).group(
-                [observation_keys(self.variables, k) for k, _ in observed], self._obs_noise, self.fixed,
-                PerFactor(np.nan_to_num(ys)), PerFactor(np.isfinite(ys).astype(float)), regroup=False))
-        else:
-            for k, y in observed:
-                factors.append(observation_factor(self.variables, k, y, self._obs_noise, self.fixed))
+            factors.add_group(observation_type(self.variables), [observation_keys(self.variables, k) for k, _ in observed],
+                              self._obs_noise, self.fixed, PerFactor(np.nan_to_num(ys)),
+                              PerFactor(np.isfinite(ys).astype(float)), label="observation",
+                              steps=[k for k, _ in observed], regroup=False,
+                              vectorize=grouped and len(observed) == self.update_every)
         if self._refine_prior is not None:
             stamps[keys.P()] = k_end * self.h  # the parameters stay in the window
         self._update_smoother(factors, values, stamps)
