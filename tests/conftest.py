@@ -29,8 +29,13 @@ jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE
 jax.config.update("jax_persistent_cache_min_compile_time_secs",
                   float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
 
-# A worker that crashes ends the run with the crash reported, instead of hanging it (see the module).
-from xdist_crash_safe import pytest_xdist_make_scheduler  # noqa: E402, F401
+# A worker that crashes does not hang the run; the test it died on runs once more (see the module).
+from xdist_crash_safe import (  # noqa: E402, F401
+    pytest_handlecrashitem,
+    pytest_report_teststatus,
+    pytest_terminal_summary,
+    pytest_xdist_make_scheduler,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 MBSE = REPO / ".." / "shared" / "data" / "mbse"
