@@ -31,7 +31,8 @@ Prints four figures, asserts nothing:
    1 and 5 s (``--quick``: 0.2 s): the largest difference of any coordinate at any step
    max |q_batch - q_fixed-lag| [m], the batch solve's iterations (Gauss-Newton, then LM if a
    step fails) and whether it converged (``ForwardResult.converged``), the wall times, and both
-   runs' RMSE against the reference of 1.
+   runs' RMSE against the reference of 1. ``--lag-runs NW:GN,...`` adds fixed-lag runs of other windows
+   and Gauss-Newton steps per update, each against the same batch solve.
 
 The reported wall times exclude JAX compilation: every configuration is warmed
 up on a short run first.
@@ -355,8 +356,10 @@ def overhead(mech: mbfg.PlanarMechanism, n_steps: int, repeats: int) -> None:
 G_CLI = 9.81
 
 
-def batch_vs_fixed_lag(mech: mbfg.PlanarMechanism, durations: list[float]) -> None:
-    """Print, per horizon, the batch solve's agreement with the default fixed-lag run."""
+def batch_vs_fixed_lag(mech: mbfg.PlanarMechanism, durations: list[float],
+                       lag_runs: list[tuple[int, int]] | None = None) -> None:
+    """Print, per horizon, the batch solve's agreement with the default fixed-lag run, and with each further
+    fixed-lag run of ``lag_runs`` (window Nw, Gauss-Newton steps per update) against the same batch solve."""
     print("== 4. Batch (whole horizon: Gauss-Newton, LM if a step fails) against fixed-lag (Nw = 2, incremental): "
           f"dependent coordinates, dt = {DT * 1e3:g} ms, g = {G_CLI}")
     print("   batch wall includes its start guess (a fixed-lag run with 2 Gauss-Newton steps per update);")
@@ -370,6 +373,11 @@ def batch_vs_fixed_lag(mech: mbfg.PlanarMechanism, durations: list[float]) -> No
         print(f"{duration:>6g} {difference:>13.2e} {batch.iterations[0]:>5d} {batch.converged!s:>10} "
               f"{batch.wall_s:>15.1f} {lag.wall_s:>19.1f} {q_rmse(batch, G_CLI):>11.3e} "
               f"{q_rmse(lag, G_CLI):>15.3e}", flush=True)
+        for window, steps in lag_runs or []:
+            other = simulate_forward(mech, DT, duration, g=G_CLI, window=window, gauss_newton_steps=steps)
+            print(f"{'':>6} {float(np.abs(batch.q - other.q).max()):>13.2e}   fixed-lag Nw = {window}, {steps} "
+                  f"Gauss-Newton step(s) per update: wall {other.wall_s:.1f} s, RMSE {q_rmse(other, G_CLI):.3e}",
+                  flush=True)
     print()
 
 
@@ -389,6 +397,16 @@ def _load() -> str:
         return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         return "load average unknown"
+
+
+def _lag_runs(text: str) -> list[tuple[int, int]]:
+    try:
+        runs = [tuple(int(part) for part in item.split(":")) for item in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NW:GN pairs such as 2:2,5:2, got {text!r}") from None
+    if any(len(run) != 2 or min(run) < 1 for run in runs):
+        raise argparse.ArgumentTypeError(f"expected NW:GN pairs of positive integers such as 2:2,5:2, got {text!r}")
+    return [(run[0], run[1]) for run in runs]
 
 
 def _durations(text: str) -> list[float]:
@@ -411,6 +429,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="fixed-lag smoother of the Table 1 runs (default: incremental)")
     parser.add_argument("--batch", metavar="T,...", type=_durations, default=None,
                         help="run only figure 4 (batch against fixed-lag), at these horizons [s], e.g. 0.2,1,5")
+    parser.add_argument("--lag-runs", metavar="NW:GN,...", type=_lag_runs, default=None,
+                        help="with --batch: also compare the batch solve with fixed-lag runs of window NW and GN "
+                             "Gauss-Newton steps per update, e.g. 2:2,5:2,20:2")
     args = parser.parse_args(argv)
     duration, windows = (0.5, [2, 3]) if args.quick else (5.0, list(range(2, 11)))
     perf_duration = 0.5 if args.quick else 2.0
@@ -425,7 +446,7 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     warm_up(mech)
     if args.batch is not None:
-        batch_vs_fixed_lag(mech, args.batch)
+        batch_vs_fixed_lag(mech, args.batch, args.lag_runs)
     else:
         table_1(mech, duration, windows, args.smoother)
         performance(mech, perf_duration)
