@@ -1,13 +1,16 @@
 """Time per receding-horizon solve (seed 004 control) for the Furuta pendulum at h = 1 ms.
 
-For each horizon N the controller (:class:`mbfg.graphs.control.RecedingHorizon`, target arm rate
-theta = 2 rad/s, |u| <= 10 V) runs in closed loop on the Spook simulator from rest; the first
-solve compiles the horizon factor and is reported apart. Printed per N: the median and 90th
-percentile wall time of the warm-started solves, LM iterations, the ratio to the 1 ms step they
-control, and the arm-rate error at the end; then the Spook step itself (the compiled simulator,
-per step) as the peer the controller must keep up with.
+For each horizon N two controllers (target arm rate theta = 2 rad/s, |u| <= 10 V) run in closed loop on
+the Spook simulator from rest: the Levenberg-Marquardt solve to convergence
+(:class:`mbfg.graphs.control.RecedingHorizon`, "LM") and the real-time scheme that linearizes the
+horizon once per step and solves it exactly (:class:`mbfg.graphs.control_linearized.LinearizedHorizon`,
+"linearized"). The first solve compiles and is reported apart. Printed per N and scheme: the median and
+90th percentile wall time of the warm-started solves (the time to compute the controls), iterations,
+the ratio to the 1 ms step they control, the arm-rate error at the end, and the largest difference of
+the applied voltages from the LM's; then the Spook step itself (the compiled simulator, per step) as the
+peer the controller must keep up with.
 
-    python benchmarks/control.py                 # N = 1, 10, 50; 10 closed-loop steps each
+    python benchmarks/control.py                 # N = 1, 10, 50; 20 closed-loop steps each
     python benchmarks/control.py --horizons 1 10 --steps 20
 """
 
@@ -20,6 +23,7 @@ import numpy as np
 
 from mbfg import spook
 from mbfg.graphs.control import RecedingHorizon
+from mbfg.graphs.control_linearized import LinearizedHorizon
 from mbfg.models import furuta
 
 H = 1e-3
@@ -28,7 +32,7 @@ H = 1e-3
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--horizons", type=int, nargs="+", default=[1, 10, 50])
-    parser.add_argument("--steps", type=int, default=10, help="closed-loop steps per horizon (default 10)")
+    parser.add_argument("--steps", type=int, default=20, help="closed-loop steps per horizon and scheme (default 20)")
     args = parser.parse_args()
     model = furuta(dry=False)
     x0 = model.initial_state()
@@ -41,15 +45,20 @@ def main() -> None:
 
     print(f"Furuta (furuta-viscous), h = {H * 1e3:g} ms, target theta = 2 rad/s, |u| <= 10 V, "
           f"{args.steps} closed-loop steps per horizon")
-    print(f"{'N':>4} {'compile+first [s]':>18} {'median [ms]':>12} {'p90 [ms]':>10} {'LM iter':>8} "
-          f"{'solve / step':>13} {'|theta rate - 2| end':>21}")
+    print(f"{'N':>4} {'scheme':>10} {'compile+first [s]':>18} {'median [ms]':>12} {'p90 [ms]':>10} {'iter':>5} "
+          f"{'solve / step':>13} {'|theta rate - 2| end':>21} {'max |u - u_LM| [V]':>19}")
     for N in args.horizons:
-        controller = RecedingHorizon(model, H, N, rates={"theta": 2.0}, lower=[-10.0], upper=[10.0])
-        loop = controller.run(x0, args.steps)
-        warm = 1e3 * loop.solve_s[1:]
-        print(f"{N:>4} {loop.solve_s[0]:>18.2f} {np.median(warm):>12.2f} {np.percentile(warm, 90):>10.2f} "
-              f"{np.mean(loop.iterations[1:]):>8.2f} {np.median(warm) / (H * 1e3):>12.1f}x "
-              f"{abs(loop.rate_error()[-1, 0]):>21.2e}")
+        applied = None
+        for scheme, kind in (("LM", RecedingHorizon), ("linearized", LinearizedHorizon)):
+            controller = kind(model, H, N, rates={"theta": 2.0}, lower=[-10.0], upper=[10.0])
+            loop = controller.run(x0, args.steps)
+            if applied is None:
+                applied = loop.controls
+            warm = 1e3 * loop.solve_s[1:]
+            print(f"{N:>4} {scheme:>10} {loop.solve_s[0]:>18.2f} {np.median(warm):>12.2f} "
+                  f"{np.percentile(warm, 90):>10.2f} {np.mean(loop.iterations[1:]):>5.1f} "
+                  f"{np.median(warm) / (H * 1e3):>12.2f}x {abs(loop.rate_error()[-1, 0]):>21.2e} "
+                  f"{np.abs(loop.controls - applied).max():>19.1e}")
     print(f"peer: one Spook step of the same model, compiled scan: {step_ms:.4f} ms "
           f"({H * 1e3 / step_ms:.0f} steps per 1 ms of simulated time)")
 

@@ -30,7 +30,7 @@ import functools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import gtsam
 import numpy as np
@@ -70,10 +70,22 @@ def _jitted_rates(model: RigidModel, names: tuple[str, ...]):
 @dataclass
 class ControlResult:
     """One solve. controls: (N, n_a) a_0 .. a_{N-1}; states: x_1 .. x_N; cost: the final objective
-    (GTSAM's, 1/2 sum of whitened squares); iterations, converged, message: the LM's; wall_s [s]."""
+    (GTSAM's, 1/2 sum of whitened squares); iterations, converged, message: the LM's; wall_s [s]: the time to
+    compute the controls (the roll-out of ``states`` after them not included)."""
 
     controls: np.ndarray
     states: list[State]
+    cost: float
+    iterations: int
+    converged: bool
+    message: str
+    wall_s: float
+
+
+class _Plan(NamedTuple):
+    """A solve's plan before the roll-out: :class:`ControlResult` without ``states``."""
+
+    controls: np.ndarray
     cost: float
     iterations: int
     converged: bool
@@ -204,6 +216,17 @@ class RecedingHorizon:
             guess = np.vstack([self.previous[1:], self.previous[-1:]])
         return np.clip(guess, self.lower, self.upper)  # inside the box (zero may be outside a one-sided box)
 
+    def _checked_guess(self, state: State, guess: np.ndarray | None) -> np.ndarray:
+        """``guess`` (N, n_a), or the warm start if None, checked against the bounds; ``state`` checked too."""
+        self.model.check_state(state)
+        if guess is None:
+            guess = self._guess()
+        guess = np.asarray(guess, dtype=float).reshape(self.horizon, len(self.model.controls))
+        if np.any(guess < self.lower) or np.any(guess > self.upper):
+            raise ModelError(f"{self.model.name}: the guess activations leave the bounds "
+                             f"[{self.lower}, {self.upper}]")
+        return guess
+
     def build(self, state: State, guess: np.ndarray) -> tuple[gtsam.NonlinearFactorGraph, gtsam.Values]:
         """The graph and initial values over the horizon from ``state`` with the activations ``guess`` (N, n_a)."""
         model, N, n_a = self.model, self.horizon, len(self.model.controls)
@@ -225,25 +248,23 @@ class RecedingHorizon:
     def solve(self, state: State, guess: np.ndarray | None = None, *, quiet: bool | None = None) -> ControlResult:
         """The activations a_0 .. a_{N-1} from ``state``; ``guess`` (N, n_a) or the warm start.
         ``quiet``: no LM progress lines (default: the controller's ``quiet``)."""
+        plan = self._plan(state, guess, quiet=quiet)
+        states = [State(*(np.asarray(c) for c in x)) for x in self.rollout(state, plan.controls)]
+        return ControlResult(plan.controls, states, *plan[1:])
+
+    def _plan(self, state: State, guess: np.ndarray | None, *, quiet: bool | None = None) -> _Plan:
+        """:meth:`solve` without the roll-out of the states (the closed loop applies a_0 and needs none)."""
         start = time.perf_counter()
-        self.model.check_state(state)
-        if guess is None:
-            guess = self._guess()
-        guess = np.asarray(guess, dtype=float).reshape(self.horizon, len(self.model.controls))
-        if np.any(guess < self.lower) or np.any(guess > self.upper):
-            raise ModelError(f"{self.model.name}: the guess activations leave the bounds "
-                             f"[{self.lower}, {self.upper}]")
-        graph, values = self.build(state, guess)
+        graph, values = self.build(state, self._checked_guess(state, guess))
         bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {
             keys.C(0): (np.tile(self.lower, self.horizon), np.tile(self.upper, self.horizon))}
         lm = bounded_levenberg_marquardt(graph, values, bounds, max_iterations=self.max_iterations,
                                          quiet=self.quiet if quiet is None else quiet,
                                          label=f"control {self.model.name}")
         controls = lm.values.atVector(keys.C(0)).reshape(self.horizon, -1)
-        states = [State(*(np.asarray(c) for c in x)) for x in self.rollout(state, controls)]
+        wall = time.perf_counter() - start
         self.previous = controls
-        return ControlResult(controls, states, float(graph.error(lm.values)), lm.iterations, lm.converged,
-                             lm.message, time.perf_counter() - start)
+        return _Plan(controls, float(graph.error(lm.values)), lm.iterations, lm.converged, lm.message, wall)
 
     # -- closed loop ---------------------------------------------------------------------------
     def run(self, state: State, steps: int, plant_parameters: Mapping[str, Any] | None = None, *,
@@ -277,8 +298,8 @@ class RecedingHorizon:
                 a, wall = np.clip(np.zeros(len(model.controls)), self.lower, self.upper), 0.0
                 iterations = 0
             else:
-                result = self.solve(believed, quiet=True)  # one progress line per step, not per LM iteration
-                a, wall, iterations = result.controls[0], result.wall_s, result.iterations
+                plan = self._plan(believed, None, quiet=True)  # one progress line per step, not per LM iteration
+                a, wall, iterations = plan.controls[0], plan.wall_s, plan.iterations
             if sensor is not None:
                 sensor.applied = a
             x, info = sim(x, jnp.asarray(a), plant, self.h)
@@ -290,7 +311,7 @@ class RecedingHorizon:
             rates.append(np.asarray(rates_fn(x, self._p_jax)) if rates_fn else np.zeros(0))
             forces.append(self.P_lambda @ np.asarray(info.lam_A)[hol] / self.h)
             err = np.abs(np.concatenate([rates[-1] - self.rate_targets, forces[-1] - self.force_targets]))
-            progress.update(k + 1, solve_ms=1e3 * result.wall_s, max_target_error=float(err.max()))
+            progress.update(k + 1, solve_ms=1e3 * wall, max_target_error=float(err.max()))
         n = steps
         return ClosedLoop(np.arange(n + 1) * self.h, np.array(controls).reshape(n, -1), states,
                           np.array(rates).reshape(n, -1), np.array(forces).reshape(n, -1), np.array(solve_s),

