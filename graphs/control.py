@@ -216,9 +216,11 @@ class RecedingHorizon:
             guess = np.vstack([self.previous[1:], self.previous[-1:]])
         return np.clip(guess, self.lower, self.upper)  # inside the box (zero may be outside a one-sided box)
 
-    def _checked_guess(self, state: State, guess: np.ndarray | None) -> np.ndarray:
-        """``guess`` (N, n_a), or the warm start if None, checked against the bounds; ``state`` checked too."""
-        self.model.check_state(state)
+    def _checked_guess(self, state: State, guess: np.ndarray | None, check_state: bool = True) -> np.ndarray:
+        """``guess`` (N, n_a), or the warm start if None, checked against the bounds; ``state`` checked too
+        unless ``check_state`` is False (a closed loop's own simulator or estimator gave it)."""
+        if check_state:
+            self.model.check_state(state)
         if guess is None:
             guess = self._guess()
         guess = np.asarray(guess, dtype=float).reshape(self.horizon, len(self.model.controls))
@@ -252,10 +254,11 @@ class RecedingHorizon:
         states = [State(*(np.asarray(c) for c in x)) for x in self.rollout(state, plan.controls)]
         return ControlResult(plan.controls, states, *plan[1:])
 
-    def _plan(self, state: State, guess: np.ndarray | None, *, quiet: bool | None = None) -> _Plan:
+    def _plan(self, state: State, guess: np.ndarray | None, *, quiet: bool | None = None,
+              check_state: bool = True) -> _Plan:
         """:meth:`solve` without the roll-out of the states (the closed loop applies a_0 and needs none)."""
         start = time.perf_counter()
-        graph, values = self.build(state, self._checked_guess(state, guess))
+        graph, values = self.build(state, self._checked_guess(state, guess, check_state))
         bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {
             keys.C(0): (np.tile(self.lower, self.horizon), np.tile(self.upper, self.horizon))}
         lm = bounded_levenberg_marquardt(graph, values, bounds, max_iterations=self.max_iterations,
@@ -298,7 +301,8 @@ class RecedingHorizon:
                 a, wall = np.clip(np.zeros(len(model.controls)), self.lower, self.upper), 0.0
                 iterations = 0
             else:
-                plan = self._plan(believed, None, quiet=True)  # one progress line per step, not per LM iteration
+                # One progress line per step, not per LM iteration; the state is the plant's or the estimator's.
+                plan = self._plan(believed, None, quiet=True, check_state=False)
                 a, wall, iterations = plan.controls[0], plan.wall_s, plan.iterations
             if sensor is not None:
                 sensor.applied = a

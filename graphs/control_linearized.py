@@ -88,7 +88,7 @@ def linearized_horizon(model: RigidModel, rate_names: tuple[str, ...], horizon: 
 @functools.cache
 def _compiled_plan(model: RigidModel, rate_names: tuple[str, ...], horizon: int):
     """One compiled program from the state to the plan:
-    ``(x_0, a_bar, p, h, P_lambda, targets (N k,), weights (N k,), J_costs, r_costs, lo, hi) -> (delta, cost)``,
+    ``(x_0, a_bar, p, h, P_lambda, targets (N k,), weights (N k,), J_costs, r_costs, lo, hi) -> [delta, cost]``,
     delta = a - a_bar (N n_a,) the least squares of the rows ``J delta ~ r`` in the box [lo, hi] (the weighted
     targets over :func:`linearized_horizon`, then the cost rows ``J_costs``, ``r_costs``; the ridge
     :data:`RIDGE` on the diagonal of the normal equations), cost = 1/2 |r - J delta|^2."""
@@ -107,8 +107,9 @@ def _compiled_plan(model: RigidModel, rate_names: tuple[str, ...], horizon: int)
     def plan(x0, a_bar, p, h, P_lambda, targets, weights, J_costs, r_costs, lo, hi):
         normal, eta, rr = normal_equations(x0, a_bar, p, h, P_lambda, targets, weights, J_costs, r_costs)
         delta = pinned_box_solve_jax(normal, eta, lo, hi)
-        # |r - J delta|^2 from the normal equations: r^T r - 2 delta^T J^T r + delta^T J^T J delta.
-        return delta, 0.5 * (rr - 2.0 * delta @ eta + delta @ normal @ delta)
+        # |r - J delta|^2 from the normal equations: r^T r - 2 delta^T J^T r + delta^T J^T J delta. One array
+        # out, so the caller waits for one transfer.
+        return jnp.append(delta, 0.5 * (rr - 2.0 * delta @ eta + delta @ normal @ delta))
 
     return plan
 
@@ -167,24 +168,30 @@ class LinearizedHorizon(RecedingHorizon):
             rhs.append(-np.tile(a_bar, N) / self.effort_sigma)
         return np.vstack(rows), np.concatenate(rhs)
 
-    def _plan(self, state: State, guess: np.ndarray | None, *, quiet: bool | None = None) -> _Plan:
+    def _plan(self, state: State, guess: np.ndarray | None, *, quiet: bool | None = None,
+              check_state: bool = True) -> _Plan:
         """The activations a_0 .. a_{N-1} from ``state``, linearized at the first activation of ``guess``
         (N, n_a) or of the warm start (the previous plan shifted). ``quiet`` is accepted for the interface:
         there are no iterations to report."""
         start = time.perf_counter()
-        guess = self._checked_guess(state, guess)
+        guess = self._checked_guess(state, guess, check_state)
         N, n_a = self.horizon, len(self.model.controls)
         a_bar = guess[0]
         a_bar_plan = np.tile(a_bar, N)
         # NumPy arguments go to the compiled program as they are: converting each with jnp.asarray first
         # costs about 0.1 ms apiece, a tenth of the budget of a 1 ms step.
-        delta, cost = _compiled_plan(self.model, self.rate_names, N)(
+        delta_cost = np.asarray(_compiled_plan(self.model, self.rate_names, N)(
             State(*state), a_bar, self._p_jax, self._h, self.P_lambda, self._targets, self._weights,
-            *self._cost_rows(a_bar), np.tile(self.lower, N) - a_bar_plan, np.tile(self.upper, N) - a_bar_plan)
-        controls = (a_bar_plan + np.asarray(delta)).reshape(N, n_a)
+            *self._cost_rows(a_bar), self._box[0] - a_bar_plan, self._box[1] - a_bar_plan))
+        controls = (a_bar_plan + delta_cost[:-1]).reshape(N, n_a)
         self.previous = controls
-        return _Plan(controls, float(cost), 1, True, "the linearized horizon's least squares, solved exactly",
+        return _Plan(controls, float(delta_cost[-1]), 1, True, "the linearized horizon's least squares, solved exactly",
                      time.perf_counter() - start)
+
+    @functools.cached_property
+    def _box(self) -> tuple[np.ndarray, np.ndarray]:
+        """The activation bounds of the stacked plan, (N n_a,) each."""
+        return np.tile(self.lower, self.horizon), np.tile(self.upper, self.horizon)
 
     @functools.cached_property
     def _targets(self) -> np.ndarray:

@@ -204,11 +204,12 @@ def test_horizon_plan_with_rate_cost_and_warm_start():
     assert np.abs(np.diff(first.controls[:, 0])).max() < np.abs(np.diff(rough.controls[:, 0])).max()
 
 
-def test_cli_control_writes_controls_that_simulate_replays(tmp_path, capsys):
+@pytest.mark.parametrize("scheme", [[], ["--linearized"]], ids=["LM", "linearized"])
+def test_cli_control_writes_controls_that_simulate_replays(tmp_path, capsys, scheme):
     out = tmp_path / "u.csv"
     log = tmp_path / "log.csv"
     assert main(["control", "furuta-viscous", "--target", "theta=2.0", "--duration", "0.03", "--dt", "0.001",
-                 "--horizon", "1", "--limit", "10", "--out", str(out), "--quiet"]) == 0
+                 "--horizon", "1", "--limit", "10", "--out", str(out), "--quiet", *scheme]) == 0
     err = capsys.readouterr().err
     assert "theta: |error| after the last step" in err
     controls = read_log(str(out), observations=(), controls=("u",))

@@ -5,10 +5,11 @@
 
     mbfg control MODEL [--params CALIB.json] --target NAME=VALUE [...] [--duration T] [--dt H]
                        [--horizon N] [--limit U | --bounds=LO:HI] [--rate-sigma S] [--effort-sigma S]
-                       [--init JOINT=ANGLE ...] --out CONTROLS.csv [--quiet]
+                       [--init JOINT=ANGLE ...] [--linearized] --out CONTROLS.csv [--quiet]
 
-A receding-horizon controller (:class:`mbfg.graphs.control.RecedingHorizon`) runs in closed
-loop on the Spook simulator; the applied controls are written as a log-format CSV (``t``, one
+A receding-horizon controller (:class:`mbfg.graphs.control.RecedingHorizon`, or with
+``--linearized`` the real-time :class:`mbfg.graphs.control_linearized.LinearizedHorizon`) runs in
+closed loop on the Spook simulator; the applied controls are written as a log-format CSV (``t``, one
 column per control) that ``mbfg simulate --controls`` replays.
 """
 
@@ -137,6 +138,9 @@ def add_parser(sub: Subparsers) -> None:
                    help="initial hinge angle [rad] by joint name (default: 0, at rest)")
     p.add_argument("--max-iterations", type=_iterations, default=20, metavar="N",
                    help="Levenberg-Marquardt iterations per solve at most (default: %(default)s)")
+    p.add_argument("--linearized", action="store_true",
+                   help="the real-time scheme: each solve linearizes one step at the current state and solves the "
+                        "horizon's least squares exactly, no LM iterations (--max-iterations is then unused)")
     p.add_argument("--out", required=True, metavar="CONTROLS.csv", help="output CSV ('-' for standard output)")
     p.add_argument("--quiet", action="store_true", help="no progress lines (the summary is still printed)")
     p.set_defaults(handler=run)
@@ -176,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
     """The ``control`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg import control
     from mbfg.graphs.control import RecedingHorizon
+    from mbfg.graphs.control_linearized import LinearizedHorizon
     from mbfg.logs import write_log
 
     _start(args)
@@ -214,14 +219,16 @@ def run(args: argparse.Namespace) -> int:
         init[name] = angle
     values = model.parameters
     x0 = model.initial_state(coordinates=init, parameters=values.numpy_values())
-    controller = RecedingHorizon(
+    controller = (LinearizedHorizon if args.linearized else RecedingHorizon)(
         model, h, args.horizon, rates=rates, forces=forces, lower=lower, upper=upper, rate_sigma=args.rate_sigma,
         effort_sigma=args.effort_sigma, velocity_sigma=args.velocity_sigma, force_sigma=args.force_sigma,
         max_iterations=args.max_iterations, quiet=args.quiet,
     )
     if not args.quiet:
         targets = ", ".join(f"{k} = {v:g}" for k, v in {**rates, **forces}.items())
-        _eprint(f"mbfg control: {model.name}, {n_steps} steps of {h:g} s, horizon {args.horizon}; targets {targets}")
+        scheme = "linearized" if args.linearized else "LM"
+        _eprint(f"mbfg control: {model.name}, {n_steps} steps of {h:g} s, horizon {args.horizon} ({scheme}); "
+                f"targets {targets}")
     loop = controller.run(x0, n_steps)
     held = np.vstack([loop.controls, loop.controls[-1:]])
     write_log(sys.stdout if args.out == "-" else args.out, loop.t, {},
@@ -234,6 +241,6 @@ def run(args: argparse.Namespace) -> int:
     solve_ms = 1e3 * loop.solve_s
     _eprint(f"mbfg control: {n_steps} steps; " + "; ".join(parts)
             + f"; solve {np.median(solve_ms):.3g} ms median (first {solve_ms[0]:.3g} ms, with compilation), "
-            f"{np.mean(loop.iterations):.3g} LM iterations mean, {np.sum(loop.solve_s):.3g} s solving; "
+            f"{np.mean(loop.iterations):.3g} iterations mean, {np.sum(loop.solve_s):.3g} s solving; "
             f"{_wall(args):.1f} s wall in all" + ("" if args.out == "-" else f"; wrote {args.out}"))
     return 0
