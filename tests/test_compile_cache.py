@@ -17,8 +17,13 @@ jax.jit(lambda x: jnp.sin(x) * 2.0)(jnp.arange(3.0)).block_until_ready()
 """
 
 
+def _environment_without_cache_settings() -> dict[str, str]:
+    """This process's environment less the cache folders the test session set (tests/conftest.py)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "MBFG_CACHE"))}
+
+
 def _run(env_changes: dict[str, str | None]) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "MBFG_CACHE"))}
+    env = _environment_without_cache_settings()
     env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
     env.update({k: v for k, v in env_changes.items() if v is not None})
     out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=120)
@@ -70,7 +75,7 @@ def _programs(folder: Path) -> set[str]:
 
 
 def _run_probe(cache: Path, scale: str) -> float:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "MBFG_CACHE"))}
+    env = _environment_without_cache_settings()
     env["MBFG_CACHE_DIR"] = str(cache)
     out = subprocess.run([sys.executable, "-c", PROGRAM_SCRIPT, scale], env=env, capture_output=True, text=True,
                          timeout=120)
@@ -224,7 +229,7 @@ print(float(np.abs(out - np.asarray(linearize.jitted(xs, (0.01,)))).max()))
 
 
 def test_an_mbfg_factors_program_is_kept_and_loaded_without_tracing_its_residual(tmp_path: Path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "MBFG_CACHE"))}
+    env = _environment_without_cache_settings()
     env["MBFG_CACHE_DIR"] = str(tmp_path)
     for _ in range(2):
         out = subprocess.run([sys.executable, "-c", MBFG_PROGRAM_SCRIPT], env=env, capture_output=True, text=True,
@@ -254,7 +259,7 @@ print(float(np.asarray(ft.linearize(xs[0][0], 2.0)[1][0]).sum()))
 def test_a_piecewise_types_programs_are_neither_stored_nor_written_to_jaxs_cache(tmp_path: Path):
     """Complementarity programs are compiled in every process (mbfg._programs.not_written_to_jax_cache);
     the same residual declared smooth is stored and its compiled programs cached."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "MBFG_CACHE"))}
+    env = _environment_without_cache_settings()
     written = {}
     for kind in ("piecewise", "smooth"):
         env["MBFG_CACHE_DIR"] = str(tmp_path / kind)
@@ -280,7 +285,7 @@ print(repr(float(traj.observations[-1, 0])), repr(float(np.asarray(traj.states.w
 
 
 def test_the_spook_scan_is_kept_and_a_second_process_simulates_the_same_trajectory_from_disk(tmp_path: Path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "MBFG_CACHE"))}
+    env = _environment_without_cache_settings()
     env["MBFG_CACHE_DIR"] = str(tmp_path)
     outputs = []
     for _ in range(2):
