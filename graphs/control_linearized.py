@@ -1,8 +1,8 @@
 """Receding-horizon control in real time: the horizon's problem linearized once per solve (successive linearization).
 
 :class:`~mbfg.graphs.control.RecedingHorizon` solves the horizon's nonlinear least squares to convergence
-by Levenberg-Marquardt, with a forward-mode Jacobian through the N chained steps at every iteration (about
-100 ms at N = 10 for the Furuta). :class:`LinearizedHorizon` is the real-time scheme of model-predictive
+by Levenberg-Marquardt, with a forward-mode Jacobian through the N chained steps at every iteration (40-55 ms
+at N = 10 for the Furuta on a 2-core machine). :class:`LinearizedHorizon` is the real-time scheme of model-predictive
 control: each solve linearizes *one* step at the current state x_0 and the warm-start activation a_bar,
 in the chart ``x = x_0 boxplus xi`` (xi (12 nb,) = [dr, dtheta, dv, dw])::
 
@@ -11,7 +11,7 @@ in the chart ``x = x_0 boxplus xi`` (xi (12 nb,) = [dr, dtheta, dv, dw])::
 (d, y_0: the step from x_0 with a_bar; y_k: the step's target outputs, the named rates at x_{k+1} and the
 named reactions ``P_lambda lambda_k / h``), chains that model over the N steps of the horizon, and solves
 the resulting linear least squares in the plan exactly, bounds included (the active-set rule of
-:func:`mbfg.solvers.pinned_box_solve`), with the same targets, sigmas, rate and effort costs as
+:func:`mbfg.solvers.pinned_box_solve`, inside the compiled program), with the same targets, sigmas, rate and effort costs as
 ``RecedingHorizon``. One compiled program and one small dense solve: no iterations.
 
 What it gives up: the model is frozen at x_0 over the horizon, so the plan is the exact optimum of the
@@ -54,7 +54,8 @@ def _local(x1: State, x0: State) -> jnp.ndarray:
 
 @functools.cache
 def linearized_horizon(model: RigidModel, rate_names: tuple[str, ...], horizon: int):
-    """The compiled linearization ``(x_0, a_bar (n_a,), p, h, P_lambda (k_f, m)) -> (Y_free (N, k), Gamma (N k, N n_a))``.
+    """The linearization ``(x_0, a_bar (n_a,), p, h, P_lambda (k_f, m)) -> (Y_free (N, k), Gamma (N k, N n_a))``,
+    a pure JAX function (compile it, or call it inside a compiled program).
 
     ``Y = Y_free + Gamma (a - a_bar)`` (stacked step after step, k = k_v + k_f outputs per step: the rates
     [rad/s, m/s], then the reactions [N]) is the horizon's outputs under the step linearized at (x_0, a_bar)

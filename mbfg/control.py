@@ -170,17 +170,17 @@ class _Factors(NamedTuple):
     cS: Any  # Cholesky factor of S = E + G H^-1 G^T
 
 
-def _factor(sys: StepSystem) -> _Factors:
-    cH = jax.scipy.linalg.cho_factor(sys.H)
-    HiGt = jax.scipy.linalg.cho_solve(cH, sys.G.T)
-    S = jnp.diag(sys.E) + sys.G @ HiGt
+def _factor(H: jnp.ndarray, G: jnp.ndarray, E: jnp.ndarray) -> _Factors:
+    cH = jax.scipy.linalg.cho_factor(H)
+    HiGt = jax.scipy.linalg.cho_solve(cH, G.T)
+    S = jnp.diag(E) + G @ HiGt
     return _Factors(cH, HiGt, jax.scipy.linalg.cho_factor(S))
 
 
 def _solver(H: jnp.ndarray, G: jnp.ndarray, E: jnp.ndarray) -> Callable[[jnp.ndarray, jnp.ndarray],
                                                                          tuple[jnp.ndarray, jnp.ndarray]]:
     """(h, g) -> (qdot, lambda) of ``H qdot - G^T lambda = h``, ``G qdot + E lambda = g``, factored once."""
-    f = _factor(StepSystem(H, G, E, jnp.zeros(0), jnp.zeros(0), jnp.zeros(0), jnp.zeros(0)))
+    f = _factor(H, G, E)
 
     def solve(h: jnp.ndarray, g: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
         Hih = jax.scipy.linalg.cho_solve(f.cH, h)
@@ -234,7 +234,7 @@ def sensitivities(sys: StepSystem) -> tuple[jnp.ndarray, jnp.ndarray]:
     ``S dlambda/da = dg/da - G H^-1 dh/da``, ``H dqdot/da = dh/da + G^T dlambda/da`` (seed 004);
     n_a solves with H.
     """
-    f = _factor(sys)
+    f = _factor(sys.H, sys.G, sys.E)
     HiB = jax.scipy.linalg.cho_solve(f.cH, sys.dh)
     dlam = jax.scipy.linalg.cho_solve(f.cS, sys.dg - sys.G @ HiB)
     return HiB + f.HiGt @ dlam, dlam
@@ -290,7 +290,7 @@ def gradient_adjoint(model: RigidModel, state: State, a: jnp.ndarray, p: Mapping
     method's solves, through the same Schur complement E + G H^-1 G^T).
     """
     sys = step_system(model, state, a, p, h)
-    f = _factor(sys)
+    f = _factor(sys.H, sys.G, sys.E)
     Hih = jax.scipy.linalg.cho_solve(f.cH, sys.h)
     lam = jax.scipy.linalg.cho_solve(f.cS, sys.g - sys.G @ Hih)
     v = Hih + f.HiGt @ lam
