@@ -200,7 +200,7 @@ def _solve_system(H: jnp.ndarray, G: jnp.ndarray, E: jnp.ndarray, h: jnp.ndarray
 def _solve_system_jvp(primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
     # Implicit differentiation: the tangents solve the same system, so its factors serve every
     # tangent (a forward-mode Jacobian of n tangents is one solve with n right-hand sides, not n
-    # differentiated Cholesky factorizations, about 3x cheaper for the Furuta's step).
+    # differentiated Cholesky factorizations).
     H, G, E, h, g = primals
     dH, dG, dE, dh, dg = tangents
     solve = _solver(H, G, E)
