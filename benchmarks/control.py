@@ -1,8 +1,9 @@
 """Time per receding-horizon solve (seed 004 control) for the Furuta pendulum at h = 1 ms.
 
 For each horizon N two controllers (target arm rate theta = 2 rad/s, |u| <= 10 V) run in closed loop on
-the Spook simulator from rest (the linearized one for more steps, so that its median is steady): the Levenberg-Marquardt solve to convergence
-(:class:`mbfg.graphs.control.RecedingHorizon`, "LM") and the real-time scheme that linearizes the
+the Spook simulator from rest (the linearized one for more steps, so that its median is steady): the
+Levenberg-Marquardt solve to convergence (:class:`mbfg.graphs.control.RecedingHorizon`, "LM") and the
+real-time scheme that linearizes the
 horizon once per step and solves it exactly (:class:`mbfg.graphs.control_linearized.LinearizedHorizon`,
 "linearized"). The first solve compiles and is reported apart. Printed per N and scheme: the median and
 90th percentile wall time of the warm-started solves (the time to compute the controls), iterations,
@@ -46,7 +47,8 @@ def main() -> None:
     del sim
 
     print(f"Furuta (furuta-viscous), h = {H * 1e3:g} ms, target theta = 2 rad/s, |u| <= 10 V, "
-          f"{args.steps} closed-loop steps per horizon (LM), {args.fast_steps} (linearized; its first {args.steps} compared)")
+          f"{args.steps} closed-loop steps per horizon (LM), {args.fast_steps} (linearized; its first {args.steps} "
+          "compared)")
     print(f"{'N':>4} {'scheme':>10} {'compile+first [s]':>18} {'median [ms]':>12} {'p90 [ms]':>10} {'iter':>5} "
           f"{'solve / step':>13} {'|theta rate - 2| end':>21} {'max |u - u_LM| [V]':>19}")
     for N in args.horizons:

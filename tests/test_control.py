@@ -238,6 +238,7 @@ def test_cli_control_bad_input_exits_2(tmp_path, capsys):
 def test_pinned_box_solve_in_a_compiled_program_is_the_solvers_rule():
     """The linearized horizon's box solve (JAX) and the LM's (NumPy) give the same plan, bounds active or not."""
     rng = np.random.default_rng(3)
+    compiled = jax.jit(pinned_box_solve_jax)  # one wrapper: a program per size, not per problem
     for n in (1, 4, 10):
         for _ in range(5):
             root = rng.normal(size=(n, n))
@@ -246,7 +247,7 @@ def test_pinned_box_solve_in_a_compiled_program_is_the_solvers_rule():
             lo, hi = -rng.uniform(0.0, 1.0, n), rng.uniform(0.0, 1.0, n)
             lo[rng.uniform(size=n) < 0.2] = -np.inf
             expected = pinned_box_solve(H_, eta, lo, hi)
-            np.testing.assert_allclose(np.asarray(jax.jit(pinned_box_solve_jax)(H_, eta, lo, hi)), expected,
+            np.testing.assert_allclose(np.asarray(compiled(H_, eta, lo, hi)), expected,
                                        rtol=1e-10, atol=1e-12)
 
 
@@ -261,10 +262,14 @@ def test_linearized_horizon_is_exact_for_one_step_and_first_order_over_the_horiz
     P_lambda = jnp.zeros((0, len(control.constraint_rows(model))))
 
     def mismatch(N: int, h: float) -> tuple[float, float]:
-        Y_free, Gamma = jax.jit(linearized_horizon(model, ("theta",), N))(x, a_bar, p, h, P_lambda)
+        Y_free, Gamma = _linearization(N)(x, a_bar, p, h, P_lambda)
         Y, J = _rollout_rates_and_jacobian(N)(jnp.full(N, a_bar[0]), h)
         return (float(jnp.abs(Y_free.reshape(-1) - Y).max() / jnp.abs(Y).max()),
                 float(jnp.abs(Gamma - J).max() / jnp.abs(J).max()))
+
+    @functools.cache
+    def _linearization(N: int):  # compiled once per N; h is an argument
+        return jax.jit(linearized_horizon(model, ("theta",), N))
 
     @functools.cache
     def _rollout_rates_and_jacobian(N: int):
