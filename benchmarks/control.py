@@ -3,9 +3,8 @@
 For each horizon N two controllers (target arm rate theta = 2 rad/s, |u| <= 10 V) run in closed loop on
 the Spook simulator from rest (the linearized one for more steps, so that its median is steady): the
 Levenberg-Marquardt solve to convergence (:class:`mbfg.graphs.control.RecedingHorizon`, "LM") and the
-real-time scheme that linearizes the
-horizon once per step and solves it exactly (:class:`mbfg.graphs.control_linearized.LinearizedHorizon`,
-"linearized"). The first solve compiles and is reported apart. Printed per N and scheme: the median and
+real-time scheme that linearizes the horizon once per step and solves it exactly
+(:class:`mbfg.graphs.control_linearized.LinearizedHorizon`, "linearized"). The first solve compiles and is reported apart. Printed per N and scheme: the median and
 90th percentile wall time of the warm-started solves (the time to compute the controls), iterations,
 the ratio to the 1 ms step they control, the arm-rate error at the end, and the largest difference of
 the applied voltages from the LM's; then the Spook step itself (the compiled simulator, per step) as the
