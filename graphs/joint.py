@@ -95,6 +95,8 @@ class JointProblem:
     factors: GraphBuilder = field(repr=False, default_factory=GraphBuilder)
     smooth_start: LMResult | None = field(repr=False, default=None)
     vectorized: VectorizedGraph | None = field(repr=False, default=None)
+    #: The solve this problem restarts from (:func:`restart_from_simulation`), None for a first solve.
+    restarted_from: LMResult | None = field(repr=False, default=None)
 
     @property
     def n(self) -> int:
@@ -479,6 +481,42 @@ def _compile(problem: JointProblem) -> None:
         problem.graph.error(problem.initial)
 
 
+def restart_from_simulation(problem: JointProblem, solution: LMResult, weight: float, *,
+                            priors: Mapping[str, float] | None = None) -> JointProblem:
+    """The same problem at the state error weight ``weight``, started from a free simulation.
+
+    The model, with the parameters of ``solution``, is simulated with Spook from the estimated initial
+    state x_0 of ``solution`` under the log's controls, over the problem's own state times; those states
+    and parameters are the new start. Dynamics-consistent states, unlike states that follow the readings,
+    are in no contact or friction mode that the noise chose: with contacts (seed 002's particle, noise of
+    5e-2 m and more) a solve at a large w started from the readings stops in such modes (a local minimum),
+    and restarted this way it reaches the minimum it reaches from the truth (``benchmarks/seed002_particles.py
+    --restart``). A free simulation drifts from a long or chaotic log, so this is a start for short
+    recordings, not a general one.
+
+    Args:
+        problem, solution: a solved joint problem and its LM result.
+        weight: the state error weight w of the new problem (usually larger: the dynamics trusted).
+        priors: parameter priors, as for :func:`build_joint_problem`.
+    """
+    from mbfg.spook import simulate
+
+    values = solution.values
+    found = problem.parameter_values(values)
+    free = list(problem.variables.free) + ([problem.variables.tilt] if problem.variables.tilt_free else [])
+    start = {name: found[name] for name in free}
+    states = problem.states(values)
+    x0 = State(*(np.asarray(a[0]) for a in states))
+    traj = simulate(problem.model.with_parameters(start), (problem.n - 1) * problem.h, problem.h, initial=x0,
+                    controls=problem.u[:-1])
+    log = Log(problem.t, problem.y, problem.u, problem.model.observations, problem.model.controls)
+    again = build_joint_problem(problem.model, log, free=free, weight=weight, priors=priors,
+                                initial_parameters=start, states=[traj.state(k) for k in range(problem.n)],
+                                quiet=True)
+    again.restarted_from = solution
+    return again
+
+
 def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: float = 1e-6,
           damping_update: str = "tenfold", quiet: bool = False, label: str | None = None) -> LMResult:
     """Box-constrained Levenberg-Marquardt on the problem (:func:`mbfg.solvers.bounded_levenberg_marquardt`);
@@ -526,6 +564,7 @@ __all__ = [
     "filtered_observations",
     "initial_states",
     "reporting_compiles",
+    "restart_from_simulation",
     "smooth_initial_states",
     "solve",
     "time_step",

@@ -34,9 +34,9 @@ import numpy as np
 
 from mbfg import identifiability as ident
 from mbfg import keys
-from mbfg.errors import DataError, ModelError
+from mbfg.calibration_arguments import check_calibrate_arguments
 from mbfg.logs import Log
-from mbfg.parameters import ROTATION, free_names
+from mbfg.parameters import ROTATION
 from mbfg.rigid import RigidModel
 from mbfg.solvers import LMResult
 
@@ -252,6 +252,8 @@ class CalibrationResult:
             f"cost {self.cost:.4g} per step (observation {self.cost_observation:.4g}, impulse {self.cost_impulse:.4g}); "
             f"{self.iterations} LM iterations, {'converged' if self.converged else 'NOT converged'}, "
             + (f"after {self.start_iterations} states-only ones, " if self.start_iterations else "")
+            + (f"{restarted.iterations} of them before the restart from a free simulation, "
+               if (restarted := getattr(self.problem, "restarted_from", None)) is not None else "")
             + f"{self.wall_s:.1f} s"
         )
         return "\n".join(lines)
@@ -328,6 +330,7 @@ def calibrate(
     quiet: bool = False,
     smooth_start: int | None = None,
     bias: bool = False,
+    restart_weight: float | None = None,
 ) -> CalibrationResult:
     """Identify the free parameters of ``model`` (and the states) from ``log``.
 
@@ -352,23 +355,39 @@ def calibrate(
             friction (default :data:`~mbfg.graphs.joint.SMOOTH_START_ITERATIONS`; 0 skips it).
         bias: also estimate each parameter's bias from the discrete model (:func:`discretization_bias`:
             two more calibrations, from this one's result, at 2h and at a tenth of the joint compliances).
+        restart_weight: after the LM, solve again at this state error weight from a free simulation of the
+            identified model (:func:`~mbfg.graphs.joint.restart_from_simulation`); the result is the
+            second solve's, its iterations both solves'. For contacts at large noise: a first solve at a
+            small w (the readings hold the states), restarted at a large w (the dynamics trusted).
 
     Raises:
         ModelError: an argument of the wrong type or out of its range (``free`` given as one string, an unknown
             parameter name, a non-positive weight ...), named in the message.
         DataError: ``log`` is not a :class:`~mbfg.logs.Log`, or its columns or times do not fit the model.
     """
-    from mbfg.graphs.joint import DEFAULT_CUTOFF_HZ, SMOOTH_START_ITERATIONS, build_joint_problem, solve
+    from mbfg.graphs.joint import (
+        DEFAULT_CUTOFF_HZ,
+        SMOOTH_START_ITERATIONS,
+        build_joint_problem,
+        restart_from_simulation,
+        solve,
+    )
 
     start = time.perf_counter()
-    free = _check_arguments(model, log, free, h, weight, max_iterations, relative_tol, damping_update, priors,
-                            cutoff_hz, smooth_start)
+    free = check_calibrate_arguments(model, log, free, h, weight, max_iterations, relative_tol, damping_update,
+                                     priors, cutoff_hz, smooth_start, restart_weight)
     problem = build_joint_problem(model, log, h=h, free=free, weight=weight, priors=priors,
                                   cutoff_hz=DEFAULT_CUTOFF_HZ if cutoff_hz is None else cutoff_hz,
                                   smooth_start=SMOOTH_START_ITERATIONS if smooth_start is None else smooth_start,
                                   damping_update=damping_update, quiet=quiet)
     lm: LMResult = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol,
                          damping_update=damping_update, quiet=quiet)
+    if restart_weight is not None:
+        first, weight = lm, restart_weight
+        problem = restart_from_simulation(problem, first, weight, priors=priors)
+        lm = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol, damping_update=damping_update,
+                   quiet=quiet, label=f"calibrate {model.name}, restarted")
+        lm = replace(lm, iterations=first.iterations + lm.iterations, history=first.history + lm.history)
     values = lm.values
     identified = problem.model.with_parameters(
         {name: problem.parameter_values(values)[name] for name in problem.variables.free}
@@ -403,54 +422,6 @@ def calibrate(
         float(imp_sq / n), costs["observation"] + costs["impulse"], sigma_y, sigma_p, lm.iterations, lm.converged,
         wall, problem.h, weight, lm.history, parts, problem, values, info,
     )
-
-
-def _positive(name: str, value: Any, what: str = "a positive number") -> float:
-    """``value`` as a float > 0 and finite; ModelError naming the argument ``name`` otherwise."""
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-    if not (ok and np.isfinite(value) and value > 0):
-        raise ModelError(f"{name}: expected {what}, got {value!r}")
-    return float(value)
-
-
-def _whole(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ModelError(f"{name}: expected a whole number >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _check_arguments(model: Any, log: Any, free: Any, h: Any, weight: Any, max_iterations: Any, relative_tol: Any,
-                     damping_update: Any, priors: Any, cutoff_hz: Any, smooth_start: Any) -> list[str] | None:
-    """:func:`calibrate`'s arguments checked before anything is built (a wrong type failed as an AttributeError
-    deep inside, a string ``free`` was split into characters); the free parameter names as a list."""
-    if not isinstance(model, RigidModel):
-        raise ModelError(f"model: expected a RigidModel (e.g. mbfg.pendulum() or mbfg.load_model('pendulum')), "
-                         f"got {type(model).__name__}")
-    if not isinstance(log, Log):
-        raise DataError(f"log: expected an mbfg.logs.Log (mbfg.logs.read_log(path, observations={model.observations}"
-                        f", controls={model.controls}) or Trajectory.to_log()), got {type(log).__name__}")
-    names = None if free is None else free_names(model.parameters, free, "free")
-    if h is not None:
-        _positive("h", h, "a positive time-step in seconds (or None: the log's sample period)")
-    _positive("weight", weight)
-    _whole("max_iterations", max_iterations, 1)
-    _positive("relative_tol", relative_tol)
-    if damping_update not in ("tenfold", "nielsen"):
-        raise ModelError(f"damping_update: expected 'tenfold' or 'nielsen', got {damping_update!r}")
-    if priors is not None:
-        if not isinstance(priors, Mapping):
-            raise ModelError(f"priors: expected a mapping of parameter names to prior sigmas, e.g. {{'J': 1e-4}}, "
-                             f"got {type(priors).__name__}")
-        for name, sigma in priors.items():
-            if name not in model.parameters:
-                raise ModelError(f"priors: unknown parameter {name!r}; known parameters: "
-                                 f"{', '.join(model.parameters)}")
-            _positive(f"priors[{name!r}]", sigma, "a positive prior sigma")
-    if cutoff_hz is not None:
-        _positive("cutoff_hz", cutoff_hz, "a positive frequency in Hz (or None: the default)")
-    if smooth_start is not None:
-        _whole("smooth_start", smooth_start, 0)
-    return names
 
 
 #: How :func:`discretization_bias` estimates the bias (written into the result JSON).

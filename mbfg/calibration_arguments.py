@@ -1,0 +1,69 @@
+"""The arguments of :func:`mbfg.calibration.calibrate`, checked before anything is built.
+
+A wrong type used to fail as an AttributeError deep inside, and a string ``free`` was split into
+characters; each check raises :class:`~mbfg.errors.ModelError` or :class:`~mbfg.errors.DataError`
+naming the argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from mbfg.errors import DataError, ModelError
+from mbfg.logs import Log
+from mbfg.parameters import free_names
+from mbfg.rigid import RigidModel
+
+
+def positive(name: str, value: Any, what: str = "a positive number") -> float:
+    """``value`` as a float > 0 and finite; ModelError naming the argument ``name`` otherwise."""
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    if not (ok and np.isfinite(value) and value > 0):
+        raise ModelError(f"{name}: expected {what}, got {value!r}")
+    return float(value)
+
+
+def whole(name: str, value: Any, minimum: int) -> int:
+    """``value`` as an int >= ``minimum``; ModelError naming the argument ``name`` otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ModelError(f"{name}: expected a whole number >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_calibrate_arguments(model: Any, log: Any, free: Any, h: Any, weight: Any, max_iterations: Any,
+                              relative_tol: Any, damping_update: Any, priors: Any, cutoff_hz: Any, smooth_start: Any,
+                              restart_weight: Any = None) -> list[str] | None:
+    """:func:`~mbfg.calibration.calibrate`'s arguments checked; the free parameter names as a list."""
+    if not isinstance(model, RigidModel):
+        raise ModelError(f"model: expected a RigidModel (e.g. mbfg.pendulum() or mbfg.load_model('pendulum')), "
+                         f"got {type(model).__name__}")
+    if not isinstance(log, Log):
+        raise DataError(f"log: expected an mbfg.logs.Log (mbfg.logs.read_log(path, observations={model.observations}"
+                        f", controls={model.controls}) or Trajectory.to_log()), got {type(log).__name__}")
+    names = None if free is None else free_names(model.parameters, free, "free")
+    if h is not None:
+        positive("h", h, "a positive time-step in seconds (or None: the log's sample period)")
+    positive("weight", weight)
+    whole("max_iterations", max_iterations, 1)
+    positive("relative_tol", relative_tol)
+    if damping_update not in ("tenfold", "nielsen"):
+        raise ModelError(f"damping_update: expected 'tenfold' or 'nielsen', got {damping_update!r}")
+    if priors is not None:
+        if not isinstance(priors, Mapping):
+            raise ModelError(f"priors: expected a mapping of parameter names to prior sigmas, e.g. {{'J': 1e-4}}, "
+                             f"got {type(priors).__name__}")
+        for name, sigma in priors.items():
+            if name not in model.parameters:
+                raise ModelError(f"priors: unknown parameter {name!r}; known parameters: "
+                                 f"{', '.join(model.parameters)}")
+            positive(f"priors[{name!r}]", sigma, "a positive prior sigma")
+    if cutoff_hz is not None:
+        positive("cutoff_hz", cutoff_hz, "a positive frequency in Hz (or None: the default)")
+    if smooth_start is not None:
+        whole("smooth_start", smooth_start, 0)
+    if restart_weight is not None:
+        positive("restart_weight", restart_weight, "a positive state error weight (or None: no restart)")
+    return names
