@@ -35,32 +35,14 @@ import numpy as np
 from mbfg.calibration import calibrate
 from mbfg.graphs.joint import build_joint_problem, solve
 from mbfg.logs import Log
-from mbfg.models import particle
-from mbfg.parameters import ParameterSet
-from mbfg.rigid import AppliedForce, Body, Contact, RigidModel, parameter
+from mbfg.models import particle, particles
+from mbfg.rigid import RigidModel
 from mbfg.spook import simulate
 
 #: Seed 002, single particle (KNITRO): noise eps [m] -> (mu found, iterations).
 SEED_SINGLE = {5e-5: (0.2, 301), 5e-4: (0.2, 443), 5e-3: (0.2, 19), 5e-2: (0.200022, 149), 5e-1: (0.199873, 96)}
 #: Seed 002, multiple particles (noise 0.005): particles -> (RMS mu error, iterations).
 SEED_MULTI = {2: (0.0, 334), 3: (0.0, 185), 5: (0.000006, 364), 10: (0.0000072, 281)}
-
-
-def particles(n: int, rng: np.random.Generator) -> RigidModel:
-    """n particles (m = 1 kg, push 5 N along x) at random x0, z0, each on the ground z = 0 with its own mu_i."""
-    params = [parameter("m", 1.0, "kg", 1e-6), parameter("F_x", 5.0, "N"),
-              parameter("eps", 1e-4, "m/N", 1e-14), parameter("tau", 0.1, "s", 0.0),
-              parameter("g", 9.81, "m/s^2", 0.0)]
-    bodies, contacts, applied = [], [], []
-    for i in range(n):
-        name = f"p{i}"
-        params.append(parameter(f"mu_{i}", float(rng.uniform(1e-3, 0.5)), "", 0.0, 1.0, True, "friction coefficient"))
-        bodies.append(Body(name, "m", (1e-3, 1e-3, 1e-3), position=(rng.uniform(-10, 10), 0.0, rng.uniform(0, 5))))
-        contacts.append(Contact(f"ground{i}", name, mu=f"mu_{i}", eps="eps", tau="tau"))
-        applied.append(AppliedForce(name, ("F_x", 0.0, 0.0)))
-    return RigidModel(f"particles-{n}", bodies, contacts=contacts, parameters=ParameterSet(params), applied=applied,
-                      observations=[f"p{i}.{ax}" for i in range(n) for ax in "xz"],
-                      description="seed 002: several particles, each its own friction coefficient")
 
 
 def _noisy_log(model: RigidModel, eps: float, seed: int) -> tuple[Log, list]:
@@ -107,8 +89,7 @@ def main() -> None:
               f"{best['mu']:10.6f}, {abs(best['mu'] - 0.2):9.2e}, {best_it:3d}   {smu}, {sit}", flush=True)
 
     for n in args.particles:
-        rng = np.random.default_rng(n)
-        many = particles(n, rng)
+        many = particles(n, seed=n)
         truth = np.array([many.parameters[f"mu_{i}"].default for i in range(n)])
         log, truth_states = _noisy_log(many, 0.005, 2)
         start = time.perf_counter()

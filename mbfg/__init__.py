@@ -19,7 +19,16 @@ from mbfg.errors import DataError, MbfgError, ModelError
 from mbfg.factor_type import Pose3Var, Rot3Var, VectorVar, factor_type
 from mbfg.mbse_yaml import load_mbse_yaml
 from mbfg.models import BUILTIN as BUILTIN_MODELS
-from mbfg.models import double_pendulum, furuta, hinged_tree, linear_stage, load_model, particle, pendulum
+from mbfg.models import (
+    double_pendulum,
+    furuta,
+    hinged_tree,
+    linear_stage,
+    load_model,
+    particle,
+    particles,
+    pendulum,
+)
 from mbfg.parameters import Parameter, ParameterSet
 from mbfg.planar import Body, PlanarMechanism, Point, RelativeAngle
 from mbfg.registry import register
@@ -68,6 +77,7 @@ __all__ = [
     "load_model",
     "load_urdf",
     "particle",
+    "particles",
     "pendulum",
     "register",
     "simulate",

@@ -231,6 +231,31 @@ def particle() -> RigidModel:
     )
 
 
+def particles(n: int, seed: int = 0) -> RigidModel:
+    """Seed 002's "multiple particles": n particles (m = 1 kg, push ``F_x`` = 5 N along x), released from rest
+    at random x0 in [-10, 10] m, z0 in [0, 5] m, each on the ground z = 0 with its own friction coefficient
+    ``mu_i``, random in (0, 0.5] (the seed's ranges), drawn from ``numpy.random.default_rng(seed)``.
+    Observations: ``p<i>.x``, ``p<i>.z`` [m] for each particle.
+    """
+    rng = np.random.default_rng(seed)
+    params = [_p("m", 1.0, "kg", 1e-6, INF, "mass of each particle"),
+              _p("F_x", 5.0, "N", -INF, INF, "constant applied force along x"),
+              _p("eps", 1e-4, "m/N", 1e-14, INF, "contact compliance"),
+              _p("tau", 0.1, "s", 0.0, INF, "contact damping (relaxation time)"),
+              _p("g", 9.81, "m/s^2", 0.0, INF, "gravitational acceleration")]
+    bodies, contacts, applied = [], [], []
+    for i in range(n):
+        name = f"p{i}"
+        params.append(_p(f"mu_{i}", float(rng.uniform(1e-3, 0.5)), "", 0.0, 1.0,
+                         f"Coulomb friction coefficient of particle {i}", True))
+        bodies.append(Body(name, "m", (1e-3, 1e-3, 1e-3), position=(rng.uniform(-10, 10), 0.0, rng.uniform(0, 5))))
+        contacts.append(Contact(f"ground{i}", name, mu=f"mu_{i}", eps="eps", tau="tau"))
+        applied.append(AppliedForce(name, ("F_x", 0.0, 0.0)))
+    return RigidModel(f"particles-{n}", bodies, contacts=contacts, parameters=ParameterSet(params), applied=applied,
+                      observations=[f"p{i}.{ax}" for i in range(n) for ax in "xz"],
+                      description="seed 002: several particles, each on the ground with its own friction coefficient")
+
+
 # --------------------------------------------------------------------------- linear stage
 
 
