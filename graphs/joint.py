@@ -491,7 +491,7 @@ def restart_from_simulation(problem: JointProblem, solution: LMResult, weight: f
     are in no contact or friction mode that the noise chose: with contacts (seed 002's particle, noise of
     5e-2 m and more) a solve at a large w started from the readings stops in such modes (a local minimum),
     and restarted this way it reaches the minimum it reaches from the truth (``benchmarks/seed002_particles.py
-    --restart``). A free simulation drifts from a long or chaotic log, so this is a start for short
+    --restart-weight 1e3``). A free simulation drifts from a long or chaotic log, so this is a start for short
     recordings, not a general one.
 
     Args:
