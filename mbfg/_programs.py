@@ -25,21 +25,18 @@ the fingerprint would not cover.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import io
-import math
 import os
 import pickle
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from importlib.metadata import version
 from typing import Any, cast
 
 import numpy as np
-from jax._src import config as jax_config  # the persistent cache's settings as thread-local contexts
 
 from mbfg._jax import cache_dir, jax
 
@@ -159,18 +156,6 @@ def closure_fingerprint(fn: Callable[..., Any]) -> str | None:
 _LOADED: dict[str, Callable[..., Any]] = {}
 
 
-@contextlib.contextmanager
-def not_written_to_jax_cache() -> Iterator[None]:
-    """Programs compiled inside this block (this thread) are not written to JAX's persistent cache.
-
-    For the complementarity programs (the LCP's while loop under a custom derivative rule): XLA crashed with
-    a segmentation fault serializing one for the cache (the dry Furuta's vmapped Jacobian, in the test suite on
-    some machines, not on others). They are compiled in every process instead.
-    """
-    with jax_config.persistent_cache_min_compile_time_secs(math.inf):
-        yield
-
-
 def _signature(leaves: list, treedef: Any) -> tuple:
     """What a traced program depends on: the pytree structure and each leaf's shape and dtype (a Python
     scalar by its type: JAX traces it weakly typed). Cheap: it runs on every call."""
@@ -187,16 +172,18 @@ class PersistentJit:
             arguments of these shapes (e.g. :func:`jaxpr_fingerprint` of the residual it
             differentiates, with the passes and axes), or None: not kept on disk. Called once per
             argument signature.
-        keep_compiled: False: neither the traced program nor the compiled one is kept on disk (``describe``
-            is not called, and the compile is not written to JAX's persistent cache): see
-            :func:`not_written_to_jax_cache`.
+        keep_trace: False: the traced program is not kept on disk (``describe`` is not called) and is traced
+            in every process; its compile goes through JAX's persistent cache like any ``jax.jit``'s. For the
+            complementarity programs (the LCP's while loop under a custom derivative rule): the first of the rare
+            XLA crashes seen in the test suite was in one compiled from a stored trace (the dry Furuta's
+            vmapped Jacobian), though later ones came in programs of every kind.
     """
 
     def __init__(self, fn: Callable[..., Any], describe: Callable[..., str | None], *,
-                 keep_compiled: bool = True) -> None:
+                 keep_trace: bool = True) -> None:
         self.jitted = jax.jit(fn)
         self._describe = describe
-        self._keep_compiled = keep_compiled
+        self._keep_trace = keep_trace
         # signature -> program on the flat argument list (None: call ``jitted`` with the pytrees)
         self._programs: dict[tuple, Callable[..., Any] | None] = {}
 
@@ -228,7 +215,7 @@ class PersistentJit:
         if program is None:
             return self.jitted.lower(*args).compile()
         # A kept program is a jax.jit of the loaded (or stored) trace; one not kept is compiled already.
-        flat = cast(Any, program).lower(*leaves).compile() if self._keep_compiled else program
+        flat = cast(Any, program).lower(*leaves).compile() if self._keep_trace else program
 
         def compiled(*call_args: Any) -> Any:
             return flat(*jax.tree_util.tree_leaves(call_args))
@@ -237,14 +224,13 @@ class PersistentJit:
 
     def _program(self, args: tuple, leaves: list, treedef: Any) -> Callable[..., Any] | None:
         """The program on flat leaves at the signature of ``args``, resolved once: loaded from disk or stored
-        there (kept), compiled here without a write to JAX's cache (not kept), or None: call ``jitted``."""
+        there (kept), traced and compiled here (not kept), or None: call ``jitted``."""
         signature = _signature(leaves, treedef)
         if signature not in self._programs:
-            if self._keep_compiled:
+            if self._keep_trace:
                 self._programs[signature] = self._load(args, leaves, treedef, signature)
             else:
-                with not_written_to_jax_cache():
-                    compiled = self.jitted.lower(*args).compile()
+                compiled = self.jitted.lower(*args).compile()
                 self._programs[signature] = lambda *flat: compiled(*jax.tree_util.tree_unflatten(treedef, flat))
         return self._programs[signature]
 

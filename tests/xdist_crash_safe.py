@@ -10,7 +10,7 @@ so it runs what it holds and stops.
 
 The test the worker died on runs once more, first in that rest, on a fresh worker: a crash that happens
 again is reported failed, as pytest-xdist reports every crash; one that does not (XLA has crashed, rarely,
-while writing a compiled program to JAX's persistent cache: mbfg._programs.not_written_to_jax_cache) is
+inside a compile or while writing a compiled program to JAX's persistent cache) is
 reported as a rerun in the summary, and the run's outcome is that of the rerun. Assertion failures and
 errors are never rerun.
 """
