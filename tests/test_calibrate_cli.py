@@ -228,6 +228,25 @@ def test_calibrate_table_output(capsys, calibration):
     assert "mbfg calibrate: compiling" not in err and "compiled in" not in err
 
 
+def test_calibrate_restart_weight_solves_again_at_that_weight_from_a_free_simulation(capsys, calibration):
+    """--restart-weight W2 reaches calibrate(restart_weight=W2): the result is the restarted solve's, at w = W2,
+    and the table says how many of the iterations came before the restart. What the restart is for (contacts,
+    where it finds the minimum a solve from the readings misses) is checked by the seed 002 test in
+    test_calibration.py; on this smooth log it only has to stay near the truth (its LM stops on the relative
+    tolerance, a few std from the truth)."""
+    code, out, err = _run(capsys, "calibrate", "pendulum", calibration["log"], "--params", calibration["start"],
+                          "--free", "J,b", "--weight", "1e4", "--restart-weight", "1e6", "--json", "--quiet")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["weight"] == 1e6 and doc["converged"] is True
+    for name, truth in TRUTH.items():
+        assert abs(doc["parameters"][name]["value"] / truth - 1) < 0.01, (name, doc["parameters"][name], truth)
+    code, out, err = _run(capsys, "calibrate", "pendulum", calibration["log"], "--params", calibration["start"],
+                          "--free", "J,b", "--weight", "1e4", "--restart-weight", "1e6", "--quiet")
+    assert code == 0, err
+    assert "of them before the restart from a free simulation" in out.strip().splitlines()[-1]
+
+
 def test_calibrate_plot_writes_the_figure(capsys, calibration, tmp_path):
     """--plot FIG.png: the fit figure is written (a PNG file), and the summary says so."""
     pytest.importorskip("matplotlib")

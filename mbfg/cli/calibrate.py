@@ -190,6 +190,11 @@ def add_parser(sub: Subparsers) -> None:
         help="state error weight w [rad^2/(N s)^2] (default: 1e6)",
     )
     cal.add_argument(
+        "--restart-weight", type=_positive_float, default=None, metavar="W2",
+        help="after the LM, solve again at this w from a free simulation of the result (contacts at large "
+             "noise: a small --weight first, then a large W2; see calibrate(restart_weight=...))",
+    )
+    cal.add_argument(
         "--max-iterations", type=_iterations, default=20, metavar="N",
         help="Levenberg-Marquardt iterations at most (default: %(default)s)",
     )
@@ -307,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
     with _compile_notice("calibrate", args.quiet):
         result = calibrate(
             model, log, free=free, h=args.dt, weight=args.weight, max_iterations=args.max_iterations, priors=priors,
-            quiet=args.quiet, bias=args.bias,
+            quiet=args.quiet, bias=args.bias, restart_weight=args.restart_weight,
         )
     # Which held parameters pin down the others is known only now; a --hold that leaves one free is an error,
     # raised once the calibration's own table and file are out (it is not lost with the mapping).
