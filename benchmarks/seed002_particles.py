@@ -12,8 +12,9 @@ h = 0.05 s, N = 100 steps) is simulated, uniform noise in [-eps, eps] is added t
 is identified with the joint estimator (:func:`mbfg.calibration.calibrate`) from the seed's
 initial guess mu = 1. Printed: mu, its error, our LM iterations, beside the seed's KNITRO figures;
 and, as the reference for what the estimator can reach on that noise, the same least squares solved
-from the truth (the simulated states and mu = 0.2; at the restart weight when one is given): its minimum there is the estimate the data support,
-so the gap between the two columns is the start's local minimum, not the estimator's statistics.
+from the truth (the simulated states and mu = 0.2; at the restart weight when one is given): its
+minimum there is the estimate the data support, so the gap between the two columns is the start's
+local minimum, not the estimator's statistics.
 With ``--restart-weight W``, the calibration is restarted at w = W from a free simulation of its first
 result (``calibrate(restart_weight=W)``: from the estimated x_0, with the first result's parameters);
 the iterations printed are then both solves'.

@@ -237,6 +237,8 @@ def particles(n: int, seed: int = 0) -> RigidModel:
     ``mu_i``, random in (0, 0.5] (the seed's ranges), drawn from ``numpy.random.default_rng(seed)``.
     Observations: ``p<i>.x``, ``p<i>.z`` [m] for each particle.
     """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ModelError(f"n: expected a whole number of particles >= 1, got {n!r}")
     rng = np.random.default_rng(seed)
     params = [_p("m", 1.0, "kg", 1e-6, INF, "mass of each particle"),
               _p("F_x", 5.0, "N", -INF, INF, "constant applied force along x"),

@@ -18,7 +18,7 @@ from mbfg.calibration import calibrate, parameter_covariance
 from mbfg.errors import DataError, ModelError
 from mbfg.graphs.joint import build_joint_problem, filtered_observations, time_step
 from mbfg.logs import Log, round_time, sample_period
-from mbfg.models import furuta, particle, pendulum
+from mbfg.models import furuta, particle, particles, pendulum
 from mbfg.spook import simulate, step, unwrap_angles
 
 
@@ -336,6 +336,21 @@ def test_particle_friction_coefficient_seed_002_is_recovered_at_every_noise_leve
     print("\nnoise eps   mu (mbfg)   |error|    LM iterations   seed 002: mu, KNITRO iterations")
     for eps, mu, err, it, smu, sit in rows:
         print(f"{eps:8.0e}  {mu:.7f}  {err:9.2e}  {it:6d}           {smu}, {sit}")
+
+
+def test_seed_002_multiple_particles_model_draws_the_seeds_ranges_and_refuses_a_bad_count() -> None:
+    """mbfg.particles(n, seed): n bodies, each on its own contact with its own mu_i in (0, 0.5], released at
+    x0 in [-10, 10] m, z0 in [0, 5] m; the same seed gives the same model; n < 1 is refused by name."""
+    model = particles(4, seed=7)
+    mus = [model.parameters[f"mu_{i}"].default for i in range(4)]
+    assert len(model.bodies) == 4 and len(model.contacts) == 4 and len({c.mu for c in model.contacts}) == 4
+    assert all(0 < mu <= 0.5 for mu in mus) and len(set(mus)) == 4
+    for body in model.bodies:
+        x, _, z = body.position
+        assert -10 <= x <= 10 and 0 <= z <= 5
+    assert mus == [particles(4, seed=7).parameters[f"mu_{i}"].default for i in range(4)]
+    with pytest.raises(ModelError, match="n: expected a whole number of particles"):
+        particles(0)
 
 
 @pytest.mark.slow
