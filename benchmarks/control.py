@@ -4,11 +4,11 @@ For each horizon N two controllers (target arm rate theta = 2 rad/s, |u| <= 10 V
 the Spook simulator from rest (the linearized one for more steps, so that its median is steady): the
 Levenberg-Marquardt solve to convergence (:class:`mbfg.graphs.control.RecedingHorizon`, "LM") and the
 real-time scheme that linearizes the horizon once per step and solves it exactly
-(:class:`mbfg.graphs.control_linearized.LinearizedHorizon`, "linearized"). The first solve compiles and is reported apart. Printed per N and scheme: the median and
-90th percentile wall time of the warm-started solves (the time to compute the controls), iterations,
-the ratio to the 1 ms step they control, the arm-rate error at the end, and the largest difference of
-the applied voltages from the LM's; then the Spook step itself (the compiled simulator, per step) as the
-peer the controller must keep up with.
+(:class:`mbfg.graphs.control_linearized.LinearizedHorizon`, "linearized"). The first solve compiles and
+is reported apart. Printed per N and scheme: the median and 90th percentile wall time of the warm-started
+solves (the time to compute the controls), iterations, the ratio to the 1 ms step they control, the
+arm-rate error at the end, and the largest difference of the applied voltages from the LM's; then the
+Spook step itself (the compiled simulator, per step) as the peer the controller must keep up with.
 
     python benchmarks/control.py                 # N = 1, 10, 50; 20 closed-loop steps (LM), 500 (linearized)
     python benchmarks/control.py --horizons 1 10 --steps 20

@@ -47,6 +47,12 @@ class Variables:
         return self.model.tilt
 
     @property
+    def names(self) -> list[str]:
+        """The free scalar parameters' names, then the tilt's when it is free: the ``free`` argument that
+        builds these variables again (:func:`mbfg.graphs.joint.build_joint_problem`)."""
+        return list(self.free) + ([self.tilt] if self.tilt_free else [])
+
+    @property
     def state_kinds(self) -> tuple[VarKind, ...]:
         return (POSE3,) * self.model.nb + (VECTOR,)
 

@@ -11,8 +11,8 @@ in the chart ``x = x_0 boxplus xi`` (xi (12 nb,) = [dr, dtheta, dv, dw])::
 (d, y_0: the step from x_0 with a_bar; y_k: the step's target outputs, the named rates at x_{k+1} and the
 named reactions ``P_lambda lambda_k / h``), chains that model over the N steps of the horizon, and solves
 the resulting linear least squares in the plan exactly, bounds included (the active-set rule of
-:func:`mbfg.solvers.pinned_box_solve`, inside the compiled program), with the same targets, sigmas, rate and effort costs as
-``RecedingHorizon``. One compiled program and one small dense solve: no iterations.
+:func:`mbfg.solvers.pinned_box_solve`, inside the compiled program), with the same targets, sigmas,
+rate and effort costs as ``RecedingHorizon``. One compiled program and one small dense solve: no iterations.
 
 What it gives up: the model is frozen at x_0 over the horizon, so the plan is the exact optimum of the
 nonlinear problem only to first order in the motion over the horizon (10 ms at h = 1 ms, N = 10). The

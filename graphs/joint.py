@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gtsam
 import numpy as np
@@ -61,6 +61,9 @@ from mbfg.logs import Log, round_time, sample_period
 from mbfg.rigid import RigidModel, State, poses_from_coordinates
 from mbfg.solvers import LMResult, bounded_levenberg_marquardt
 from mbfg.vectorized import Blocks, VectorizedGraph
+
+if TYPE_CHECKING:
+    from mbfg.spook import Trajectory
 
 #: Default cut-off of the initialization low-pass filter [Hz] (the seed's value is stripped).
 DEFAULT_CUTOFF_HZ = 20.0
@@ -124,6 +127,19 @@ class JointProblem:
                 e[k, i] = quat.from_matrix(pose.rotation().matrix())
         vel = np.stack([values.atVector(keys.V(k)) for k in range(self.n)]).reshape(self.n, nb, 6)
         return State(r, e, vel[:, :, :3], vel[:, :, 3:])
+
+    def state_log(self) -> Log:
+        """The readings at the state times, with their controls: the log this problem's graph was built on."""
+        return Log(self.t, self.y, self.u, self.model.observations, self.model.controls)
+
+    def free_simulation(self, values: gtsam.Values, model: RigidModel | None = None) -> Trajectory:
+        """``model`` (default this problem's) simulated with Spook from the initial state x_0 in ``values``, under
+        the log's controls, over the state times: no correction by the readings."""
+        from mbfg.spook import simulate
+
+        states = self.states(values)
+        x0 = State(*(np.asarray(a[0]) for a in states))
+        return simulate(model or self.model, (self.n - 1) * self.h, self.h, initial=x0, controls=self.u[:-1])
 
     def state_list(self, values: gtsam.Values) -> list[State]:
         """The state trajectory in ``values`` as n :class:`State` s (the ``states`` argument of the builder)."""
@@ -501,20 +517,12 @@ def restart_from_simulation(problem: JointProblem, solution: LMResult, weight: f
         weight: the state error weight w of the new problem (usually larger: the dynamics trusted).
         priors: parameter priors, as for :func:`build_joint_problem`.
     """
-    from mbfg.spook import simulate
-
-    values = solution.values
-    found = problem.parameter_values(values)
-    free = list(problem.variables.free) + ([problem.variables.tilt] if problem.variables.tilt_free else [])
-    start = {name: found[name] for name in free}
-    states = problem.states(values)
-    x0 = State(*(np.asarray(a[0]) for a in states))
-    traj = simulate(problem.model.with_parameters(start), (problem.n - 1) * problem.h, problem.h, initial=x0,
-                    controls=problem.u[:-1])
-    log = Log(problem.t, problem.y, problem.u, problem.model.observations, problem.model.controls)
-    again = build_joint_problem(problem.model, log, free=free, weight=weight, priors=priors,
-                                initial_parameters=start, states=[traj.state(k) for k in range(problem.n)],
-                                quiet=True)
+    found = problem.parameter_values(solution.values)
+    start = {name: found[name] for name in problem.variables.names}
+    traj = problem.free_simulation(solution.values, problem.model.with_parameters(start))
+    again = build_joint_problem(problem.model, problem.state_log(), free=problem.variables.names, weight=weight,
+                                priors=priors, initial_parameters=start,
+                                states=[traj.state(k) for k in range(problem.n)], quiet=True)
     again.restarted_from = solution
     return again
 

@@ -264,13 +264,10 @@ class CalibrationResult:
         Returns (trajectory, rmse) where rmse maps each observation to the RMS of
         (simulated - logged) over the logged readings at the state times.
         """
-        from mbfg.spook import simulate, unwrap_angles
+        from mbfg.spook import unwrap_angles
 
         problem = self.problem
-        states = problem.states(self.solution)
-        x0 = type(states)(*(np.asarray(a[0]) for a in states))
-        n = problem.n - 1
-        traj = simulate(self.model, n * problem.h, problem.h, initial=x0, controls=problem.u[:-1])
+        traj = problem.free_simulation(self.solution, self.model)
         sim = unwrap_angles(self.model, traj.observations)
         hinge = self.model.angle_observation_mask()
         rmse = {}
@@ -389,11 +386,8 @@ def calibrate(
                    quiet=quiet, label=f"calibrate {model.name}, restarted")
         lm = replace(lm, iterations=first.iterations + lm.iterations, history=first.history + lm.history)
     values = lm.values
-    identified = problem.model.with_parameters(
-        {name: problem.parameter_values(values)[name] for name in problem.variables.free}
-        | ({problem.variables.tilt: problem.parameter_values(values)[problem.variables.tilt]}
-           if problem.variables.tilt_free else {})
-    )
+    found = problem.parameter_values(values)
+    identified = problem.model.with_parameters({name: found[name] for name in problem.variables.names})
     costs = problem.step_costs(values)
     n = problem.n
     obs_sq = costs["observation"].sum()
@@ -410,7 +404,7 @@ def calibrate(
     sv = np.linalg.svd(rel, compute_uv=False) if rel.size and np.all(np.isfinite(rel)) else np.array([])
     parts: dict[str, dict[str, float]] = {}
     if bias:
-        again = dict(free=list(problem.variables.free) + ([model.tilt] if problem.variables.tilt_free else []),
+        again = dict(free=problem.variables.names,
                      weight=weight, max_iterations=max_iterations, relative_tol=relative_tol,
                      damping_update=damping_update, priors=priors, cutoff_hz=cutoff_hz, quiet=quiet,
                      smooth_start=smooth_start)
@@ -510,9 +504,8 @@ def _estimates(problem, values: gtsam.Values, identified: RigidModel, sigma_y: f
     cov = np.full((n_p, n_p), np.nan)
     info = None
     if with_covariance and n_p:
-        log = Log(problem.t, problem.y, problem.u, model.observations, model.controls)
         reweighted = build_joint_problem(
-            problem.model, log, free=list(variables.free) + ([model.tilt] if variables.tilt_free else []),
+            problem.model, problem.state_log(), free=variables.names,
             weight=problem.weight, sigmas=(max(sigma_y, 1e-300), max(sigma_p, 1e-300)),
             states=problem.state_list(values),
         )
