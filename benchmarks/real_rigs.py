@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/real_rigs.py                 # both rigs, 4 s of each recording at h = 4 ms
     python benchmarks/real_rigs.py --rig dfki --seconds 10
     python benchmarks/real_rigs.py --rig dfki --lab-model --seconds 2   # the lab's model, free simulation
+    python benchmarks/real_rigs.py --rig dfki --lab-model --seconds 10 --dt 2e-3 --weights 1e3,1e4,1e6
 
 1. DFKI double pendulum (``double-pendulum-torque``, measured motor torques as the
    known input): ``trajectory_00.csv`` resampled to its 2 ms grid
@@ -130,57 +131,76 @@ def free_sim_line(label: str, model, log: Log, seconds: float) -> None:
     from mbfg.validation import free_simulation
 
     fs = free_simulation(model, log, seconds=seconds)
-    print(f"{label:34} " + "  ".join(f"{o}: RMS {fs.rms[o]:.3g} rad, drift > 0.1 rad at {fs.drift_time[o]:.3g} s"
+    print(f"  {label:44} " + "  ".join(f"{o}: RMS {fs.rms[o]:.3g} rad, drift > 0.1 rad at {fs.drift_time[o]:.3g} s"
                                      for o in fs.rms))
 
 
-def dfki_lab(seconds: float, h: float, max_iterations: int, weight: float, sim_seconds: float) -> None:
-    """``dfki-double-pendulum`` (the lab's model: viscous + Coulomb, geared rotors) from the lab's values."""
+def dfki_lab(seconds: float, h: float, max_iterations: int, weights: list[float], sim_seconds: float) -> None:
+    """``dfki-double-pendulum`` (the lab's model: viscous + Coulomb, geared rotors) from the lab's values, at each
+    state error weight; free simulations on the training and the held-out recording beside the viscous-only
+    models'."""
     from mbfg.dfki import SLIDING, lab_combinations
     from mbfg.identifiability import combination, result_combinations
     from mbfg.models import load_model
 
-    print(f"\n# DFKI double pendulum as the lab models it (dfki-double-pendulum): {seconds:g} s of trajectory_00, "
-          f"h = {h:g} s, w = {weight:g}; validation on trajectory_01")
     lab = dfki_reference_parameters(DFKI / "model_parameters.yml")
     model = load_model("dfki-double-pendulum")
     k = int(round(h / DFKI_PERIOD))
-    train = window(resample_uniform(load_dfki_double_pendulum(DFKI / "trajectory_00.csv"), DFKI_PERIOD), 0.0, seconds)
+    full_train = resample_uniform(load_dfki_double_pendulum(DFKI / "trajectory_00.csv"), DFKI_PERIOD)
     full_val = resample_uniform(load_dfki_double_pendulum(DFKI / "trajectory_01.csv"), DFKI_PERIOD)
-    val = window(full_val, 0.0, seconds)
-    t0 = time.perf_counter()
-    result = calibrate(model, train, h=h, weight=weight, max_iterations=max_iterations)
-    wall = time.perf_counter() - t0
-    report(result, model, val, wall)
-    v = result.model.parameters.numpy_values()
-    names = [p.name for p in result.parameters]
-    vals = [p.value for p in result.parameters]
-    fixed = {n: x for n, x in v.items() if n not in names}
-    start = lab_combinations(model.parameters.numpy_values())
-    print("\nidentifiable combinations (planar motion; joint-axis inertias incl. the rotor Ir on link 1):")
-    print(f"{'':16} {'mbfg':>11} {'std':>9} {'lab':>11} {'diff %':>7}")
-    for key in ("I1 + m2 l1^2", "I2"):
-        val_, std = combination(lambda p, key=key: lab_combinations(p)[key], names, vals, result.covariance,
-                                fixed=fixed)
-        print(f"{key:16} {val_:>11.5g} {std:>9.2g} {start[key]:>11.5g} {100 * (val_ / start[key] - 1):>7.1f}")
-    print("Coulomb friction tau_c / (pi/2) [N m] (the lab's cf, whose sliding torque is (pi/2) cf):")
-    for i in (1, 2):
-        cf = v[f"tau_c{i}"] / SLIDING
-        print(f"cf{i:<14} {cf:>11.4g} {'':>9} {lab[f'cf{i}']:>11.4g} {100 * (cf / lab[f'cf{i}'] - 1):>7.1f}")
-    for i in (1, 2):
-        print(f"b{i:<15} {v[f'b{i}']:>11.4g} {'':>9} {lab[f'b{i}']:>11.4g}")
-    print("combinations the data determine / leave free (mbfg.identifiability):")
-    for c in result_combinations(result):
-        print(f"  {'determined' if c.determined else 'FREE      '} rel. std {c.relative_std:.2g}: {c.label}")
-    print(f"\nfree simulation on trajectory_01 (first {sim_seconds:g} s, h = {h:g} s, measured torques):")
-    sim_log = every(window(full_val, 0.0, sim_seconds + h), k)
-    free_sim_line("lab's model (defaults)", model, sim_log, sim_seconds)
-    free_sim_line("identified (dry + viscous)", result.model, sim_log, sim_seconds)
+    train, val = window(full_train, 0.0, seconds), window(full_val, 0.0, seconds)
+    sims = {name: every(window(log, 0.0, sim_seconds + h), k)
+            for name, log in (("trajectory_00", full_train), ("trajectory_01", full_val))}
+    simulated: dict[str, object] = {"lab's values": model}
+    for weight in weights or [model.weight]:
+        print(f"\n# DFKI double pendulum as the lab models it (dfki-double-pendulum): {seconds:g} s of "
+              f"trajectory_00, h = {h:g} s, w = {weight:g} (the model's: {model.weight:g}); validation on "
+              f"trajectory_01")
+        t0 = time.perf_counter()
+        result = calibrate(model, train, h=h, weight=weight, max_iterations=max_iterations)
+        wall = time.perf_counter() - t0
+        report(result, model, val, wall)
+        v = result.model.parameters.numpy_values()
+        names = [p.name for p in result.parameters]
+        vals = [p.value for p in result.parameters]
+        fixed = {n: x for n, x in v.items() if n not in names}
+        start = lab_combinations(model.parameters.numpy_values())
+        print("\nidentifiable combinations (planar motion; joint-axis inertias incl. the rotor Ir on link 1):")
+        print(f"{'':16} {'mbfg':>11} {'std':>9} {'lab':>11} {'diff %':>7}")
+        for key in ("I1 + m2 l1^2", "I2"):
+            val_, std = combination(lambda p, key=key: lab_combinations(p)[key], names, vals, result.covariance,
+                                    fixed=fixed)
+            print(f"{key:16} {val_:>11.5g} {std:>9.2g} {start[key]:>11.5g} {100 * (val_ / start[key] - 1):>7.1f}")
+        print("Coulomb friction tau_c / (pi/2) [N m] (the lab's cf, whose sliding torque is (pi/2) cf):")
+        for i in (1, 2):
+            cf = v[f"tau_c{i}"] / SLIDING
+            print(f"cf{i:<14} {cf:>11.4g} {'':>9} {lab[f'cf{i}']:>11.4g} {100 * (cf / lab[f'cf{i}'] - 1):>7.1f}")
+        for i in (1, 2):
+            print(f"b{i:<15} {v[f'b{i}']:>11.4g} {'':>9} {lab[f'b{i}']:>11.4g}")
+        print("combinations the data determine / leave free (mbfg.identifiability):")
+        for c in result_combinations(result):
+            print(f"  {'determined' if c.determined else 'FREE      '} rel. std {c.relative_std:.2g}: {c.label}")
+        simulated[f"identified, w = {weight:g} ({result.iterations} it.)"] = result.model
     viscous = model.without_dry_friction()
+    weight = weights[0] if weights else model.weight
     visc = calibrate(viscous, train, h=h, weight=weight, max_iterations=max_iterations, free=("J1", "J2", "b1", "b2"),
                      quiet=True)
-    free_sim_line(f"identified viscous-only ({visc.iterations} it.)", visc.model, sim_log, sim_seconds)
-    free_sim_line("lab's values, Coulomb dropped", viscous, sim_log, sim_seconds)
+    simulated[f"viscous-only, w = {weight:g} ({visc.iterations} it.)"] = visc.model
+    simulated["lab's values, Coulomb dropped"] = viscous
+    # The viscous-only model as it was before the lab's model (double-pendulum-torque, free r1, r2, J1, J2, b1,
+    # b2 at its default w, from the lab's values): what dfki() below calibrates.
+    start_values = dfki_to_mbfg_parameters(lab, shaft_inertias=True)
+    start_values["J2"] = 1e-4
+    torque_model = double_pendulum(torques=True).with_parameters(start_values)
+    old = calibrate(torque_model, window(full_train, 0.0, seconds), free=("r1", "r2", "J1", "J2", "b1", "b2"), h=h,
+                    max_iterations=max_iterations, quiet=True)
+    simulated[f"double-pendulum-torque, w = {old.weight:g} ({old.iterations} it.)"] = old.model
+    print(f"\nfree simulation over the first {sim_seconds:g} s (h = {h:g} s, measured torques), RMS [rad] "
+          "and the time it first drifts beyond 0.1 rad [s]:")
+    for name, log in sims.items():
+        print(f"on {name}{' (training)' if name == 'trajectory_00' else ' (held out)'}:")
+        for label, m in simulated.items():
+            free_sim_line(label, m, log, sim_seconds)
 
 
 def qube(seconds: float, h: float, max_iterations: int, start: float, viscous: bool = False,
@@ -215,12 +235,13 @@ def main() -> None:
     parser.add_argument("--save", metavar="DIR", default=None, help="write <rig>_calibration.json files to DIR")
     parser.add_argument("--lab-model", action="store_true",
                         help="DFKI: the dfki-double-pendulum model (the lab's: Coulomb + viscous, rotors)")
-    parser.add_argument("--weight", type=float, default=1e3, help="state error weight w for --lab-model (default 1e3)")
+    parser.add_argument("--weights", type=lambda text: [float(w) for w in text.split(",")], default=[],
+                        help="state error weights w for --lab-model, comma-separated (default: the model's)")
     parser.add_argument("--sim-seconds", type=float, default=2.0, help="free-simulation span [s] (default 2)")
     parser.add_argument("--max-iterations", type=int, default=30, help="LM iterations at most (default 30)")
     args = parser.parse_args()
     if args.rig in ("dfki", "both") and args.lab_model:
-        dfki_lab(args.seconds, args.dt, args.max_iterations, args.weight, args.sim_seconds)
+        dfki_lab(args.seconds, args.dt, args.max_iterations, args.weights, args.sim_seconds)
     elif args.rig in ("dfki", "both"):
         dfki(args.seconds, args.dt, args.max_iterations, args.save)
     if args.rig in ("qube", "both"):

@@ -317,7 +317,7 @@ def calibrate(
     *,
     free: Sequence[str] | None = None,
     h: float | None = None,
-    weight: float = 1e6,
+    weight: float | None = None,
     max_iterations: int = 20,
     relative_tol: float = RELATIVE_TOL,
     damping_update: str = "tenfold",
@@ -336,7 +336,8 @@ def calibrate(
         log: the log (columns: the model's observations and controls, uniform sampling).
         free: the parameters to identify (default: those the model marks free).
         h: time-step [s], a multiple of the log's sample period (default: the period).
-        weight: the state error weight w (see :mod:`mbfg.graphs.joint`).
+        weight: the state error weight w (see :mod:`mbfg.graphs.joint`; default the model's,
+            ``model.weight``: 1e6, or 1e3 for ``dfki-double-pendulum``, a real rig's model).
         max_iterations, relative_tol: LM stopping rules: at most ``max_iterations``
             linearizations; converged when an accepted step lowers the cost by less than
             ``relative_tol`` of it. With dry friction the cost keeps creeping down by about
@@ -373,6 +374,7 @@ def calibrate(
     start = time.perf_counter()
     free = check_calibrate_arguments(model, log, free, h, weight, max_iterations, relative_tol, damping_update,
                                      priors, cutoff_hz, smooth_start, restart_weight)
+    weight = model.weight if weight is None else weight
     problem = build_joint_problem(model, log, h=h, free=free, weight=weight, priors=priors,
                                   cutoff_hz=DEFAULT_CUTOFF_HZ if cutoff_hz is None else cutoff_hz,
                                   smooth_start=SMOOTH_START_ITERATIONS if smooth_start is None else smooth_start,

@@ -46,7 +46,8 @@ def check_calibrate_arguments(model: Any, log: Any, free: Any, h: Any, weight: A
     names = None if free is None else free_names(model.parameters, free, "free")
     if h is not None:
         positive("h", h, "a positive time-step in seconds (or None: the log's sample period)")
-    positive("weight", weight)
+    if weight is not None:
+        positive("weight", weight, "a positive state error weight (or None: the model's, model.weight)")
     whole("max_iterations", max_iterations, 1)
     positive("relative_tol", relative_tol)
     if damping_update not in ("tenfold", "nielsen"):

@@ -4,6 +4,7 @@
 
     name: my-chain                 # optional (default: the file name without extension)
     description: two links on hinges about y          # optional, one line
+    weight: 1e3                    # optional: calibration's state error weight w (default 1e6)
     parameters:                    # name: value, or name: {value, unit, lower, upper, free, description}
       m1: {value: 0.6, unit: kg, lower: 1e-6, description: link 1 mass}
       l1: {value: 0.3, unit: m, lower: 0}
@@ -56,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 from mbfg.errors import ModelError
 from mbfg.parameters import Parameter
 from mbfg.parts import _param_names
+from mbfg.rigid.model import DEFAULT_WEIGHT
 from mbfg.trees import AXIS_FRAMES, Link, hinged_tree
 
 if TYPE_CHECKING:
@@ -63,7 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = ["load_model_file", "model_from_dict"]
 
-_TOP_KEYS = ("name", "description", "parameters", "links")
+_TOP_KEYS = ("name", "description", "weight", "parameters", "links")
 _TOP_REQUIRED = ("parameters", "links")
 _LINK_KEYS = ("name", "joint", "parent", "mass", "inertia", "offset", "com", "axis", "viscous", "motor")
 _LINK_REQUIRED = ("name", "joint", "parent", "mass", "inertia", "com")
@@ -211,6 +213,9 @@ def model_from_dict(doc: Any, name: str, *, source: str | None = None) -> RigidM
     description = doc.get("description", "") or ""
     if not isinstance(description, str):
         raise reader.error("description", f"expected one line of text, got {description!r}")
+    weight = reader.number(doc["weight"], "weight") if "weight" in doc else DEFAULT_WEIGHT
+    if not weight > 0:
+        raise reader.error("weight", f"expected a positive state error weight, got {doc['weight']!r}")
     params = _parameters(reader, doc["parameters"])
     section = doc["links"]
     if not isinstance(section, list) or not section:
@@ -275,7 +280,7 @@ def model_from_dict(doc: Any, name: str, *, source: str | None = None) -> RigidM
         seen_links[link_name] = i
         seen_joints[joint] = i
     try:
-        return hinged_tree(model_name, links, list(params.values()), description=description)
+        return hinged_tree(model_name, links, list(params.values()), description=description, weight=weight)
     except ModelError as exc:
         raise ModelError(f"{reader.source}: {exc}") from None
 

@@ -198,7 +198,7 @@ def sweep(
     logs: Mapping[str, Log | str] | Sequence[Log | str],
     *,
     h: Iterable[float | None] | float | None = None,
-    weight: Iterable[float] | float = 1e6,
+    weight: Iterable[float] | float | None = None,
     eps: Iterable[float | None] | float | None = None,
     free: Sequence[str] | None = None,
     out: str | os.PathLike[str] | None = None,
@@ -221,7 +221,7 @@ def sweep(
         logs: the recordings: :class:`~mbfg.logs.Log` objects or CSV paths, or a mapping name -> either
             (names label the rows; a log's own name is its ``source``).
         h: time-steps [s], each a whole multiple of the sample period (None: the period of each log).
-        weight: state error weights w. eps: global compliances (None: the model's own; see module docstring).
+        weight: state error weights w (None: the model's, ``model.weight``). eps: global compliances (None: the model's own; see module docstring).
         free: the parameters to identify (default: those the model marks free).
         out: results CSV; rows already there are skipped, new ones written after every finished task.
         crossval: also score every tuned cell on every other recording (same h, w, eps).
@@ -244,7 +244,7 @@ def sweep(
         model = load_model(model)
     recordings = _as_logs(logs, model)
     hs = _values("h", h, allow_none=True)
-    ws = cast("list[float]", _values("weight", weight, allow_none=False))  # allow_none=False: no None
+    ws = cast("list[float]", _values("weight", model.weight if weight is None else weight, allow_none=False))
     epss = _values("eps", eps, allow_none=True)
     if any(e is not None for e in epss) and not any(n in model.parameters for n in COMPLIANCE):
         raise ModelError(f"eps: {model.name} has no compliance parameter ({', '.join(COMPLIANCE)})")

@@ -16,6 +16,7 @@ import numpy as np
 from mbfg.errors import ModelError
 from mbfg.parameters import Parameter, ParameterSet
 from mbfg.rigid import WORLD, Body, Frame, Hinge, Motor, ParamLike, RigidModel
+from mbfg.rigid.model import DEFAULT_WEIGHT
 
 # R_body_frame that turns a frame's z axis onto the body's x, y or z axis.
 AXIS_FRAMES: dict[str, np.ndarray] = {
@@ -86,12 +87,13 @@ def _plus(a: ParamLike, b: ParamLike) -> ParamLike:
 
 def hinged_tree(name: str, links: Sequence[Link], parameters: Sequence[Parameter], *,
                 eps_lin: ParamLike = "eps_lin", eps_rot: ParamLike = "eps_rot", tau: ParamLike = "tau",
-                description: str = "") -> RigidModel:
+                description: str = "", weight: float = DEFAULT_WEIGHT) -> RigidModel:
     """A chain or tree of bodies connected by hinges, hanging along -z at zero angles.
 
     Each link's body frame sits at its CoM, ``com`` below its joint, axes
     parallel to the world's at zero angles. ``parameters`` must define every
-    name the links use, plus ``g`` and the compliance names.
+    name the links use, plus ``g`` and the compliance names. ``weight``: the model's state error
+    weight w (:class:`~mbfg.rigid.RigidModel`).
     """
     by_name = {link.name: link for link in links}
     joints = []
@@ -111,4 +113,5 @@ def hinged_tree(name: str, links: Sequence[Link], parameters: Sequence[Parameter
         joints.append(Hinge(link.joint, a, Frame(link.name, (0.0, 0.0, link.com), R), eps_lin=eps_lin,
                             eps_rot=eps_rot, tau=tau, viscous=link.viscous, motor=motor))
     bodies = [Body(link.name, link.mass, link.inertia) for link in links]
-    return RigidModel(name, bodies, joints, parameters=ParameterSet(parameters), description=description)
+    return RigidModel(name, bodies, joints, parameters=ParameterSet(parameters), description=description,
+                      weight=weight)

@@ -67,8 +67,9 @@ model marks free, see 'mbfg models MODEL'); the gravity tilt rotation may be
 named too (e.g. tilt), it is then estimated as a rotation. --dt is the
 estimation time-step h [s], a whole multiple of the log's sample period
 (default: the period); a larger h is faster but its Spook steps are coarser.
---weight is the state error weight w (default 1e6): larger trusts the model's
-dynamics more than the readings. --prior NAME=SIGMA,... adds prior knowledge: a
+--weight is the state error weight w (default: the model's, 1e6 for every
+built-in model but dfki-double-pendulum, a real rig's, at 1e3): larger trusts the
+model's dynamics more than the readings. --prior NAME=SIGMA,... adds prior knowledge: a
 Gaussian prior on each named free parameter at its initial value, standard
 deviation SIGMA in the parameter's unit (e.g. rough CAD values of inertias the
 log does not excite, which otherwise fall to their bound and slow the fit down).
@@ -138,14 +139,13 @@ examples:
   mbfg calibrate furuta furuta.csv --free K,b_1,b_2,tilt --params calib.json
   mbfg calibrate furuta furuta.csv --prior J_Ax=1.2e-6,J_Ay=7.2e-5
   mbfg calibrate rotor.yaml log.csv --free J_link,J_rotor,b --hold J_rotor=6e-4
-  mbfg calibrate dfki-double-pendulum trajectory_00.csv --resample 0.002 --weight 1e3 --out dfki.json
+  mbfg calibrate dfki-double-pendulum trajectory_00.csv --resample 0.002 --out dfki.json
 
 trajectory_00.csv: a DFKI double pendulum recording as the lab published it
 (../shared/data/dfki_double_pendulum/ beside this repository), resampled onto a
-2 ms grid: it has gaps, and without --resample it is refused. At the default
---weight 1e6 its calibration is not converged after 20 iterations (the cost
-still falls by about 1 % per iteration: the Coulomb friction's stick-slip
-kinks under stiff dynamics); with --weight 1e3 it converges in 6.
+2 ms grid: it has gaps, and without --resample it is refused. The model's weight
+1e3 converges in 6 iterations; at --weight 1e6 it takes 38 (the real rig's
+unmodelled effects dominate the cost; see mbfg.dfki).
 
 rotor.yaml: a model file whose link inertia is "J_link + J_rotor" (as in
 tests/test_base_parameters.py), so that only the sum is determined.
@@ -186,8 +186,8 @@ def add_parser(sub: Subparsers) -> None:
         help="estimation time-step [s], a whole multiple of the log's sample period (default: the period)",
     )
     cal.add_argument(
-        "--weight", type=_positive_float, default=1e6, metavar="W",
-        help="state error weight w [rad^2/(N s)^2] (default: 1e6)",
+        "--weight", type=_positive_float, default=None, metavar="W",
+        help="state error weight w [rad^2/(N s)^2] (default: the model's, 1e6 for most; 'mbfg models MODEL')",
     )
     cal.add_argument(
         "--restart-weight", type=_positive_float, default=None, metavar="W2",
@@ -300,18 +300,19 @@ def run(args: argparse.Namespace) -> int:
     priors = _parse_priors(model, names, args.prior) if args.prior is not None else None
     hold = _parse_hold(model, names, args.hold) if args.hold is not None else None
     log = read_recording(args.log, model, args.resample, args.quiet, "mbfg calibrate")
+    weight = model.weight if args.weight is None else args.weight
     _check_time_step(log, args.dt, f"--dt {args.dt:g}" if args.dt is not None else "")
     if not args.quiet:
         period = _sample_period(log)
         h = args.dt if args.dt is not None else period
         _eprint(
             f"mbfg calibrate: {model.name}, free {', '.join(names)}; {len(log.t)} rows of {args.log} "
-            f"(sample period {period:.6g} s), h = {h:.6g} s, weight {args.weight:g}"
+            f"(sample period {period:.6g} s), h = {h:.6g} s, weight {weight:g}"
             + (f"; start from {args.params}" if args.params else "; start from the model's values")
         )
     with _compile_notice("calibrate", args.quiet):
         result = calibrate(
-            model, log, free=free, h=args.dt, weight=args.weight, max_iterations=args.max_iterations, priors=priors,
+            model, log, free=free, h=args.dt, weight=weight, max_iterations=args.max_iterations, priors=priors,
             quiet=args.quiet, bias=args.bias, restart_weight=args.restart_weight,
         )
     # Which held parameters pin down the others is known only now; a --hold that leaves one free is an error,

@@ -51,7 +51,7 @@ trajectory_NN.csv, a QUBE-Servo episode CSV), read as by 'mbfg calibrate'; one
 that is not uniformly sampled needs --resample H (e.g. 0.002: the DFKI files),
 best the H its calibration was given. --dt and --weight default to the h and w
 of that calibration when the file records them, else to the log's sample period
-and 1e6.
+and the model's weight (1e6 for most; 'mbfg models MODEL').
 
 --simulate S adds the check a lab trusts beside the score, which re-estimates
 the states and so never lets an error build up: a free simulation of the
@@ -107,7 +107,7 @@ def add_parser(sub: Subparsers) -> None:
     )
     cv.add_argument(
         "--weight", type=_positive_float, default=None, metavar="W",
-        help="state error weight w [rad^2/(N s)^2] (default: the calibration's w, else 1e6)",
+        help="state error weight w [rad^2/(N s)^2] (default: the calibration's w, else the model's)",
     )
     cv.add_argument(
         "--simulate", type=_positive_float, default=None, metavar="S",
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         h = recorded.get("h")
         what = f"h = {h:g} s, the time-step recorded in {args.params} (choose another with --dt)" if h else ""
-    weight = args.weight if args.weight is not None else recorded.get("weight", 1e6)
+    weight = args.weight if args.weight is not None else recorded.get("weight", model.weight)
     _check_time_step(log, h, what)
     if args.simulate is not None and len(log.t) and args.simulate > log.t[-1] - log.t[0]:
         raise DataError(f"--simulate {args.simulate:g}: {args.log} spans only {log.t[-1] - log.t[0]:.6g} s")

@@ -118,8 +118,8 @@ def add_parser(sub: Subparsers) -> None:
     p.add_argument("--dt", type=_number_list("time-steps [s]", "1e-3,2e-3"), default=None, metavar="H,...",
                    help="estimation time-steps [s], each a whole multiple of the sample period "
                         "(default: each log's period)")
-    p.add_argument("--weight", type=_number_list("state error weights", "1e4,1e6"), default=[1e6], metavar="W,...",
-                   help="state error weights w (default: 1e6)")
+    p.add_argument("--weight", type=_number_list("state error weights", "1e4,1e6"), default=None, metavar="W,...",
+                   help="state error weights w (default: the model's, 1e6 for most; 'mbfg models MODEL')")
     p.add_argument("--eps", type=_number_list("compliances", "1e-8,1e-6"), default=None, metavar="E,...",
                    help="global compliances for every compliance parameter (default: the model's own)")
     p.add_argument("--free", metavar="NAME,...", help="parameters to estimate (default: the model's free ones)")
@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         # An h no recording can use is a user error (exit 2); one that only some can use fails their cells.
         if all(_fails(log, h) for log in logs.values()):
             _check_time_step(next(iter(logs.values())), h, f"--dt {h:g}")
-    print(f"mbfg sweep: {model.name}, {len(logs)} recordings x {len(args.dt or [None])} h x {len(args.weight)} w x "
+    print(f"mbfg sweep: {model.name}, {len(logs)} recordings x {len(args.dt or [None])} h x {len(args.weight or [None])} w x "
           f"{len(args.eps or [None])} eps; " + (f"scheduler {args.scheduler}" if args.scheduler
                                                 else f"local cluster of {args.workers or 'one per core'} workers"),
           file=sys.stderr, flush=True)

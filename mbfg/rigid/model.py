@@ -10,6 +10,7 @@ placing bodies from joint coordinates (:mod:`~mbfg.rigid.state`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -28,6 +29,9 @@ from mbfg.rigid.rows import assemble_rows, joint_compliance
 from mbfg.rigid.state import State, state_from_coordinates
 from mbfg.rigid.validate import validate
 
+#: The state error weight w [rad^2/(N s)^2] of a model that names none.
+DEFAULT_WEIGHT = 1e6
+
 
 class RigidModel:
     """A multibody system of rigid bodies, joints and contacts with named parameters.
@@ -45,6 +49,11 @@ class RigidModel:
         observations: observed quantities, in log column order: a hinge name
             (its angle [rad]) or ``"body.x"``, ``"body.y"``, ``"body.z"`` (CoM position [m]).
         description: one line for ``mbfg models``.
+        weight: the state error weight w [rad^2/(N s)^2] that calibration, cross-validation and
+            sweeps use unless told otherwise (:data:`DEFAULT_WEIGHT` unless the model says).
+            It says how far the rig this model describes follows its Spook steps against its
+            readings: a model of a real rig with unmodelled effects calibrates best at a smaller w
+            (seed 001 section 5: with too large a w the problem becomes infeasible).
 
     Raises:
         ModelError: a non-positive mass or inertia, a part naming an unknown body
@@ -64,8 +73,13 @@ class RigidModel:
         tilt: str | None = None,
         observations: Sequence[str] | None = None,
         description: str = "",
+        weight: float = DEFAULT_WEIGHT,
     ) -> None:
         self.name, self.description = name, description
+        if not (isinstance(weight, (int, float)) and math.isfinite(weight) and weight > 0):
+            raise ModelError(f"{name}: weight (the state error weight w) must be a positive finite number, "
+                             f"got {weight!r}")
+        self.weight = float(weight)
         self.bodies, self.joints, self.contacts = tuple(bodies), tuple(joints), tuple(contacts)
         self.parameters = parameters
         self.applied = tuple(applied)
@@ -98,7 +112,7 @@ class RigidModel:
         """A model like this one with some constructor arguments changed (name, joints, parameters)."""
         args: dict[str, Any] = dict(name=self.name, bodies=self.bodies, joints=self.joints, contacts=self.contacts,
                     parameters=self.parameters, applied=self.applied, tilt=self.tilt,
-                    observations=self.observations, description=self.description)
+                    observations=self.observations, description=self.description, weight=self.weight)
         args.update(changes)
         return RigidModel(**args)
 
@@ -355,6 +369,7 @@ class RigidModel:
             lines.append(f"  contacts: {', '.join(c.name for c in self.contacts)}")
         lines.append(f"  observations: {', '.join(self.observations)}")
         lines.append(f"  controls: {', '.join(self.controls) or 'none'}")
+        lines.append(f"  state error weight w: {self.weight:g} (calibration's default)")
         lines.append("  parameters:")
         for row in self.parameters.table():
             bounds = f"[{row['lower']:g}, {row['upper']:g}]" if not isinstance(row["value"], list) else ""
