@@ -89,7 +89,7 @@ def _formats() -> tuple[_Format, ...]:
             "QUBE-Servo recording", ("t", "theta", "alpha", "plant_input"),
             ("theta", "alpha"), ("u",),
             "theta; alpha = pi - alpha_file (the file's 0 is upright, its direction opposite); u = plant_input [V]",
-            "furuta, furuta-viscous", QUBE_PERIOD, _load_qube,
+            "furuta, furuta-viscous, qube-servo", QUBE_PERIOD, _load_qube,
         ),
     )
 
