@@ -98,8 +98,11 @@ class JointProblem:
     factors: GraphBuilder = field(repr=False, default_factory=GraphBuilder)
     smooth_start: LMResult | None = field(repr=False, default=None)
     vectorized: VectorizedGraph | None = field(repr=False, default=None)
-    #: The solve this problem restarts from (:func:`restart_from_simulation`), None for a first solve.
+    #: The solve this problem restarts from (:func:`mbfg.graphs.restarts.restart_from_simulation`), None for a
+    #: first solve.
     restarted_from: LMResult | None = field(repr=False, default=None)
+    #: The solve with softer joints this problem starts from (:func:`mbfg.graphs.restarts.stiffen`), None if none.
+    softened_from: LMResult | None = field(repr=False, default=None)
 
     @property
     def n(self) -> int:
@@ -497,36 +500,6 @@ def _compile(problem: JointProblem) -> None:
         problem.graph.error(problem.initial)
 
 
-def restart_from_simulation(problem: JointProblem, solution: LMResult, weight: float, *,
-                            priors: Mapping[str, float] | None = None) -> JointProblem:
-    """The same problem at the state error weight ``weight``, started from a free simulation.
-
-    The model, with the parameters of ``solution``, is simulated with Spook from the estimated initial
-    state x_0 of ``solution`` under the log's controls, over the problem's own state times; those states
-    and parameters are the new start. Dynamics-consistent states, unlike states that follow the readings,
-    are in no contact or friction mode that the noise chose: with contacts (seed 002's particle, noise of
-    5e-2 m and more) a solve at a large w started from the readings stops in such modes (a local minimum),
-    and restarted this way it reaches the minimum it reaches from the truth (``benchmarks/seed002_particles.py
-    --restart-weight 1e3``). A free simulation drifts from a long or chaotic log, so this is a start for short
-    recordings with contacts, not a general one: on a smooth 1 s pendulum log, a first solve at w = 1e2 (J
-    biased by a few percent) restarted at 1e6 starts from a drifted trajectory, and the LM stops there after
-    one step of small gain, on its relative tolerance, short of the minimum the direct solve at 1e6 finds.
-
-    Args:
-        problem, solution: a solved joint problem and its LM result.
-        weight: the state error weight w of the new problem (usually larger: the dynamics trusted).
-        priors: parameter priors, as for :func:`build_joint_problem`.
-    """
-    found = problem.parameter_values(solution.values)
-    start = {name: found[name] for name in problem.variables.names}
-    traj = problem.free_simulation(solution.values, problem.model.with_parameters(start))
-    again = build_joint_problem(problem.model, problem.state_log(), free=problem.variables.names, weight=weight,
-                                priors=priors, initial_parameters=start,
-                                states=[traj.state(k) for k in range(problem.n)], quiet=True)
-    again.restarted_from = solution
-    return again
-
-
 def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: float = 1e-6,
           damping_update: str = "tenfold", quiet: bool = False, label: str | None = None) -> LMResult:
     """Box-constrained Levenberg-Marquardt on the problem (:func:`mbfg.solvers.bounded_levenberg_marquardt`);
@@ -574,7 +547,6 @@ __all__ = [
     "filtered_observations",
     "initial_states",
     "reporting_compiles",
-    "restart_from_simulation",
     "smooth_initial_states",
     "solve",
     "time_step",

@@ -35,6 +35,7 @@ import numpy as np
 from mbfg import identifiability as ident
 from mbfg import keys
 from mbfg.calibration_arguments import check_calibrate_arguments
+from mbfg.graphs.restarts import joint_compliances
 from mbfg.logs import Log
 from mbfg.parameters import ROTATION
 from mbfg.rigid import RigidModel
@@ -254,6 +255,8 @@ class CalibrationResult:
             + (f"after {self.start_iterations} states-only ones, " if self.start_iterations else "")
             + (f"{restarted.iterations} of them before the restart from a free simulation, "
                if (restarted := getattr(self.problem, "restarted_from", None)) is not None else "")
+            + (f"{soft.iterations} of them with softer joints, "
+               if (soft := getattr(self.problem, "softened_from", None)) is not None else "")
             + f"{self.wall_s:.1f} s"
         )
         return "\n".join(lines)
@@ -328,6 +331,7 @@ def calibrate(
     smooth_start: int | None = None,
     bias: bool = False,
     restart_weight: float | None = None,
+    soft_start: float | None = None,
 ) -> CalibrationResult:
     """Identify the free parameters of ``model`` (and the states) from ``log``.
 
@@ -354,33 +358,40 @@ def calibrate(
         bias: also estimate each parameter's bias from the discrete model (:func:`discretization_bias`:
             two more calibrations, from this one's result, at 2h and at a tenth of the joint compliances).
         restart_weight: after the LM, solve again at this state error weight from a free simulation of the
-            identified model (:func:`~mbfg.graphs.joint.restart_from_simulation`); the result is the
+            identified model (:func:`~mbfg.graphs.restarts.restart_from_simulation`); the result is the
             second solve's, its iterations both solves'. For contacts at large noise: a first solve at a
             small w (the readings hold the states), restarted at a large w (the dynamics trusted).
+        soft_start: a factor > 1: first solve with every joint compliance that many times softer, then the
+            model's own from that solution's states and parameters (:func:`~mbfg.graphs.restarts.stiffen`).
+            For stiff joints (eps_lin of 1e-8 m/N and less), where a solve from the readings does not converge;
+            100 converges there in about ten iterations after the softer solve's. The iterations reported are
+            both solves'.
 
     Raises:
         ModelError: an argument of the wrong type or out of its range (``free`` given as one string, an unknown
             parameter name, a non-positive weight ...), named in the message.
         DataError: ``log`` is not a :class:`~mbfg.logs.Log`, or its columns or times do not fit the model.
     """
-    from mbfg.graphs.joint import (
-        DEFAULT_CUTOFF_HZ,
-        SMOOTH_START_ITERATIONS,
-        build_joint_problem,
-        restart_from_simulation,
-        solve,
-    )
+    from mbfg.graphs.joint import DEFAULT_CUTOFF_HZ, SMOOTH_START_ITERATIONS, build_joint_problem, solve
+    from mbfg.graphs.restarts import restart_from_simulation, softened, stiffen
 
     start = time.perf_counter()
     free = check_calibrate_arguments(model, log, free, h, weight, max_iterations, relative_tol, damping_update,
-                                     priors, cutoff_hz, smooth_start, restart_weight)
+                                     priors, cutoff_hz, smooth_start, restart_weight, soft_start)
     weight = model.weight if weight is None else weight
-    problem = build_joint_problem(model, log, h=h, free=free, weight=weight, priors=priors,
+    problem = build_joint_problem(softened(model, soft_start) if soft_start is not None else model, log, h=h,
+                                  free=free, weight=weight, priors=priors,
                                   cutoff_hz=DEFAULT_CUTOFF_HZ if cutoff_hz is None else cutoff_hz,
                                   smooth_start=SMOOTH_START_ITERATIONS if smooth_start is None else smooth_start,
                                   damping_update=damping_update, quiet=quiet)
     lm: LMResult = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol,
-                         damping_update=damping_update, quiet=quiet)
+                         damping_update=damping_update, quiet=quiet,
+                         label=f"calibrate {model.name}, joints {soft_start:g} x softer" if soft_start else None)
+    if soft_start is not None:
+        soft, problem = lm, stiffen(problem, lm, model, priors=priors)
+        lm = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol, damping_update=damping_update,
+                   quiet=quiet)
+        lm = replace(lm, iterations=soft.iterations + lm.iterations, history=soft.history + lm.history)
     if restart_weight is not None:
         first, weight = lm, restart_weight
         problem = restart_from_simulation(problem, first, weight, priors=priors)
@@ -423,18 +434,6 @@ def calibrate(
 #: How :func:`discretization_bias` estimates the bias (written into the result JSON).
 BIAS_METHOD = ("bias = (estimate at 2h - estimate at h) + (estimate - estimate at a tenth of the joint "
                "compliances) * 10/9: first-order extrapolation of the estimate to h -> 0 and to rigid joints")
-
-
-def joint_compliances(model: RigidModel) -> list[str]:
-    """Names of the model parameters that are joint compliances (a joint's ``eps_lin``, ``eps_rot`` or
-    ``eps`` given by parameter name); a compliance given as a number is not a parameter."""
-    names: list[str] = []
-    for joint in model.joints:
-        for attr in ("eps_lin", "eps_rot", "eps"):
-            name = getattr(joint, attr, None)
-            if isinstance(name, str) and name in model.parameters and name not in names:
-                names.append(name)
-    return names
 
 
 def discretization_bias(

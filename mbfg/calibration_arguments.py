@@ -35,7 +35,7 @@ def whole(name: str, value: Any, minimum: int) -> int:
 
 def check_calibrate_arguments(model: Any, log: Any, free: Any, h: Any, weight: Any, max_iterations: Any,
                               relative_tol: Any, damping_update: Any, priors: Any, cutoff_hz: Any, smooth_start: Any,
-                              restart_weight: Any = None) -> list[str] | None:
+                              restart_weight: Any = None, soft_start: Any = None) -> list[str] | None:
     """:func:`~mbfg.calibration.calibrate`'s arguments checked; the free parameter names as a list."""
     if not isinstance(model, RigidModel):
         raise ModelError(f"model: expected a RigidModel (e.g. mbfg.pendulum() or mbfg.load_model('pendulum')), "
@@ -67,4 +67,8 @@ def check_calibrate_arguments(model: Any, log: Any, free: Any, h: Any, weight: A
         whole("smooth_start", smooth_start, 0)
     if restart_weight is not None:
         positive("restart_weight", restart_weight, "a positive state error weight (or None: no restart)")
+    if soft_start is not None and not positive("soft_start", soft_start, "a factor > 1 (or None: none)") > 1:
+        raise ModelError(f"soft_start: expected a factor > 1 (or None: none), got {soft_start!r}")
+    if soft_start is not None and restart_weight is not None:
+        raise ModelError("soft_start and restart_weight: give one of them; each starts a second solve")
     return names

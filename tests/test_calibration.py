@@ -419,7 +419,7 @@ def test_bias_estimate_from_2h_and_stiffer_joints_covers_the_error_against_the_m
 
 
 def test_joint_compliances_are_the_hinge_eps_parameters() -> None:
-    from mbfg.calibration import joint_compliances
+    from mbfg.graphs.restarts import joint_compliances
 
     assert joint_compliances(pendulum()) == ["eps_lin", "eps_rot"]
     assert joint_compliances(furuta()) == ["eps_lin", "eps_rot"]

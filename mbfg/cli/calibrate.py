@@ -195,6 +195,11 @@ def add_parser(sub: Subparsers) -> None:
              "noise: a small --weight first, then a large W2; see calibrate(restart_weight=...))",
     )
     cal.add_argument(
+        "--soft-start", type=_positive_float, default=None, metavar="F",
+        help="solve first with every joint compliance F times softer (e.g. 100), then the model's own from that "
+             "solution: for stiff joints, eps_lin of 1e-8 m/N and less (see calibrate(soft_start=...))",
+    )
+    cal.add_argument(
         "--max-iterations", type=_iterations, default=20, metavar="N",
         help="Levenberg-Marquardt iterations at most (default: %(default)s)",
     )
@@ -314,6 +319,7 @@ def run(args: argparse.Namespace) -> int:
         result = calibrate(
             model, log, free=free, h=args.dt, weight=weight, max_iterations=args.max_iterations, priors=priors,
             quiet=args.quiet, bias=args.bias, restart_weight=args.restart_weight,
+            soft_start=args.soft_start,
         )
     # Which held parameters pin down the others is known only now; a --hold that leaves one free is an error,
     # raised once the calibration's own table and file are out (it is not lost with the mapping).

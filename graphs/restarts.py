@@ -1,0 +1,92 @@
+"""Second solves of a joint problem from the solution of a first one: restarted from a free simulation at
+another state error weight (contacts at large noise), or with the model's own stiff joints from a solve
+with softer ones (stiff joints)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mbfg.errors import ModelError
+from mbfg.graphs.joint import JointProblem, build_joint_problem
+from mbfg.rigid import RigidModel
+from mbfg.solvers import LMResult
+
+
+def joint_compliances(model: RigidModel) -> list[str]:
+    """Names of the model parameters that are joint compliances (a joint's ``eps_lin``, ``eps_rot`` or
+    ``eps`` given by parameter name); a compliance given as a number is not a parameter."""
+    names: list[str] = []
+    for joint in model.joints:
+        for attr in ("eps_lin", "eps_rot", "eps"):
+            name = getattr(joint, attr, None)
+            if isinstance(name, str) and name in model.parameters and name not in names:
+                names.append(name)
+    return names
+
+
+def restart_from_simulation(problem: JointProblem, solution: LMResult, weight: float, *,
+                            priors: Mapping[str, float] | None = None) -> JointProblem:
+    """The same problem at the state error weight ``weight``, started from a free simulation.
+
+    The model, with the parameters of ``solution``, is simulated with Spook from the estimated initial
+    state x_0 of ``solution`` under the log's controls, over the problem's own state times; those states
+    and parameters are the new start. Dynamics-consistent states, unlike states that follow the readings,
+    are in no contact or friction mode that the noise chose: with contacts (seed 002's particle, noise of
+    5e-2 m and more) a solve at a large w started from the readings stops in such modes (a local minimum),
+    and restarted this way it reaches the minimum it reaches from the truth (``benchmarks/seed002_particles.py
+    --restart-weight 1e3``). A free simulation drifts from a long or chaotic log, so this is a start for short
+    recordings with contacts, not a general one: on a smooth 1 s pendulum log, a first solve at w = 1e2 (J
+    biased by a few percent) restarted at 1e6 starts from a drifted trajectory, and the LM stops there after
+    one step of small gain, on its relative tolerance, short of the minimum the direct solve at 1e6 finds.
+
+    Args:
+        problem, solution: a solved joint problem and its LM result.
+        weight: the state error weight w of the new problem (usually larger: the dynamics trusted).
+        priors: parameter priors, as for :func:`build_joint_problem`.
+    """
+    found = problem.parameter_values(solution.values)
+    start = {name: found[name] for name in problem.variables.names}
+    traj = problem.free_simulation(solution.values, problem.model.with_parameters(start))
+    again = build_joint_problem(problem.model, problem.state_log(), free=problem.variables.names, weight=weight,
+                                priors=priors, initial_parameters=start,
+                                states=[traj.state(k) for k in range(problem.n)], quiet=True)
+    again.restarted_from = solution
+    return again
+
+
+
+
+def softened(model: RigidModel, factor: float) -> RigidModel:
+    """``model`` with every joint compliance parameter (:func:`joint_compliances`) ``factor`` times its value.
+
+    Raises:
+        ModelError: the model has no joint compliance parameter.
+    """
+    names = joint_compliances(model)
+    if not names:
+        raise ModelError(f"soft_start: {model.name} has no joint compliance parameter (eps_lin, eps_rot, eps) "
+                         "to soften")
+    values = model.parameters.numpy_values()
+    return model.with_parameters({name: factor * float(values[name]) for name in names})
+
+
+def stiffen(problem: JointProblem, solution: LMResult, model: RigidModel, *,
+            priors: Mapping[str, float] | None = None) -> JointProblem:
+    """The problem of ``model``, the model of ``problem`` with its own (stiffer) joint compliances, started
+    from the states and parameters of ``solution``, a solve of ``problem`` with softer joints.
+
+    Stiff joints (eps_lin of 1e-8 m/N and less) remove the compliance bias, but a solve started from the
+    readings' states does not converge there (seed 001 section 4.9: "very stiff constraints may cause
+    difficulties"): the constraint forces of those states are far from any consistent with the dynamics, and
+    the LM follows a narrow curved valley. The solution with joints 100 times softer has states whose
+    constraint forces the stiff joints nearly share; from them the stiff solve converges in about ten
+    iterations (``python benchmarks/stiff_joints.py --eps 1e-8 --soft-start 100``). Started from the softer
+    parameters alone, it does not.
+    """
+    found = problem.parameter_values(solution.values)
+    start = {name: found[name] for name in problem.variables.names}
+    again = build_joint_problem(model, problem.state_log(), free=problem.variables.names, weight=problem.weight,
+                                priors=priors, initial_parameters=start,
+                                states=problem.state_list(solution.values), quiet=True)
+    again.softened_from = solution
+    return again
