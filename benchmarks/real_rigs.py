@@ -92,14 +92,21 @@ def save(result, save_dir: str | None, rig: str) -> None:
         print(f"calibration written to {path}")
 
 
+def torque_model(lab: dict) -> tuple:
+    """``double-pendulum-torque`` (viscous hinges only) at the lab's values, J2 at 1e-4 (the lab's is negative),
+    and those values."""
+    start_values = dfki_to_mbfg_parameters(lab, shaft_inertias=True)
+    start_values["J2"] = 1e-4
+    return double_pendulum(torques=True).with_parameters(start_values), start_values
+
+
 def dfki(seconds: float, h: float, max_iterations: int, save_dir: str | None = None) -> None:
     print(f"\n# DFKI double pendulum: {seconds:g} s of trajectory_00.csv, h = {h:g} s; "
           f"cross-validation on trajectory_01.csv")
     lab = dfki_reference_parameters(DFKI / "model_parameters.yml")
-    start_values = dfki_to_mbfg_parameters(lab, shaft_inertias=True)
-    print(f"lab's J2 = I2 - m2 r2^2 = {start_values['J2']:.4g} kg m^2 (negative; starts at 1e-4)")
-    start_values["J2"] = 1e-4
-    model = double_pendulum(torques=True).with_parameters(start_values)
+    model, start_values = torque_model(lab)
+    print(f"lab's J2 = I2 - m2 r2^2 = {dfki_to_mbfg_parameters(lab, shaft_inertias=True)['J2']:.4g} kg m^2 "
+          "(negative; starts at 1e-4)")
     train = window(resample_uniform(load_dfki_double_pendulum(DFKI / "trajectory_00.csv"), DFKI_PERIOD), 0.0, seconds)
     val = window(resample_uniform(load_dfki_double_pendulum(DFKI / "trajectory_01.csv"), DFKI_PERIOD), 0.0, seconds)
     t0 = time.perf_counter()
@@ -189,10 +196,7 @@ def dfki_lab(seconds: float, h: float, max_iterations: int, weights: list[float]
     simulated["lab's values, Coulomb dropped"] = viscous
     # The viscous-only model as it was before the lab's model (double-pendulum-torque, free r1, r2, J1, J2, b1,
     # b2 at its default w, from the lab's values): what dfki() below calibrates.
-    start_values = dfki_to_mbfg_parameters(lab, shaft_inertias=True)
-    start_values["J2"] = 1e-4
-    torque_model = double_pendulum(torques=True).with_parameters(start_values)
-    old = calibrate(torque_model, window(full_train, 0.0, seconds), free=("r1", "r2", "J1", "J2", "b1", "b2"), h=h,
+    old = calibrate(torque_model(lab)[0], train, free=("r1", "r2", "J1", "J2", "b1", "b2"), h=h,
                     max_iterations=max_iterations, quiet=True)
     simulated[f"double-pendulum-torque, w = {old.weight:g} ({old.iterations} it.)"] = old.model
     print(f"\nfree simulation over the first {sim_seconds:g} s (h = {h:g} s, measured torques), RMS [rad] "

@@ -54,8 +54,6 @@ def restart_from_simulation(problem: JointProblem, solution: LMResult, weight: f
     return again
 
 
-
-
 def softened(model: RigidModel, factor: float) -> RigidModel:
     """``model`` with every joint compliance parameter (:func:`joint_compliances`) ``factor`` times its value.
 
@@ -76,8 +74,8 @@ def stiffen(problem: JointProblem, solution: LMResult, model: RigidModel, *,
     from the states and parameters of ``solution``, a solve of ``problem`` with softer joints.
 
     Stiff joints (eps_lin of 1e-8 m/N and less) remove the compliance bias, but a solve started from the
-    readings' states does not converge there (seed 001 section 4.9: "very stiff constraints may cause
-    difficulties"): the constraint forces of those states are far from any consistent with the dynamics, and
+    readings' states does not converge there (seed 001, abstract: "very stiff constraints may cause
+    difficulties in solving the optimization problem"; section 4.9): the constraint forces of those states are far from any consistent with the dynamics, and
     the LM follows a narrow curved valley. The solution with joints 100 times softer has states whose
     constraint forces the stiff joints nearly share; from them the stiff solve converges in about ten
     iterations (``python benchmarks/stiff_joints.py --eps 1e-8 --soft-start 100``). Started from the softer

@@ -224,6 +224,7 @@ def qube_servo() -> RigidModel:
                       description="Quanser QUBE-Servo rotary pendulum, the vendor's nominal values (furuta's "
                       "geometry, motor on the plant voltage)")
 
+
 # --------------------------------------------------------------------------- particle
 
 

@@ -221,7 +221,8 @@ def sweep(
         logs: the recordings: :class:`~mbfg.logs.Log` objects or CSV paths, or a mapping name -> either
             (names label the rows; a log's own name is its ``source``).
         h: time-steps [s], each a whole multiple of the sample period (None: the period of each log).
-        weight: state error weights w (None: the model's, ``model.weight``). eps: global compliances (None: the model's own; see module docstring).
+        weight: state error weights w (None: the model's, ``model.weight``).
+        eps: global compliances (None: the model's own; see module docstring).
         free: the parameters to identify (default: those the model marks free).
         out: results CSV; rows already there are skipped, new ones written after every finished task.
         crossval: also score every tuned cell on every other recording (same h, w, eps).
