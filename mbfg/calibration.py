@@ -387,16 +387,16 @@ def calibrate(
     lm: LMResult = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol,
                          damping_update=damping_update, quiet=quiet,
                          label=f"calibrate {model.name}, joints {soft_start:g} x softer" if soft_start else None)
+    second = None
     if soft_start is not None:
-        soft, problem = lm, stiffen(problem, lm, model, priors=priors)
-        lm = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol, damping_update=damping_update,
-                   quiet=quiet)
-        lm = replace(lm, iterations=soft.iterations + lm.iterations, history=soft.history + lm.history)
+        second, label = stiffen(problem, lm, model, priors=priors), None
     if restart_weight is not None:
-        first, weight = lm, restart_weight
-        problem = restart_from_simulation(problem, first, weight, priors=priors)
+        second, label = restart_from_simulation(problem, lm, restart_weight, priors=priors), "restarted"
+        weight = restart_weight
+    if second is not None:  # the result is the second solve's; its iterations and history count both
+        problem, first = second, lm
         lm = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol, damping_update=damping_update,
-                   quiet=quiet, label=f"calibrate {model.name}, restarted")
+                   quiet=quiet, label=f"calibrate {model.name}, {label}" if label else None)
         lm = replace(lm, iterations=first.iterations + lm.iterations, history=first.history + lm.history)
     values = lm.values
     found = problem.parameter_values(values)

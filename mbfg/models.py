@@ -201,7 +201,6 @@ def double_pendulum(torques: bool = False) -> RigidModel:
                        + (", joint torques as controls" if torques else ""))
 
 
-
 def qube_servo() -> RigidModel:
     """The Quanser QUBE-Servo rotary pendulum with the vendor's nominal values: :func:`furuta` (whose masses
     and lengths are the QUBE's: arm 0.095 kg, 0.085 m; pendulum 0.024 kg, 0.129 m), motor gain
