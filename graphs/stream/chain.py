@@ -42,6 +42,7 @@ import numpy as np
 
 from mbfg._jax import jax, jnp
 from mbfg.adapter import FactorGroup
+from mbfg.graphs.stream.band import ConditionalBand
 from mbfg.lie import pose3_retract_np
 
 
@@ -167,6 +168,7 @@ class _ChainWindow:
         self._offset = 0  # states marginalized so far: self._states[0] is state number _offset of the stream
         self._vars: dict[int, tuple[int, bool]] = {}  # key -> (state number, is a Pose3); columns: its _State
         self._frontier: np.ndarray | None = None  # [R_f | d_f] on the newest state
+        self._band: ConditionalBand | None = None  # the conditionals for the back-substitution, once n is known
         # A state's layout ((dim, is a Pose3) per key, in key order) -> its column slices, dimension, thresholds.
         self._layouts: dict[tuple[tuple[int, bool], ...], tuple[list[slice], int, np.ndarray]] = {}
         self._deltas = np.zeros((0, 0))  # (window states, n): each state's update from theta
@@ -394,6 +396,7 @@ class _ChainWindow:
             else:
                 sol = np.linalg.solve(R[:n, :n], R[:n, n:])  # [G | a]
                 self._states[j].G, self._states[j].a, self._states[j].R = sol[:, :n], sol[:, n], R[:n, :n]
+                self._conditionals(n).set(j, sol[None, :, :n], sol[None, :, n])
                 carried = R[n : 2 * n, n:] if R.shape[0] > n else None
 
     def _accept(self, first: int, G: jnp.ndarray, a: jnp.ndarray, R: jnp.ndarray, R_f: jnp.ndarray,
@@ -404,23 +407,24 @@ class _ChainWindow:
         if bad.size:
             j = first + int(bad[0])
             raise ChainError(f"the factors leave state {j} of the window (at {self._states[j].stamp} s) undetermined")
-        for s, G_j, a_j, R_j in zip(self._states[first:], np.asarray(G), np.asarray(a), np.asarray(R)):
+        G, a = np.asarray(G), np.asarray(a)
+        for s, G_j, a_j, R_j in zip(self._states[first:], G, a, np.asarray(R)):
             s.G, s.a, s.R = G_j, a_j, R_j
+        self._conditionals(G.shape[1]).set(first, G, a)
         self._frontier = np.asarray(R_f)
+
+    def _conditionals(self, n: int) -> ConditionalBand:
+        """The band of the window's conditionals (states of tangent dimension ``n``)."""
+        if self._band is None:
+            self._band = ConditionalBand(n)
+        return self._band
 
     def _back_substitute(self) -> None:
         """Every window state's update, newest to oldest through the conditionals (one row per state)."""
         assert self._frontier is not None
         n = self._states[-1].dim
-        states = self._states
-        deltas = np.empty((len(states), n))
-        delta = deltas[-1] = np.linalg.solve(self._frontier[:, :n], self._frontier[:, n])
-        # The window's ~100 states make this loop a fixed cost of every update: nothing in it but the
-        # arithmetic (a state's conditional is set when it is eliminated, before any back-substitution).
-        for j in range(len(states) - 2, -1, -1):
-            s = states[j]
-            delta = deltas[j] = s.a - s.G @ delta
-        self._deltas = deltas
+        delta = np.linalg.solve(self._frontier[:, :n], self._frontier[:, n])
+        self._deltas = self._conditionals(n).solve(len(self._states), delta)
         self._covariances = None
 
     def _delta(self, key: int) -> np.ndarray:
@@ -453,6 +457,8 @@ class _ChainWindow:
                 del self.theta[key]
                 del self._vars[key]
         del self._states[:n_old]
+        if self._band is not None:
+            self._band.drop(n_old)
         self._deltas = self._deltas[n_old:]
         self._covariances = None
         self._offset += n_old
