@@ -33,9 +33,6 @@ class ConditionalBand:
     def __init__(self, n: int, capacity: int = 256) -> None:
         self.n = n
         self._kd = 2 * n - 1
-        rows, cols = np.indices((n, n))
-        self._band_row = n - 1 + rows - cols  # (n, n): where G[r, c] lies in the band's column c
-        self._col = cols
         self._ab = np.zeros((self._kd + 1, capacity * n), order="F")
         self._rhs = np.zeros(capacity * n)
         self._start = 0  # the storage slot of window position 0
@@ -45,11 +42,19 @@ class ConditionalBand:
         """The conditionals of window positions ``first`` .. ``first + L - 1``: G (L, n, n), a (L, n)."""
         L = len(a)
         self._reserve(first + L + 1)  # G_j's entries lie in the columns of position j + 1
-        slots = self._start + first + np.arange(L)
-        n = self.n
-        self._ab[self._band_row[None], ((slots + 1) * n)[:, None, None] + self._col[None]] = G
-        self._rhs[slots[0] * n : (slots[-1] + 1) * n] = np.ravel(a)
+        slot = self._start + first
+        self._blocks()[slot : slot + L] = np.swapaxes(G, 1, 2)
+        self._rhs[slot * self.n : (slot + L) * self.n] = np.ravel(a)
         self._count = max(self._count, first + L + 1)
+
+    def _blocks(self) -> np.ndarray:
+        """The storage as a view V (slots, n, n) with ``V[s, c, r] = G_s[r, c]``: column c of G_s is the
+        contiguous run of rows n - 1 - c .. 2n - 2 - c of the storage's column (s + 1) n + c."""
+        n, ld = self.n, self._kd + 1
+        item = self._ab.itemsize
+        start = self._ab[n - 1 :, n:]  # G_0[0, 0]: row n - 1 of column n
+        return np.lib.stride_tricks.as_strided(start, shape=(self._ab.shape[1] // n - 1, n, n),
+                                               strides=(n * ld * item, (ld - 1) * item, item), writeable=True)
 
     def drop(self, count: int) -> None:
         """Forget the ``count`` oldest window positions (marginalized states)."""

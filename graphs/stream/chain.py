@@ -8,7 +8,8 @@ square-root information ``[R_f | d_f]`` on the newest state, the *frontier*
 (the filter). An update adds new states after the frontier: their factors are
 linearized in one vectorized call per factor group (no GTSAM callbacks), the old
 frontier and the new states are eliminated in turn, and one back-substitution,
-newest to oldest, gives every window state. Marginalizing the states a lag back
+newest to oldest, gives every window state (one banded triangular solve over the
+window's conditionals, :mod:`mbfg.graphs.stream.band`). Marginalizing the states a lag back
 is dropping their conditionals: what they knew already sits in the later ones.
 The stream's regular updates (a sample for each of N new states, no gap) take
 :meth:`_ChainWindow.update_regular` instead: the prediction of the new states,
@@ -407,10 +408,10 @@ class _ChainWindow:
         if bad.size:
             j = first + int(bad[0])
             raise ChainError(f"the factors leave state {j} of the window (at {self._states[j].stamp} s) undetermined")
-        G, a = np.asarray(G), np.asarray(a)
-        for s, G_j, a_j, R_j in zip(self._states[first:], G, a, np.asarray(R)):
+        G_np, a_np = np.asarray(G), np.asarray(a)
+        for s, G_j, a_j, R_j in zip(self._states[first:], G_np, a_np, np.asarray(R)):
             s.G, s.a, s.R = G_j, a_j, R_j
-        self._conditionals(G.shape[1]).set(first, G, a)
+        self._conditionals(G_np.shape[1]).set(first, G_np, a_np)
         self._frontier = np.asarray(R_f)
 
     def _conditionals(self, n: int) -> ConditionalBand:
