@@ -251,6 +251,7 @@ class CalibrationResult:
         lines += ident.combinations_table(self.combinations()) if self.parameters else []
         lines.append(
             f"cost {self.cost:.4g} per step (observation {self.cost_observation:.4g}, impulse {self.cost_impulse:.4g}); "
+            f"reading noise sigma_y {self.sigma_observation:.3g}; "
             f"{self.iterations} LM iterations, {'converged' if self.converged else 'NOT converged'}, "
             + (f"after {self.start_iterations} states-only ones, " if self.start_iterations else "")
             + (f"{restarted.iterations} of them before the restart from a free simulation, "

@@ -223,6 +223,9 @@ def test_calibrate_table_output(capsys, calibration):
     assert header[:3] == ["parameter", "value", "std"] and "bounds" in header
     assert [line.split()[0] for line in lines[1:3]] == ["J", "b"]
     assert lines[-1].startswith("cost ") and "3 LM iterations, NOT converged" in lines[-1]
+    assert "reading noise sigma_y " in lines[-1]
+    # Not converged: the summary line says what to try, and what a lower weight costs.
+    assert "raise --max-iterations" in err and "sigma_y at or above the sensor's noise" in err
     assert "[calibrate" not in err  # --quiet: only the summary line
     assert len(err.strip().splitlines()) == 1
     assert "mbfg calibrate: compiling" not in err and "compiled in" not in err
