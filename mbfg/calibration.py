@@ -357,7 +357,8 @@ def calibrate(
         smooth_start: LM iterations of the states-only initialization of a model with dry
             friction (default :data:`~mbfg.graphs.joint.SMOOTH_START_ITERATIONS`; 0 skips it).
         bias: also estimate each parameter's bias from the discrete model (:func:`discretization_bias`:
-            two more calibrations, from this one's result, at 2h and at a tenth of the joint compliances).
+            two more calibrations, from this one's result, at 2h and at a tenth of the joint compliances, each
+            with this one's arguments, ``soft_start`` included).
         restart_weight: after the LM, solve again at this state error weight from a free simulation of the
             identified model (:func:`~mbfg.graphs.restarts.restart_from_simulation`); the result is the
             second solve's, its iterations both solves'. For contacts at large noise: a first solve at a
@@ -421,7 +422,7 @@ def calibrate(
         again = dict(free=problem.variables.names,
                      weight=weight, max_iterations=max_iterations, relative_tol=relative_tol,
                      damping_update=damping_update, priors=priors, cutoff_hz=cutoff_hz, quiet=quiet,
-                     smooth_start=smooth_start)
+                     smooth_start=smooth_start, soft_start=soft_start)  # the stiffer joints need it most
         parts = discretization_bias(identified, log, {p.name: p.value for p in estimates}, problem.h, **again)
         estimates = [replace(p, bias=parts["h"][p.name] + parts["compliance"][p.name]) for p in estimates]
     wall = time.perf_counter() - start

@@ -13,6 +13,7 @@ from mbfg.errors import ModelError
 from mbfg.graphs.restarts import softened
 from mbfg.logs import Log
 from mbfg.models import double_pendulum, particle, pendulum
+from mbfg.spook import simulate
 
 try:
     import rigid_references as R
@@ -69,3 +70,21 @@ def test_calibrate_command_passes_soft_start_and_its_check_names_the_option(tmp_
     log.write_text("t,theta\n0,0.1\n0.001,0.1\n0.002,0.1\n", encoding="utf-8")
     assert main(["calibrate", "pendulum", str(log), "--soft-start", "0.5", "--quiet"]) == 2
     assert "soft_start: expected a factor > 1" in capsys.readouterr().err
+
+
+def test_the_bias_calibrations_start_from_softer_joints_too(monkeypatch):
+    """calibrate(bias=True, soft_start=F): the bias estimate's calibrations (one of them at a tenth of the joint
+    compliances, stiffer still) get the soft start, as they get the calibration's other arguments."""
+    import mbfg.calibration as calibration
+
+    seen = {}
+
+    def record(identified, log, values, h, **kwargs):
+        seen.update(kwargs)
+        return {"h": dict.fromkeys(values, 0.0), "compliance": dict.fromkeys(values, 0.0)}
+
+    monkeypatch.setattr(calibration, "discretization_bias", record)
+    model = pendulum()
+    log = simulate(model, 0.3, 1e-3, initial=model.initial_state({"theta": 1.0})).to_log(noise=1e-4, seed=0)
+    calibrate(model, log, free=["J"], soft_start=10.0, bias=True, max_iterations=2, covariance=False, quiet=True)
+    assert seen["soft_start"] == 10.0
