@@ -280,8 +280,9 @@ def _why_not_converged(history: list[dict[str, float]], piecewise: bool) -> str:
     residuals: samples switching between sticking and sliding at dry friction; the QUBE-Servo at its weight,
     median 0.95 over its last eight of 20, a few dips among ratios of 0.99); well below 1, the linearization is
     poor where the steps go (a large-residual problem, unmodelled effects of a real rig, or a start far off; the
-    DFKI double pendulum at w = 1e6, median 0.33, every ratio from its fifth step on below 0.6). ``piecewise``: the model has complementarity rows (dry
-    friction, contacts), whose kinks are then named as the likely cause of the first case."""
+    DFKI double pendulum at w = 1e6, median 0.33, every ratio from its fifth step on below 0.6).
+    ``piecewise``: the model has complementarity rows (dry friction, contacts), whose kinks are then named as
+    the likely cause of the first case."""
     from mbfg.calibration import RELATIVE_TOL as tol
     costs = [row["cost"] for row in history[-2:]]
     if len(costs) < 2 or not costs[0] > 0:
@@ -289,7 +290,9 @@ def _why_not_converged(history: list[dict[str, float]], piecewise: bool) -> str:
     fell = (costs[0] - costs[1]) / costs[0]
     said = f"its last iteration still lowered the cost by {100 * fell:.2g} %, converged is below {100 * tol:g} %"
     rhos = [row["rho"] for row in history[-8:] if math.isfinite(row.get("rho", math.nan))]
-    rho = statistics.median(rhos) if rhos else math.nan
+    if not rhos:
+        return f"{said}: raise --max-iterations"
+    rho = statistics.median(rhos)
     if rho >= 0.75:
         kinks = (", as at the kinks of dry friction and contacts, where samples switch between sticking and sliding"
                  if piecewise else "")
@@ -369,9 +372,10 @@ def run(args: argparse.Namespace) -> int:
     if plot:
         _save_figure(result.plot(log), plot)
     written = [path for path in (args.out, plot) if path]
+    why = "" if result.converged else _why_not_converged(result.history, result.model.layout.n_B > 0)
     _eprint(
         f"mbfg calibrate: {result.iterations} LM iterations, "
-        + ("converged" if result.converged else f"NOT converged ({_why_not_converged(result.history, result.model.layout.n_B > 0)})")
+        + ("converged" if result.converged else f"NOT converged ({why})")
         + f", cost {result.cost:.4g} per step; {_wall(args):.1f} s wall in all "
         f"(calibration {result.wall_s:.1f} s, compiling included)"
         + (f"; wrote {' and '.join(written)}" if written else "")
