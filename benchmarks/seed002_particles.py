@@ -6,11 +6,13 @@ Run from the repository root::
     python benchmarks/seed002_particles.py --particles 3   # also 3 particles, each its own mu, in one graph
     python benchmarks/seed002_particles.py --weight 1e2    # the state error weight w (default 1e-5)
     python benchmarks/seed002_particles.py --restart-weight 1e3   # then again from a free simulation
+    python benchmarks/seed002_particles.py --start-mu 0.3         # start elsewhere than the seed's mu = 1
 
 (a) Seed 002's particle (``mbfg.models.particle``: m = 1, q0 = (0, 3), push (5, -9.81 m), mu = 0.2,
 h = 0.05 s, N = 100 steps) is simulated, uniform noise in [-eps, eps] is added to x and z, and mu
 is identified with the joint estimator (:func:`mbfg.calibration.calibrate`) from the seed's
-initial guess mu = 1. Printed: mu, its error, our LM iterations, beside the seed's KNITRO figures;
+initial guess mu = 1 (``--start-mu``: another; with the particles, every mu). Printed: mu, its error, our LM iterations (with a restart: the first solve's + the restarted one's),
+beside the seed's KNITRO figures;
 and, as the reference for what the estimator can reach on that noise, the same least squares solved
 from the truth (the simulated states and mu = 0.2; at the restart weight when one is given): its
 minimum there is the estimate the data support, so the gap between the two columns is the start's
@@ -71,22 +73,25 @@ def main() -> None:
     parser.add_argument("--weight", type=float, default=1e-5, help="state error weight w (default 1e-5)")
     parser.add_argument("--restart-weight", type=float, default=None,
                         help="restart the calibration at this w from a free simulation of its result")
+    parser.add_argument("--start-mu", type=float, default=1.0, help="initial guess of every mu (default 1, the seed's)")
     args = parser.parse_args()
 
     model = particle()
-    print("(a) single particle, mu = 0.2, start mu = 1")
+    print(f"(a) single particle, mu = 0.2, start mu = {args.start_mu:g}")
     print(f"{'noise eps':>9} {'mu':>10} {'|error|':>9} {'LM it':>6} {'conv':>5} {'wall s':>7}   "
           f"{'from the truth: mu, |error|, it':>31}   seed 002 (KNITRO): mu, iterations")
     for eps, (smu, sit) in SEED_SINGLE.items():
         log, truth = _noisy_log(model, eps, 1)
         start = time.perf_counter()
-        r = calibrate(model.with_parameters({"mu": 1.0}), log, free=["mu"], weight=args.weight, cutoff_hz=1e9,
+        r = calibrate(model.with_parameters({"mu": args.start_mu}), log, free=["mu"], weight=args.weight, cutoff_hz=1e9,
                       max_iterations=args.max_iterations, covariance=False, quiet=True,
                       restart_weight=args.restart_weight)
         mu, wall = r.values["mu"], time.perf_counter() - start
         best, best_it = _solve_from(model, log, truth, {"mu": 0.2}, args.restart_weight or args.weight,
                                     args.max_iterations)
-        print(f"{eps:9.0e} {mu:10.6f} {abs(mu - 0.2):9.2e} {r.iterations:6d} {str(r.converged):>5} {wall:7.1f}   "
+        first = getattr(r.problem, "restarted_from", None)  # with --restart-weight: the first solve's LM
+        its = f"{first.iterations}+{r.iterations - first.iterations}" if first is not None else str(r.iterations)
+        print(f"{eps:9.0e} {mu:10.6f} {abs(mu - 0.2):9.2e} {its:>6} {str(r.converged):>5} {wall:7.1f}   "
               f"{best['mu']:10.6f}, {abs(best['mu'] - 0.2):9.2e}, {best_it:3d}   {smu}, {sit}", flush=True)
 
     for n in args.particles:
@@ -94,7 +99,7 @@ def main() -> None:
         truth = np.array([many.parameters[f"mu_{i}"].default for i in range(n)])
         log, truth_states = _noisy_log(many, 0.005, 2)
         start = time.perf_counter()
-        r = calibrate(many.with_parameters({f"mu_{i}": 1.0 for i in range(n)}), log,
+        r = calibrate(many.with_parameters({f"mu_{i}": args.start_mu for i in range(n)}), log,
                       free=[f"mu_{i}" for i in range(n)], weight=args.weight, cutoff_hz=1e9,
                       max_iterations=args.max_iterations, covariance=False, quiet=True,
                       restart_weight=args.restart_weight)
