@@ -11,8 +11,9 @@ Run from the repository root::
 (a) Seed 002's particle (``mbfg.models.particle``: m = 1, q0 = (0, 3), push (5, -9.81 m), mu = 0.2,
 h = 0.05 s, N = 100 steps) is simulated, uniform noise in [-eps, eps] is added to x and z, and mu
 is identified with the joint estimator (:func:`mbfg.calibration.calibrate`) from the seed's
-initial guess mu = 1 (``--start-mu``: another; with the particles, every mu). Printed: mu, its error, our LM iterations (with a restart: the first solve's + the restarted one's),
-beside the seed's KNITRO figures;
+initial guess mu = 1 (``--start-mu``: another; with the particles, every mu). Printed: mu, its
+error, our LM iterations (with a restart: the first solve's + the restarted one's), beside the seed's
+KNITRO figures;
 and, as the reference for what the estimator can reach on that noise, the same least squares solved
 from the truth (the simulated states and mu = 0.2; at the restart weight when one is given): its
 minimum there is the estimate the data support, so the gap between the two columns is the start's
@@ -73,7 +74,8 @@ def main() -> None:
     parser.add_argument("--weight", type=float, default=1e-5, help="state error weight w (default 1e-5)")
     parser.add_argument("--restart-weight", type=float, default=None,
                         help="restart the calibration at this w from a free simulation of its result")
-    parser.add_argument("--start-mu", type=float, default=1.0, help="initial guess of every mu (default 1, the seed's)")
+    parser.add_argument("--start-mu", type=float, default=1.0,
+                        help="initial guess of every mu (default 1, the seed's)")
     args = parser.parse_args()
 
     model = particle()
@@ -83,8 +85,8 @@ def main() -> None:
     for eps, (smu, sit) in SEED_SINGLE.items():
         log, truth = _noisy_log(model, eps, 1)
         start = time.perf_counter()
-        r = calibrate(model.with_parameters({"mu": args.start_mu}), log, free=["mu"], weight=args.weight, cutoff_hz=1e9,
-                      max_iterations=args.max_iterations, covariance=False, quiet=True,
+        r = calibrate(model.with_parameters({"mu": args.start_mu}), log, free=["mu"], weight=args.weight,
+                      cutoff_hz=1e9, max_iterations=args.max_iterations, covariance=False, quiet=True,
                       restart_weight=args.restart_weight)
         mu, wall = r.values["mu"], time.perf_counter() - start
         best, best_it = _solve_from(model, log, truth, {"mu": 0.2}, args.restart_weight or args.weight,
