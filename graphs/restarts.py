@@ -44,14 +44,24 @@ def restart_from_simulation(problem: JointProblem, solution: LMResult, weight: f
         weight: the state error weight w of the new problem (usually larger: the dynamics trusted).
         priors: parameter priors, as for :func:`build_joint_problem`.
     """
-    found = problem.parameter_values(solution.values)
-    start = {name: found[name] for name in problem.variables.names}
+    start = _parameters(problem, solution)
     traj = problem.free_simulation(solution.values, problem.model.with_parameters(start))
-    again = build_joint_problem(problem.model, problem.state_log(), free=problem.variables.names, weight=weight,
-                                priors=priors, initial_parameters=start,
-                                states=[traj.state(k) for k in range(problem.n)], quiet=True)
+    again = _again(problem, problem.model, weight, start, [traj.state(k) for k in range(problem.n)], priors)
     again.restarted_from = solution
     return again
+
+
+def _parameters(problem: JointProblem, solution: LMResult) -> dict[str, float]:
+    """The values of the problem's variable parameters in ``solution``."""
+    found = problem.parameter_values(solution.values)
+    return {name: found[name] for name in problem.variables.names}
+
+
+def _again(problem: JointProblem, model: RigidModel, weight: float, start: Mapping[str, float], states: list,
+           priors: Mapping[str, float] | None) -> JointProblem:
+    """``problem``'s log and variables for ``model`` at ``weight``, started from ``start`` and ``states``."""
+    return build_joint_problem(model, problem.state_log(), free=problem.variables.names, weight=weight,
+                               priors=priors, initial_parameters=start, states=states, quiet=True)
 
 
 def softened(model: RigidModel, factor: float) -> RigidModel:
@@ -75,16 +85,13 @@ def stiffen(problem: JointProblem, solution: LMResult, model: RigidModel, *,
 
     Stiff joints (eps_lin of 1e-8 m/N and less) remove the compliance bias, but a solve started from the
     readings' states does not converge there (seed 001, abstract: "very stiff constraints may cause
-    difficulties in solving the optimization problem"; section 4.9): the constraint forces of those states are far from any consistent with the dynamics, and
-    the LM follows a narrow curved valley. The solution with joints 100 times softer has states whose
+    difficulties in solving the optimization problem"; section 4.9): the constraint forces of those states are
+    far from any consistent with the dynamics, and the LM follows a narrow curved valley. The solution with joints 100 times softer has states whose
     constraint forces the stiff joints nearly share; from them the stiff solve converges in about ten
     iterations (``python benchmarks/stiff_joints.py --eps 1e-8 --soft-start 100``). Started from the softer
     parameters alone, it does not.
     """
-    found = problem.parameter_values(solution.values)
-    start = {name: found[name] for name in problem.variables.names}
-    again = build_joint_problem(model, problem.state_log(), free=problem.variables.names, weight=problem.weight,
-                                priors=priors, initial_parameters=start,
-                                states=problem.state_list(solution.values), quiet=True)
+    again = _again(problem, model, problem.weight, _parameters(problem, solution),
+                   problem.state_list(solution.values), priors)
     again.softened_from = solution
     return again
