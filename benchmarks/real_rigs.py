@@ -247,7 +247,8 @@ def main() -> None:
     parser.add_argument("--lab-model", action="store_true",
                         help="DFKI: the dfki-double-pendulum model (the lab's: Coulomb + viscous, rotors)")
     parser.add_argument("--weights", type=lambda text: [float(w) for w in text.split(",")], default=[],
-                        help="state error weights w for --lab-model and the QUBE, comma-separated (default: the model's)")
+                        help="state error weights w for --lab-model and the QUBE, comma-separated "
+                             "(default: the model's)")
     parser.add_argument("--sim-seconds", type=float, default=2.0, help="free-simulation span [s] (default 2)")
     parser.add_argument("--max-iterations", type=int, default=30, help="LM iterations at most (default 30)")
     args = parser.parse_args()

@@ -73,9 +73,10 @@ def main() -> None:
                            damping_update=args.damping, soft_start=args.soft_start)
         errors = ", ".join(f"{p.name} {100 * (p.value - truth[p.name]) / truth[p.name]:+.3f} %" for p in result.parameters)
         soft = result.problem.softened_from
-        print(f"\neps_lin {eps:g} m/N, eps_rot {100 * eps:g} rad/(N m): {result.iterations} iterations"
-              + (f" ({soft.iterations} with joints {args.soft_start:g} x softer, {'converged' if soft.converged else 'NOT converged'}; "
-                 f"{result.iterations - soft.iterations} stiff)" if soft is not None else "")
+        soft_said = "" if soft is None else (
+            f" ({soft.iterations} with joints {args.soft_start:g} x softer, "
+            f"{'converged' if soft.converged else 'NOT converged'}; {result.iterations - soft.iterations} stiff)")
+        print(f"\neps_lin {eps:g} m/N, eps_rot {100 * eps:g} rad/(N m): {result.iterations} iterations{soft_said}"
               + f", {'converged' if result.converged else 'NOT converged'}, {time.perf_counter() - t0:.1f} s; {errors}")
         print("  iter  cost (0.5 sum r^2)   lambda    rho")
         for row in result.history[1:]:

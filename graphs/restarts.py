@@ -86,9 +86,9 @@ def stiffen(problem: JointProblem, solution: LMResult, model: RigidModel, *,
     Stiff joints (eps_lin of 1e-8 m/N and less) remove the compliance bias, but a solve started from the
     readings' states does not converge there (seed 001, abstract: "very stiff constraints may cause
     difficulties in solving the optimization problem"; section 4.9): the constraint forces of those states are
-    far from any consistent with the dynamics, and the LM follows a narrow curved valley. The solution with joints 100 times softer has states whose
-    constraint forces the stiff joints nearly share; from them the stiff solve converges in about ten
-    iterations (``python benchmarks/stiff_joints.py --eps 1e-8 --soft-start 100``). Started from the softer
+    far from any consistent with the dynamics, and the LM follows a narrow curved valley. The solution with
+    joints 100 times softer has states whose constraint forces the stiff joints nearly share; from them the
+    stiff solve converges in about ten iterations (``python benchmarks/stiff_joints.py --eps 1e-8 --soft-start 100``). Started from the softer
     parameters alone, it does not.
     """
     again = _again(problem, model, problem.weight, _parameters(problem, solution),

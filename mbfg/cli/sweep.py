@@ -170,7 +170,8 @@ def run(args: argparse.Namespace) -> int:
         # An h no recording can use is a user error (exit 2); one that only some can use fails their cells.
         if all(_fails(log, h) for log in logs.values()):
             _check_time_step(next(iter(logs.values())), h, f"--dt {h:g}")
-    print(f"mbfg sweep: {model.name}, {len(logs)} recordings x {len(args.dt or [None])} h x {len(args.weight or [None])} w x "
+    print(f"mbfg sweep: {model.name}, {len(logs)} recordings x {len(args.dt or [None])} h x "
+          f"{len(args.weight or [None])} w x "
           f"{len(args.eps or [None])} eps; " + (f"scheduler {args.scheduler}" if args.scheduler
                                                 else f"local cluster of {args.workers or 'one per core'} workers"),
           file=sys.stderr, flush=True)
