@@ -88,8 +88,8 @@ def stiffen(problem: JointProblem, solution: LMResult, model: RigidModel, *,
     difficulties in solving the optimization problem"; section 4.9): the constraint forces of those states are
     far from any consistent with the dynamics, and the LM follows a narrow curved valley. The solution with
     joints 100 times softer has states whose constraint forces the stiff joints nearly share; from them the
-    stiff solve converges in about ten iterations (``python benchmarks/stiff_joints.py --eps 1e-8 --soft-start 100``). Started from the softer
-    parameters alone, it does not.
+    stiff solve converges in about ten iterations (``python benchmarks/stiff_joints.py --eps 1e-8
+    --soft-start 100``). Started from the softer parameters alone, it does not.
     """
     again = _again(problem, model, problem.weight, _parameters(problem, solution),
                    problem.state_list(solution.values), priors)
