@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from mbfg.calibration import calibrate
+from mbfg.cli.calibrate import _why_not_converged
 from mbfg.datasets.rigs import (
     DFKI_PERIOD,
     QUBE_PERIOD,
@@ -68,6 +69,9 @@ def window(log: Log, start: float, seconds: float) -> Log:
 
 def report(result, start_model, validation: Log, wall: float) -> None:
     print(result.table())
+    print("gain ratios of the LM steps: " + " ".join(f"{row['rho']:.3g}" for row in result.history[1:]))
+    if not result.converged:  # what 'mbfg calibrate' says of it
+        print(f"not converged: {_why_not_converged(result.history, result.model.layout.n_B > 0)}")
     t0 = time.perf_counter()
     cv_start = cross_validation_score(start_model, validation, start_model.parameters.numpy_values(),
                                       h=result.h, weight=result.weight, quiet=True)

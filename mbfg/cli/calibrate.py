@@ -278,9 +278,11 @@ def _why_not_converged(history: list[dict[str, float]], piecewise: bool) -> str:
     Two cases are told apart by the median gain ratio rho (actual / predicted decrease) of the last eight steps:
     near 1, the steps did what their linearization predicted and only their reach was short (piecewise
     residuals: samples switching between sticking and sliding at dry friction; the QUBE-Servo at its weight,
-    median 0.95 over its last eight of 20, a few dips among ratios of 0.99); well below 1, the linearization is
-    poor where the steps go (a large-residual problem, unmodelled effects of a real rig, or a start far off; the
-    DFKI double pendulum at w = 1e6, median 0.33, every ratio from its fifth step on below 0.6).
+    median 0.95 over its last eight of 20, a few dips among ratios of 0.99: ``python benchmarks/real_rigs.py
+    --rig qube --max-iterations 20``); well below 1, the linearization is poor where the steps go (a
+    large-residual problem, unmodelled effects of a real rig, or a start far off; the DFKI double pendulum at
+    w = 1e6, median 0.34, every ratio from its fifth step on below 0.6: ``python benchmarks/real_rigs.py --rig
+    dfki --lab-model --seconds 2 --dt 2e-3 --weights 1e6 --max-iterations 20``). Both commands print the ratios.
     ``piecewise``: the model has complementarity rows (dry friction, contacts), whose kinks are then named as
     the likely cause of the first case."""
     from mbfg.calibration import RELATIVE_TOL as tol
