@@ -55,14 +55,14 @@ class ChainError(RuntimeError):
 @dataclass
 class _State:
     """One state of the window: its stamp, keys and their tangent column slices; once eliminated, its
-    conditional in back-substitution form ``delta = a - G delta_next`` (G: (n, n_next))."""
+    conditional ``R delta + R G delta_next = R a`` by G (n, n_next) and R, for the covariances (a and G go
+    into the band of the back-substitution, :class:`~mbfg.graphs.stream.band.ConditionalBand`)."""
 
     stamp: float
     keys: list[int]
     columns: dict[int, slice]
     dim: int
     thresholds: np.ndarray  # (dim,) the relinearization threshold of each tangent component
-    a: np.ndarray | None = None
     G: np.ndarray | None = None
     R: np.ndarray | None = None  # (n, n) upper-triangular: the conditional's square-root information
 
@@ -396,7 +396,7 @@ class _ChainWindow:
                 self._frontier = np.hstack([R[:n, :n], R[:n, -1:]])
             else:
                 sol = np.linalg.solve(R[:n, :n], R[:n, n:])  # [G | a]
-                self._states[j].G, self._states[j].a, self._states[j].R = sol[:, :n], sol[:, n], R[:n, :n]
+                self._states[j].G, self._states[j].R = sol[:, :n], R[:n, :n]
                 self._conditionals(n).set(j, sol[None, :, :n], sol[None, :, n])
                 carried = R[n : 2 * n, n:] if R.shape[0] > n else None
 
@@ -408,10 +408,10 @@ class _ChainWindow:
         if bad.size:
             j = first + int(bad[0])
             raise ChainError(f"the factors leave state {j} of the window (at {self._states[j].stamp} s) undetermined")
-        G_np, a_np = np.asarray(G), np.asarray(a)
-        for s, G_j, a_j, R_j in zip(self._states[first:], G_np, a_np, np.asarray(R)):
-            s.G, s.a, s.R = G_j, a_j, R_j
-        self._conditionals(G_np.shape[1]).set(first, G_np, a_np)
+        G_np = np.asarray(G)
+        for s, G_j, R_j in zip(self._states[first:], G_np, np.asarray(R)):
+            s.G, s.R = G_j, R_j
+        self._conditionals(G_np.shape[1]).set(first, G_np, np.asarray(a))
         self._frontier = np.asarray(R_f)
 
     def _conditionals(self, n: int) -> ConditionalBand:
