@@ -172,18 +172,11 @@ class PersistentJit:
             arguments of these shapes (e.g. :func:`jaxpr_fingerprint` of the residual it
             differentiates, with the passes and axes), or None: not kept on disk. Called once per
             argument signature.
-        keep_trace: False: the traced program is not kept on disk (``describe`` is not called) and is traced
-            in every process; its compile goes through JAX's persistent cache like any ``jax.jit``'s. For the
-            complementarity programs (the LCP's while loop under a custom derivative rule): the first of the rare
-            XLA crashes seen in the test suite was in one compiled from a stored trace (the dry Furuta's
-            vmapped Jacobian), though later ones came in programs of every kind.
     """
 
-    def __init__(self, fn: Callable[..., Any], describe: Callable[..., str | None], *,
-                 keep_trace: bool = True) -> None:
+    def __init__(self, fn: Callable[..., Any], describe: Callable[..., str | None]) -> None:
         self.jitted = jax.jit(fn)
         self._describe = describe
-        self._keep_trace = keep_trace
         # signature -> program on the flat argument list (None: call ``jitted`` with the pytrees)
         self._programs: dict[tuple, Callable[..., Any] | None] = {}
 
@@ -214,8 +207,7 @@ class PersistentJit:
         program = self._program(args, leaves, treedef)
         if program is None:
             return self.jitted.lower(*args).compile()
-        # A kept program is a jax.jit of the loaded (or stored) trace; one not kept is compiled already.
-        flat = cast(Any, program).lower(*leaves).compile() if self._keep_trace else program
+        flat = cast(Any, program).lower(*leaves).compile()  # a jax.jit of the loaded (or stored) trace
 
         def compiled(*call_args: Any) -> Any:
             return flat(*jax.tree_util.tree_leaves(call_args))
@@ -224,14 +216,10 @@ class PersistentJit:
 
     def _program(self, args: tuple, leaves: list, treedef: Any) -> Callable[..., Any] | None:
         """The program on flat leaves at the signature of ``args``, resolved once: loaded from disk or stored
-        there (kept), traced and compiled here (not kept), or None: call ``jitted``."""
+        there, or None: call ``jitted``."""
         signature = _signature(leaves, treedef)
         if signature not in self._programs:
-            if self._keep_trace:
-                self._programs[signature] = self._load(args, leaves, treedef, signature)
-            else:
-                compiled = self.jitted.lower(*args).compile()
-                self._programs[signature] = lambda *flat: compiled(*jax.tree_util.tree_unflatten(treedef, flat))
+            self._programs[signature] = self._load(args, leaves, treedef, signature)
         return self._programs[signature]
 
     def _load(self, args: tuple, leaves: list, treedef: Any, signature: tuple) -> Callable[..., Any] | None:

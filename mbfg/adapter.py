@@ -148,9 +148,7 @@ class FactorType:
         piecewise: the residual is only piecewise smooth (complementarity: dry
             friction, contacts), with kinks where a multiplier changes sign, which
             symmetric points such as an identity pose hit exactly; the battery then
-            checks it at its random examples and 1e-3 from the identity only. Its traced programs are
-            not kept on disk (:class:`mbfg._programs.PersistentJit`, ``keep_trace``); their compiles are
-            cached by JAX.
+            checks it at its random examples and 1e-3 from the identity only.
         jacobian_groups: variables (argument indices) differentiated together in one forward
             pass of the vmapped linearization; None: one pass for all. A variable outside a
             group's pass is a symbolic zero there, so JAX skips the work that does not depend
@@ -211,12 +209,9 @@ class FactorType:
         self._error = error
         self._lifted_forward = lifted_forward
         self._fingerprints: dict[str, str | None] = {}  # argument shapes -> jaxpr fingerprint
-        # Complementarity residuals' traced programs are not kept on disk (PersistentJit's keep_trace): they
-        # are traced in every process.
-        keep = not self.piecewise
-        self._error_fn = PersistentJit(error, self._describe("error", None), keep_trace=keep)
+        self._error_fn = PersistentJit(error, self._describe("error", None))
         # Single calls take one joint pass: they are launch-bound, so fewer kernels win.
-        self._linearize_fn = PersistentJit(linearize, self._describe("linearize, one pass", None), keep_trace=keep)
+        self._linearize_fn = PersistentJit(linearize, self._describe("linearize, one pass", None))
         self._linearize_grouped = functools.partial(linearize, passes=groups)
         self._linearize_per_variable = functools.partial(
             linearize, passes=tuple((i,) for i in range(len(kinds))))
@@ -337,11 +332,9 @@ class FactorType:
             linearize = self._linearize_per_variable if per_variable else self._linearize_grouped
             passes = linearize.keywords["passes"]
             self._vmapped_fns[constant_axes, per_variable] = (
-                PersistentJit(jax.vmap(self._error, in_axes=in_axes), self._describe("error", constant_axes),
-                              keep_trace=not self.piecewise),
+                PersistentJit(jax.vmap(self._error, in_axes=in_axes), self._describe("error", constant_axes)),
                 PersistentJit(jax.vmap(linearize, in_axes=in_axes),
-                              self._describe(f"linearize, passes {passes}", constant_axes),
-                              keep_trace=not self.piecewise),
+                              self._describe(f"linearize, passes {passes}", constant_axes)),
             )
         return self._vmapped_fns[constant_axes, per_variable]
 

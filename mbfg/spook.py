@@ -239,9 +239,7 @@ def _compiled_scan(model: RigidModel, x: State, controls: Array, p: Mapping[str,
         return None if identity is None else f"spook scan; {identity}"
 
     start = time.perf_counter()
-    # Not with complementarity rows, as the factor types (mbfg.adapter.FactorType): the traced program is not
-    # kept on disk (its compile is cached by JAX).
-    flat = PersistentJit(run, describe, keep_trace=model.layout.n_B == 0).compile(x, controls, p, h)
+    flat = PersistentJit(run, describe).compile(x, controls, p, h)
 
     def compiled(state: State, controls: jnp.ndarray, p: Mapping[str, Any], h: jnp.ndarray):
         """(x_last, (states, observations, StepInfo)) of the steps from ``state`` with ``controls``."""
