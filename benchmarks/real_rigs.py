@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from mbfg.calibration import calibrate
-from mbfg.cli.calibrate import _why_not_converged
+from mbfg.cli.calibrate import why_not_converged
 from mbfg.datasets.rigs import (
     DFKI_PERIOD,
     QUBE_PERIOD,
@@ -71,7 +71,7 @@ def report(result, start_model, validation: Log, wall: float) -> None:
     print(result.table())
     print("gain ratios of the LM steps: " + " ".join(f"{row['rho']:.3g}" for row in result.history[1:]))
     if not result.converged:  # what 'mbfg calibrate' says of it
-        print(f"not converged: {_why_not_converged(result.history, result.model.layout.n_B > 0)}")
+        print(f"not converged: {why_not_converged(result.history, result.model.layout.n_B > 0)}")
     t0 = time.perf_counter()
     cv_start = cross_validation_score(start_model, validation, start_model.parameters.numpy_values(),
                                       h=result.h, weight=result.weight, quiet=True)

@@ -380,21 +380,21 @@ def test_an_unconverged_calibration_says_why_from_its_last_gain_ratios():
     """At the iteration limit the summary tells kink-limited steps (gain ratio near 1: more iterations; named as
     dry friction's kinks only for a model with complementarity rows) from a poor linearization (gain ratio well
     below 1: a large-residual problem; a lower weight, with what it costs)."""
-    from mbfg.cli.calibrate import _why_not_converged
+    from mbfg.cli.calibrate import why_not_converged
 
     def history(rhos):
         return [dict(cost=1.0, rho=float("nan"))] + [dict(cost=0.9 - 0.01 * i, rho=r) for i, r in enumerate(rhos)]
 
     # The ratios of the two real rigs' iterations at the limit of 20, as benchmarks/real_rigs.py prints them (the
-    # commands in _why_not_converged's docstring; QUBE-Servo at its weight, DFKI double pendulum at 1e6), the
+    # commands in why_not_converged's docstring; QUBE-Servo at its weight, DFKI double pendulum at 1e6), the
     # first ones left out: only the last eight count.
     qube = history([0.3, 0.3, 0.994, 0.994, 0.994, 0.994, 0.598, 0.915, 0.667, 0.387])
-    said = _why_not_converged(qube, piecewise=True)
+    said = why_not_converged(qube, piecewise=True)
     assert "gain ratio 0.95" in said and "sticking and sliding" in said and "raise --max-iterations" in said
     assert "--weight" not in said
-    assert "sticking" not in _why_not_converged(qube, piecewise=False)
+    assert "sticking" not in why_not_converged(qube, piecewise=False)
     dfki = history([1.0, 1.0, 0.462, 0.384, 0.354, 0.353, 0.317, 0.0747, 0.0269, 0.0642])
-    poor = _why_not_converged(dfki, piecewise=True)
+    poor = why_not_converged(dfki, piecewise=True)
     assert "won 0.33 of the decrease" in poor and "large-residual" in poor
     assert "lower --weight converges sooner, but keep the table's sigma_y at or above the sensor's noise" in poor
     assert "lowered the cost by 1.2 %" in poor

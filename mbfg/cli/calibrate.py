@@ -270,7 +270,7 @@ def _parse_hold(model: RigidModel, names: list[str], text: str) -> dict[str, flo
     return held
 
 
-def _why_not_converged(history: list[dict[str, float]], piecewise: bool) -> str:
+def why_not_converged(history: list[dict[str, float]], piecewise: bool) -> str:
     """Why the LM stopped unconverged (at the iteration limit), from its last iterations: how much the last one
     still lowered the cost against the tolerance (:func:`mbfg.calibration.calibrate`'s ``relative_tol``), what
     the steps' gain ratios say, and what to try.
@@ -374,7 +374,7 @@ def run(args: argparse.Namespace) -> int:
     if plot:
         _save_figure(result.plot(log), plot)
     written = [path for path in (args.out, plot) if path]
-    why = "" if result.converged else _why_not_converged(result.history, result.model.layout.n_B > 0)
+    why = "" if result.converged else why_not_converged(result.history, result.model.layout.n_B > 0)
     _eprint(
         f"mbfg calibrate: {result.iterations} LM iterations, "
         + ("converged" if result.converged else f"NOT converged ({why})")
