@@ -59,6 +59,7 @@ from typing import Any
 
 import yaml
 
+from mbfg._fields import checked_mapping
 from mbfg.errors import ModelError
 from mbfg.expressions import BODY_LENGTH_NAME, CONSTANTS, FUNCTIONS, POINT_COORDINATE_NAME, evaluate_expression
 from mbfg.planar import Body, PlanarMechanism, Point, RelativeAngle
@@ -193,20 +194,7 @@ class _Builder:
 
     def mapping(self, value: Any, entry: str, allowed: tuple[str, ...], required: tuple[str, ...]) -> dict[str, Any]:
         """``value`` as a dict with only ``allowed`` keys and all ``required`` ones (entry "" = top level)."""
-        if not isinstance(value, dict):
-            raise self.error(
-                entry or "document",
-                f"expected a mapping with keys {', '.join(required)}, got {type(value).__name__} {value!r}",
-            )
-        for key in value:
-            if key not in allowed:
-                raise self.error(
-                    f"{entry}.{key}" if entry else str(key), f"unknown field; expected one of {', '.join(allowed)}"
-                )
-        for key in required:
-            if key not in value:
-                raise self.error(f"{entry}.{key}" if entry else key, f"missing required field {key!r}")
-        return value
+        return checked_mapping(value, entry, allowed, required, self.error)
 
     def sequence(self, value: Any, entry: str, what: str) -> list[Any]:
         if not isinstance(value, list):

@@ -54,6 +54,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mbfg._fields import checked_mapping
 from mbfg.errors import ModelError
 from mbfg.parameters import Parameter
 from mbfg.parts import _param_names
@@ -87,21 +88,7 @@ class _Reader:
         return ModelError(f"{self.source}: {entry}: {message}" if entry else f"{self.source}: {message}")
 
     def mapping(self, value: Any, entry: str, allowed: tuple[str, ...], required: tuple[str, ...]) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.error(
-                entry or "document",
-                f"expected a mapping with keys {', '.join(required)}, got {type(value).__name__} {value!r}",
-            )
-        for key in value:
-            if key not in allowed:
-                raise self.error(
-                    f"{entry}.{key}" if entry else str(key),
-                    f"unknown key; allowed keys: {', '.join(allowed)}",
-                )
-        for key in required:
-            if key not in value:
-                raise self.error(f"{entry}.{key}" if entry else key, f"missing required key {key!r}")
-        return value
+        return checked_mapping(value, entry, allowed, required, self.error, word="key")
 
     def text(self, value: Any, entry: str, identifier: bool = False) -> str:
         if not isinstance(value, str) or not value.strip():

@@ -428,10 +428,10 @@ GOOD_PARAMS = "parameters: {g: 9.81, eps_lin: 1e-8, eps_rot: 1e-6, tau: 2e-3}\n"
 @pytest.mark.parametrize(
     ("text", "pattern"),
     [
-        (GOOD_PARAMS + "links: [" + GOOD_LINK + "]\ncolour: red\n", r"colour: unknown key; allowed keys: name, "),
+        (GOOD_PARAMS + "links: [" + GOOD_LINK + "]\ncolour: red\n", r"colour: unknown key; expected one of name, "),
         ("links: [" + GOOD_LINK + "]\n", r"parameters: missing required key"),
         (GOOD_PARAMS + "links: [{name: link1, joint: q1, parent: null, mas: 1, inertia: [1, 1, 1], com: 0.1}]\n",
-         r"links\[0\] \(link1\)\.mas: unknown key; allowed keys: name, joint, parent, mass"),
+         r"links\[0\] \(link1\)\.mas: unknown key; expected one of name, joint, parent, mass"),
         (GOOD_PARAMS + "links: [{name: link1, joint: q1, parent: null, inertia: [1, 1, 1], com: 0.1}]\n",
          r"links\[0\] \(link1\)\.mass: missing required key 'mass'"),
         (GOOD_PARAMS + "links: [" + GOOD_LINK + ", {name: link2, joint: q2, parent: link3, mass: 1, "
@@ -443,7 +443,7 @@ GOOD_PARAMS = "parameters: {g: 9.81, eps_lin: 1e-8, eps_rot: 1e-6, tau: 2e-3}\n"
         ("parameters: {g: 9.81, eps_lin: 1e-8, tau: 2e-3}\nlinks: [" + GOOD_LINK + "]\n",
          r"parameters\.eps_rot: missing required parameter"),
         ("parameters: {g: 9.81, eps_lin: 1e-8, eps_rot: 1e-6, tau: 2e-3, m: {value: 1, unit: kg, min: 0}}\n"
-         "links: [" + GOOD_LINK + "]\n", r"parameters\.m\.min: unknown key; allowed keys: value, unit, lower"),
+         "links: [" + GOOD_LINK + "]\n", r"parameters\.m\.min: unknown key; expected one of value, unit, lower"),
         (GOOD_PARAMS + "links: [{name: link1, joint: q1, parent: null, mass: 1, inertia: [1, 1, 1], com: 0.1, "
          "axis: w}]\n", r"links\[0\] \(link1\)\.axis: expected x, y or z"),
         (GOOD_PARAMS + "links: [{name: link1, joint: q1, parent: null, mass: -1, inertia: [1, 1, 1], com: 0.1}]\n",
