@@ -7,6 +7,7 @@ Run from the repository root::
     python benchmarks/seed002_particles.py --weight 1e2    # the state error weight w (default 1e-5)
     python benchmarks/seed002_particles.py --restart-weight 1e3   # then again from a free simulation
     python benchmarks/seed002_particles.py --start-mu 0.3         # start elsewhere than the seed's mu = 1
+    python benchmarks/seed002_particles.py --truth-lambda 1e-12   # the solve from the truth at less damping
 
 (a) Seed 002's particle (``mbfg.models.particle``: m = 1, q0 = (0, 3), push (5, -9.81 m), mu = 0.2,
 h = 0.05 s, N = 100 steps) is simulated, uniform noise in [-eps, eps] is added to x and z, and mu
@@ -37,10 +38,11 @@ import time
 import numpy as np
 
 from mbfg.calibration import calibrate
-from mbfg.graphs.joint import build_joint_problem, solve
+from mbfg.graphs.joint import build_joint_problem
 from mbfg.logs import Log
 from mbfg.models import particle, particles
 from mbfg.rigid import RigidModel
+from mbfg.solvers import bounded_levenberg_marquardt
 from mbfg.spook import simulate
 
 #: Seed 002, single particle (KNITRO): noise eps [m] -> (mu found, iterations).
@@ -58,11 +60,13 @@ def _noisy_log(model: RigidModel, eps: float, seed: int) -> tuple[Log, list]:
 
 
 def _solve_from(model: RigidModel, log: Log, states: list, free: dict[str, float], weight: float,
-                max_iterations: int) -> tuple[dict[str, float], int]:
-    """The joint least squares started at the given states and parameters: (the values found, LM iterations)."""
+                max_iterations: int, lambda_initial: float) -> tuple[dict[str, float], int]:
+    """The joint least squares started at the given states and parameters, by the calibration's LM from the
+    damping ``lambda_initial``: (the values found, LM iterations)."""
     problem = build_joint_problem(model, log, free=list(free), weight=weight, cutoff_hz=1e9,
                                   initial_parameters=free, states=states, quiet=True)
-    lm = solve(problem, max_iterations=max_iterations, quiet=True)
+    lm = bounded_levenberg_marquardt(problem.vectorized or problem.graph, problem.initial, problem.bounds,
+                                     max_iterations=max_iterations, lambda_initial=lambda_initial, quiet=True)
     found = problem.parameter_values(lm.values)
     return {name: found[name] for name in free}, lm.iterations
 
@@ -76,10 +80,13 @@ def main() -> None:
                         help="restart the calibration at this w from a free simulation of its result")
     parser.add_argument("--start-mu", type=float, default=1.0,
                         help="initial guess of every mu (default 1, the seed's)")
+    parser.add_argument("--truth-lambda", type=float, default=1e-5,
+                        help="the LM's initial damping in the solve from the truth (default 1e-5, the calibration's)")
     args = parser.parse_args()
 
     model = particle()
-    print(f"(a) single particle, mu = 0.2, start mu = {args.start_mu:g}")
+    print(f"(a) single particle, mu = 0.2, start mu = {args.start_mu:g}; the solve from the truth from LM damping "
+          f"{args.truth_lambda:g}")
     print(f"{'noise eps':>9} {'mu':>10} {'|error|':>9} {'LM it':>6} {'conv':>5} {'wall s':>7}   "
           f"{'from the truth: mu, |error|, it':>31}   seed 002 (KNITRO): mu, iterations")
     for eps, (smu, sit) in SEED_SINGLE.items():
@@ -90,7 +97,7 @@ def main() -> None:
                       restart_weight=args.restart_weight)
         mu, wall = r.values["mu"], time.perf_counter() - start
         best, best_it = _solve_from(model, log, truth, {"mu": 0.2}, args.restart_weight or args.weight,
-                                    args.max_iterations)
+                                    args.max_iterations, args.truth_lambda)
         first = getattr(r.problem, "restarted_from", None)  # with --restart-weight: the first solve's LM
         its = f"{first.iterations}+{r.iterations - first.iterations}" if first is not None else str(r.iterations)
         print(f"{eps:9.0e} {mu:10.6f} {abs(mu - 0.2):9.2e} {its:>6} {str(r.converged):>5} {wall:7.1f}   "
@@ -109,7 +116,7 @@ def main() -> None:
         rms = float(np.sqrt(np.mean((found - truth) ** 2)))
         wall = time.perf_counter() - start
         best, best_it = _solve_from(many, log, truth_states, {f"mu_{i}": float(truth[i]) for i in range(n)},
-                                    args.restart_weight or args.weight, args.max_iterations)
+                                    args.restart_weight or args.weight, args.max_iterations, args.truth_lambda)
         best_rms = float(np.sqrt(np.mean((np.array(list(best.values())) - truth) ** 2)))
         serr, sit = SEED_MULTI.get(n, (float("nan"), "-"))
         print(f"(b) {n} particles: mu true {np.round(truth, 4)}, found {np.round(found, 4)}; RMS error {rms:.2e}, "
