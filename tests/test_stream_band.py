@@ -35,6 +35,8 @@ def test_the_band_solves_the_stacked_conditionals_across_marginalizations_and_gr
         delta_last = rng.normal(size=n)
         got = band.solve(len(a) + 1, delta_last)
         np.testing.assert_allclose(got, _dense_back_substitution(G, a, delta_last), rtol=1e-12, atol=1e-12)
+        for j, G_j in enumerate(G):  # the covariances read each G back
+            np.testing.assert_array_equal(band.G(j), G_j)
         # Marginalize down to a window of about 12 states (every update drops something past the start).
         drop = max(len(a) + 1 - 12, 0)
         band.drop(drop)

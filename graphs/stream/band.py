@@ -47,6 +47,10 @@ class ConditionalBand:
         self._rhs[slot * self.n : (slot + L) * self.n] = np.ravel(a)
         self._count = max(self._count, first + L + 1)
 
+    def G(self, position: int) -> np.ndarray:
+        """The conditional's G (n, n) of window position ``position`` (a view into the storage)."""
+        return self._blocks()[self._start + position].T
+
     def _blocks(self) -> np.ndarray:
         """The storage as a view V (slots, n, n) with ``V[s, c, r] = G_s[r, c]``: column c of G_s is the
         contiguous run of rows n - 1 - c .. 2n - 2 - c of the storage's column (s + 1) n + c."""

@@ -54,16 +54,15 @@ class ChainError(RuntimeError):
 
 @dataclass
 class _State:
-    """One state of the window: its stamp, keys and their tangent column slices; once eliminated, its
-    conditional ``R delta + R G delta_next = R a`` by G (n, n_next) and R, for the covariances (a and G go
-    into the band of the back-substitution, :class:`~mbfg.graphs.stream.band.ConditionalBand`)."""
+    """One state of the window: its stamp, keys and their tangent column slices; once eliminated, the
+    square-root information R of its conditional ``R delta + R G delta_next = R a``, for the covariances (G and
+    a are in the band of the back-substitution, :class:`~mbfg.graphs.stream.band.ConditionalBand`)."""
 
     stamp: float
     keys: list[int]
     columns: dict[int, slice]
     dim: int
     thresholds: np.ndarray  # (dim,) the relinearization threshold of each tangent component
-    G: np.ndarray | None = None
     R: np.ndarray | None = None  # (n, n) upper-triangular: the conditional's square-root information
 
 
@@ -396,7 +395,7 @@ class _ChainWindow:
                 self._frontier = np.hstack([R[:n, :n], R[:n, -1:]])
             else:
                 sol = np.linalg.solve(R[:n, :n], R[:n, n:])  # [G | a]
-                self._states[j].G, self._states[j].R = sol[:, :n], R[:n, :n]
+                self._states[j].R = R[:n, :n]
                 self._conditionals(n).set(j, sol[None, :, :n], sol[None, :, n])
                 carried = R[n : 2 * n, n:] if R.shape[0] > n else None
 
@@ -409,8 +408,8 @@ class _ChainWindow:
             j = first + int(bad[0])
             raise ChainError(f"the factors leave state {j} of the window (at {self._states[j].stamp} s) undetermined")
         G_np = np.asarray(G)
-        for s, G_j, R_j in zip(self._states[first:], G_np, np.asarray(R)):
-            s.G, s.R = G_j, R_j
+        for s, R_j in zip(self._states[first:], np.asarray(R)):
+            s.R = R_j
         self._conditionals(G_np.shape[1]).set(first, G_np, np.asarray(a))
         self._frontier = np.asarray(R_f)
 
@@ -482,10 +481,12 @@ class _ChainWindow:
             R_inv = np.linalg.inv(self._frontier[:, :n])
             sigma = R_inv @ R_inv.T
             covariances = [sigma]
-            for s in reversed(self._states[:-1]):
-                assert s.R is not None and s.G is not None
-                R_inv = np.linalg.inv(s.R)
-                sigma = R_inv @ R_inv.T + s.G @ sigma @ s.G.T
+            band = self._conditionals(n)
+            for j in range(len(self._states) - 2, -1, -1):
+                R_j, G_j = self._states[j].R, band.G(j)
+                assert R_j is not None
+                R_inv = np.linalg.inv(R_j)
+                sigma = R_inv @ R_inv.T + G_j @ sigma @ G_j.T
                 covariances.append(sigma)
             self._covariances = covariances[::-1]
         sigma = self._covariances[number.pop() - self._offset]
