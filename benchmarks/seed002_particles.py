@@ -38,11 +38,11 @@ import time
 import numpy as np
 
 from mbfg.calibration import calibrate
-from mbfg.graphs.joint import build_joint_problem
+from mbfg.graphs.joint import build_joint_problem, solve
 from mbfg.logs import Log
 from mbfg.models import particle, particles
 from mbfg.rigid import RigidModel
-from mbfg.solvers import bounded_levenberg_marquardt
+from mbfg.solvers import LAMBDA_INITIAL
 from mbfg.spook import simulate
 
 #: Seed 002, single particle (KNITRO): noise eps [m] -> (mu found, iterations).
@@ -65,8 +65,7 @@ def _solve_from(model: RigidModel, log: Log, states: list, free: dict[str, float
     damping ``lambda_initial``: (the values found, LM iterations)."""
     problem = build_joint_problem(model, log, free=list(free), weight=weight, cutoff_hz=1e9,
                                   initial_parameters=free, states=states, quiet=True)
-    lm = bounded_levenberg_marquardt(problem.vectorized or problem.graph, problem.initial, problem.bounds,
-                                     max_iterations=max_iterations, lambda_initial=lambda_initial, quiet=True)
+    lm = solve(problem, max_iterations=max_iterations, lambda_initial=lambda_initial, quiet=True)
     found = problem.parameter_values(lm.values)
     return {name: found[name] for name in free}, lm.iterations
 
@@ -80,7 +79,7 @@ def main() -> None:
                         help="restart the calibration at this w from a free simulation of its result")
     parser.add_argument("--start-mu", type=float, default=1.0,
                         help="initial guess of every mu (default 1, the seed's)")
-    parser.add_argument("--truth-lambda", type=float, default=1e-5,
+    parser.add_argument("--truth-lambda", type=float, default=LAMBDA_INITIAL,
                         help="the LM's initial damping in the solve from the truth (default 1e-5, the calibration's)")
     args = parser.parse_args()
 

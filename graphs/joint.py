@@ -59,7 +59,7 @@ from mbfg.factors.prior import partial_prior_factor, tilt_yaw_prior_factor
 from mbfg.graph_builder import GraphBuilder
 from mbfg.logs import Log, round_time, sample_period
 from mbfg.rigid import RigidModel, State, poses_from_coordinates
-from mbfg.solvers import LMResult, bounded_levenberg_marquardt
+from mbfg.solvers import LAMBDA_INITIAL, LMResult, bounded_levenberg_marquardt
 from mbfg.vectorized import Blocks, VectorizedGraph
 
 if TYPE_CHECKING:
@@ -501,9 +501,11 @@ def _compile(problem: JointProblem) -> None:
 
 
 def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: float = 1e-6,
-          damping_update: str = "tenfold", quiet: bool = False, label: str | None = None) -> LMResult:
-    """Box-constrained Levenberg-Marquardt on the problem (:func:`mbfg.solvers.bounded_levenberg_marquardt`);
-    inside :func:`reporting_compiles`, its programs are compiled first and the compile time reported."""
+          damping_update: str = "tenfold", quiet: bool = False, label: str | None = None,
+          lambda_initial: float = LAMBDA_INITIAL) -> LMResult:
+    """Box-constrained Levenberg-Marquardt on the problem (:func:`mbfg.solvers.bounded_levenberg_marquardt`,
+    from the damping ``lambda_initial``); inside :func:`reporting_compiles`, its programs are compiled first and
+    the compile time reported."""
     label = label or f"calibrate {problem.model.name}"
     report = _COMPILE_REPORT.get()
     if report is not None:
@@ -514,6 +516,7 @@ def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: floa
     return bounded_levenberg_marquardt(
         problem.vectorized or problem.graph, problem.initial, problem.bounds, max_iterations=max_iterations,
         relative_tol=relative_tol, damping_update=damping_update, quiet=quiet, label=label,
+        lambda_initial=lambda_initial,
     )
 
 

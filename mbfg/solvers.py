@@ -57,6 +57,9 @@ class LMResult:
 #: :func:`bounded_levenberg_marquardt` stops even though their damping stayed above ``lambda_initial``.
 STALL_STEPS = 3
 
+#: The LM's damping at its start (:func:`bounded_levenberg_marquardt`'s ``lambda_initial``), GTSAM's default.
+LAMBDA_INITIAL = 1e-5
+
 
 def _hessian_diagonal(linear: gtsam.GaussianFactorGraph, dims: Mapping[int, int]) -> dict[int, np.ndarray]:
     """diag(J^T J) per key of a linear (Jacobian) factor graph; ``dims``: tangent dimension per key."""
@@ -84,7 +87,7 @@ def bounded_levenberg_marquardt(
     max_iterations: int = 20,
     relative_tol: float = 1e-6,
     absolute_tol: float = 0.0,
-    lambda_initial: float = 1e-5,
+    lambda_initial: float = LAMBDA_INITIAL,
     lambda_max: float = 1e10,
     damping_update: str = "tenfold",
     quiet: bool = False,
