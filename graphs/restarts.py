@@ -11,6 +11,14 @@ from mbfg.graphs.joint import JointProblem, build_joint_problem
 from mbfg.rigid import RigidModel
 from mbfg.solvers import LMResult
 
+#: The LM's initial damping for a solve restarted from a free simulation (the calibration's is
+#: :data:`mbfg.solvers.LAMBDA_INITIAL`, 1e-5). Its states satisfy the dynamics, so the Gauss-Newton model holds
+#: far: from such a start seed 002's particle takes steps with gain ratios of 1, which Marquardt's damping by the
+#: diagonal of J^T J (dominated by the heavily weighted impulse rows) only shortens; each accepted step divides
+#: the damping by ten, so from 1e-5 the steps lengthen only after several iterations. A step that fails still
+#: raises it. ``python benchmarks/seed002_particles.py --restart-weight 1e3`` shows the iterations it saves.
+RESTART_LAMBDA_INITIAL = 1e-9
+
 
 def joint_compliances(model: RigidModel) -> list[str]:
     """Names of the model parameters that are joint compliances (a joint's ``eps_lin``, ``eps_rot`` or

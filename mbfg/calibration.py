@@ -362,7 +362,9 @@ def calibrate(
         restart_weight: after the LM, solve again at this state error weight from a free simulation of the
             identified model (:func:`~mbfg.graphs.restarts.restart_from_simulation`); the result is the
             second solve's, its iterations both solves'. For contacts at large noise: a first solve at a
-            small w (the readings hold the states), restarted at a large w (the dynamics trusted).
+            small w (the readings hold the states), restarted at a large w (the dynamics trusted). The second
+            solve starts from the damping :data:`~mbfg.graphs.restarts.RESTART_LAMBDA_INITIAL`: its
+            dynamics-consistent start is where the Gauss-Newton model holds.
         soft_start: a factor > 1: first solve with every joint compliance that many times softer, then the
             model's own from that solution's states and parameters (:func:`~mbfg.graphs.restarts.stiffen`).
             For stiff joints (eps_lin of 1e-8 m/N and less), where a solve from the readings does not converge;
@@ -375,7 +377,8 @@ def calibrate(
         DataError: ``log`` is not a :class:`~mbfg.logs.Log`, or its columns or times do not fit the model.
     """
     from mbfg.graphs.joint import DEFAULT_CUTOFF_HZ, SMOOTH_START_ITERATIONS, build_joint_problem, solve
-    from mbfg.graphs.restarts import restart_from_simulation, softened, stiffen
+    from mbfg.graphs.restarts import RESTART_LAMBDA_INITIAL, restart_from_simulation, softened, stiffen
+    from mbfg.solvers import LAMBDA_INITIAL
 
     start = time.perf_counter()
     free = check_calibrate_arguments(model, log, free, h, weight, max_iterations, relative_tol, damping_update,
@@ -389,16 +392,17 @@ def calibrate(
     lm: LMResult = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol,
                          damping_update=damping_update, quiet=quiet,
                          label=f"calibrate {model.name}, joints {soft_start:g} x softer" if soft_start else None)
-    second = None
+    second, lambda_initial = None, LAMBDA_INITIAL
     if soft_start is not None:
         second, label = stiffen(problem, lm, model, priors=priors), None
     if restart_weight is not None:
         second, label = restart_from_simulation(problem, lm, restart_weight, priors=priors), "restarted"
-        weight = restart_weight
+        weight, lambda_initial = restart_weight, RESTART_LAMBDA_INITIAL
     if second is not None:  # the result is the second solve's; its iterations and history count both
         problem, first = second, lm
         lm = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol, damping_update=damping_update,
-                   quiet=quiet, label=f"calibrate {model.name}, {label}" if label else None)
+                   quiet=quiet, label=f"calibrate {model.name}, {label}" if label else None,
+                   lambda_initial=lambda_initial)
         lm = replace(lm, iterations=first.iterations + lm.iterations, history=first.history + lm.history)
     values = lm.values
     found = problem.parameter_values(values)

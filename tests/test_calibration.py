@@ -16,9 +16,11 @@ import pytest
 from mbfg import residuals
 from mbfg.calibration import calibrate, parameter_covariance
 from mbfg.errors import DataError, ModelError
-from mbfg.graphs.joint import build_joint_problem, filtered_observations, time_step
+from mbfg.graphs.joint import build_joint_problem, filtered_observations, solve, time_step
+from mbfg.graphs.restarts import RESTART_LAMBDA_INITIAL
 from mbfg.logs import Log, round_time, sample_period
 from mbfg.models import furuta, particle, particles, pendulum
+from mbfg.solvers import LAMBDA_INITIAL
 from mbfg.spook import simulate, step, unwrap_angles
 
 
@@ -336,6 +338,27 @@ def test_particle_friction_coefficient_seed_002_is_recovered_at_every_noise_leve
     print("\nnoise eps   mu (mbfg)   |error|    LM iterations   seed 002: mu, KNITRO iterations")
     for eps, mu, err, it, smu, sit in rows:
         print(f"{eps:8.0e}  {mu:.7f}  {err:9.2e}  {it:6d}           {smu}, {sit}")
+
+
+def test_a_solve_restarted_from_a_free_simulation_starts_at_the_smaller_damping_and_needs_fewer_steps() -> None:
+    """The restarted solve starts at RESTART_LAMBDA_INITIAL, not the calibration's LAMBDA_INITIAL: from its
+    dynamics-consistent states (seed 002's particle, noise 5e-4 m) the undamped steps hold, and the same
+    restarted problem solved from the larger damping takes more iterations to the same mu."""
+    model = particle()
+    traj = simulate(model, 5.0, 0.05)
+    y = traj.observations + np.random.default_rng(1).uniform(-5e-4, 5e-4, traj.observations.shape)
+    log = Log(traj.t, y, np.zeros((len(traj.t), 0)), model.observations, (), "particle eps=5e-4")
+    result = calibrate(model.with_parameters({"mu": 1.0}), log, free=["mu"], weight=1e-5, cutoff_hz=1e9,
+                       max_iterations=40, quiet=True, restart_weight=1e3, covariance=False)
+    first = result.problem.restarted_from
+    restarted_history = result.history[first.iterations + 1:]
+    assert restarted_history[0]["lam"] == RESTART_LAMBDA_INITIAL < LAMBDA_INITIAL
+    damped = solve(result.problem, max_iterations=40, lambda_initial=LAMBDA_INITIAL, quiet=True)
+    mu_damped = result.problem.parameter_values(damped.values)["mu"]
+    assert result.converged and damped.converged
+    assert abs(mu_damped - result.values["mu"]) < 1e-6, (mu_damped, result.values["mu"])
+    assert result.iterations - first.iterations < damped.iterations, (result.iterations, first.iterations,
+                                                                      damped.iterations)
 
 
 def test_seed_002_multiple_particles_model_draws_the_seeds_ranges_and_refuses_a_bad_count() -> None:
