@@ -49,10 +49,26 @@ def mbse_dir() -> Path:
     return MBSE
 
 
-#: Test files that take minutes. With one file per xdist worker (--dist loadfile in pyproject),
-#: a long file started last keeps one worker busy while the other idles; these start first.
-_LONGEST_FIRST = ("test_notebooks.py", "test_readme.py", "test_sweep.py", "test_calibration.py", "test_forward_dynamics.py",
-                  "test_stream.py")
+#: Test files that take the longest, longest first (seconds of one run of the whole suite on 2 cores, fresh
+#: caches: `pytest --durations=0`, summed per file). With one file per xdist worker (--dist loadfile in
+#: pyproject, and --no-loadscope-reorder, without which xdist orders files by their number of tests
+#: instead), a long file started last keeps one worker busy while the other idles; longest first, each
+#: file to the worker that is free, ends both workers within a few seconds of each other.
+_LONGEST_FIRST = (
+    "test_notebooks.py",  # 344 s
+    "test_forward_dynamics.py",  # 117 s
+    "test_calibration.py",  # 104 s
+    "test_jacobian_battery.py",  # 101 s
+    "test_readme.py",  # 88 s
+    "test_rig_models.py",  # 75 s
+    "test_redundant_constraints.py",  # 73 s
+    "test_sweep.py",  # 68 s
+    "test_control.py",  # 63 s
+    "test_stiff_joints.py",  # 55 s
+    "test_stream.py",  # 45 s
+    "test_spook.py",  # 44 s
+    "test_vectorized.py",  # 39 s
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
