@@ -191,7 +191,9 @@ def test_forward_batch_at_1_s_agrees_with_the_fixed_lag_trajectory_and_reports_e
     batch, window = tmp_path / "batch.csv", tmp_path / "window.csv"
     code, _, err = _run(capsys, "forward", "fourbar", "--duration", "1", "--batch", "--out", batch)
     assert code == 0 and "warning" not in err, err
-    assert ", converged, max |Phi(q)|" in err.strip().splitlines()[-1]
+    summary = err.strip().splitlines()[-1]
+    assert ", converged, " in summary and " from its fixed-lag start, max |Phi(q)|" in summary, summary
+    moved = float(summary.split(", converged, ")[1].split(" from its fixed-lag start")[0])
     assert "[forward dependent: fixed-lag start guess] 1000/1000" in err
     lines = [line for line in err.splitlines() if line.startswith("[forward dependent: batch iteration]")]
     iterations = int(err.split("iterations (batch solve) ")[1].split(",")[0])
@@ -201,8 +203,9 @@ def test_forward_batch_at_1_s_agrees_with_the_fixed_lag_trajectory_and_reports_e
     a, b = pd.read_csv(batch), pd.read_csv(window)
     assert len(a) == 1001 and list(a.columns) == list(b.columns)
     difference = np.abs(a.to_numpy() - b.to_numpy()).max()
-    print(f"\n1 s four-bar: batch vs fixed-lag max |dq| = {difference:.2e} m, {iterations} iterations")
-    assert difference < 1e-6
+    print(f"\n1 s four-bar: batch vs fixed-lag max |dq| = {difference:.2e} m (vs its start {moved:.2e} m), "
+          f"{iterations} iterations")
+    assert difference < 1e-6 and moved < 1e-6
 
 
 # --------------------------------------------------------------------------------------

@@ -46,7 +46,11 @@ Progress lines (with --batch: those of the fixed-lag start, then every
 iteration with its cost) and a final one-line summary (steps, the command's
 wall time, the solve's wall time and simulated seconds per wall second of it,
 mean solver iterations, largest constraint residual max |Phi(q)| over the
-output) go to stderr.
+output) go to stderr. With --batch the summary also gives how far the solve
+moved its fixed-lag start (the largest coordinate difference): the
+discretization is overdetermined, and the whole-horizon least squares spreads
+its compromise over the horizon, so the two differ more the longer it is (the
+four-bar: 1.7e-8 m at 1 s, 3.2e-6 m at 5 s).
 """
 
 EPILOG = f"""\
@@ -139,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
     simulated = float(result.t[-1] - result.t[0])
     if window is None:  # one solve: its count, and whether it converged (0: the start was a minimum)
         per = "iterations (batch solve)"
-        iterations = f"{result.iterations[0]}, {'converged' if result.converged else 'NOT converged'}"
+        iterations = (f"{result.iterations[0]}, {'converged' if result.converged else 'NOT converged'}, "
+                      f"{result.start_difference:.2e} from its fixed-lag start")
     else:
         per = "mean solver iterations per step"
         iterations = "n/a" if not result.iterations else f"{np.mean(result.iterations):.2f}"
