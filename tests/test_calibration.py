@@ -311,6 +311,17 @@ def test_unknown_free_parameter_and_bad_weight_are_named(pendulum_log) -> None:
 SEED_002 = {5e-5: (0.2, 301), 5e-4: (0.2, 443), 5e-3: (0.2, 19), 5e-2: (0.200022, 149), 5e-1: (0.199873, 96)}
 
 
+def _seed_002_calibration(eps: float):
+    """mu of seed 002's particle (N = 100 steps of h = 0.05 s, as in the seed) from x, z with uniform noise in
+    [-eps, eps] [m], started at the seed's mu = 1: a first solve at w = 1e-5, restarted at w = 1e3."""
+    model = particle()
+    traj = simulate(model, 5.0, 0.05)
+    y = traj.observations + np.random.default_rng(1).uniform(-eps, eps, traj.observations.shape)
+    log = Log(traj.t, y, np.zeros((len(traj.t), 0)), model.observations, (), f"particle eps={eps}")
+    return calibrate(model.with_parameters({"mu": 1.0}), log, free=["mu"], weight=1e-5, cutoff_hz=1e9,
+                     max_iterations=40, quiet=True, restart_weight=1e3, covariance=False)
+
+
 def test_particle_friction_coefficient_seed_002_is_recovered_at_every_noise_level() -> None:
     """mu = 0.2 from positions with uniform noise in [-eps, eps], starting from mu = 1 (seed 002's initial guess).
 
@@ -322,15 +333,9 @@ def test_particle_friction_coefficient_seed_002_is_recovered_at_every_noise_leve
     the true states and mu the minimum of this log is 0.2 + 7.7e-3 eps, ``benchmarks/seed002_particles.py
     --weight 1e3``), so the bound is proportional to eps.
     """
-    model = particle()
-    traj = simulate(model, 5.0, 0.05)  # N = 100 steps of h = 0.05 s, as in the seed
     rows = []
     for eps, (seed_mu, seed_iters) in SEED_002.items():
-        rng = np.random.default_rng(1)
-        y = traj.observations + rng.uniform(-eps, eps, traj.observations.shape)
-        log = Log(traj.t, y, np.zeros((len(traj.t), 0)), model.observations, (), f"particle eps={eps}")
-        result = calibrate(model.with_parameters({"mu": 1.0}), log, free=["mu"], weight=1e-5, cutoff_hz=1e9,
-                           max_iterations=40, quiet=True, restart_weight=1e3, covariance=False)
+        result = _seed_002_calibration(eps)
         mu = result.values["mu"]
         rows.append((eps, mu, abs(mu - 0.2), result.iterations, seed_mu, seed_iters))
         assert result.converged, rows[-1]
@@ -344,12 +349,7 @@ def test_a_solve_restarted_from_a_free_simulation_starts_at_the_smaller_damping_
     """The restarted solve starts at RESTART_LAMBDA_INITIAL, not the calibration's LAMBDA_INITIAL: from its
     dynamics-consistent states (seed 002's particle, noise 5e-4 m) the undamped steps hold, and the same
     restarted problem solved from the larger damping takes more iterations to the same mu."""
-    model = particle()
-    traj = simulate(model, 5.0, 0.05)
-    y = traj.observations + np.random.default_rng(1).uniform(-5e-4, 5e-4, traj.observations.shape)
-    log = Log(traj.t, y, np.zeros((len(traj.t), 0)), model.observations, (), "particle eps=5e-4")
-    result = calibrate(model.with_parameters({"mu": 1.0}), log, free=["mu"], weight=1e-5, cutoff_hz=1e9,
-                       max_iterations=40, quiet=True, restart_weight=1e3, covariance=False)
+    result = _seed_002_calibration(5e-4)
     first = result.problem.restarted_from
     restarted_history = result.history[first.iterations + 1:]
     assert restarted_history[0]["lam"] == RESTART_LAMBDA_INITIAL < LAMBDA_INITIAL
