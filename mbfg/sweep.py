@@ -314,7 +314,7 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
         for (name, hh, w, e), other in todo_cv:
             source = cal_futures.get((name, hh, w, e)) or rows[_key(_row("calibration", name, name, hh, w, e))]
             f = client.submit(crossval_task, shared, source, recordings[other], other,
-                              dict(options, simulate=simulate), cache, pure=False)
+                              dict(options, simulate=simulate), cache, free, pure=False)
             futures[f] = _row("crossval", name, other, hh, w, e)
         for future in as_completed(list(futures)):
             try:

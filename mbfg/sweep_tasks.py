@@ -138,8 +138,13 @@ def calibration_task(model: tuple[str, bytes], log: Log, name: str, h: float, we
 
 
 def crossval_task(model: tuple[str, bytes], calibration: Mapping[str, Any], log: Log, name: str, options: Mapping[str, Any],
-                  cache_dir: str | bool | None) -> dict:
-    """Score a tuned cell (a calibration row) on another recording ``log`` at the cell's h, w and eps."""
+                  cache_dir: str | bool | None, free: Sequence[str] | None = None) -> dict:
+    """Score a tuned cell (a calibration row) on another recording ``log`` at the cell's h, w and eps.
+
+    ``free``: the free parameters the calibration was given (None: the model's), in its order. A row read
+    back from a results file lists its ``value:`` columns sorted by name; the held parameters follow the
+    calibration's order instead, which makes the factor types, so the compiled programs, the calibration's.
+    """
     _setup_jax(cache_dir)
     eps = calibration["eps"]
     row = _row("crossval", calibration["log"], name, calibration["h"], calibration["weight"], eps)
@@ -150,7 +155,9 @@ def crossval_task(model: tuple[str, bytes], calibration: Mapping[str, Any], log:
         if calibration.get("status") != "ok":
             raise MbfgError(f"the calibration on {calibration['log']} failed ({calibration.get('error')})")
         tuned = _with_eps(_model(model), eps)
-        identified = identified_values(tuned, calibration)
+        found = identified_values(tuned, calibration)
+        order = list(tuned.parameters.free if free is None else free)
+        identified = {k: found[k] for k in sorted(found, key=lambda k: order.index(k) if k in order else len(order))}
         values = tuned.parameters.numpy_values() | identified
         scoring = {k: v for k, v in options.items() if k != "simulate"}
         # The calibration's free parameters held at their values: the factor types, so the compiled

@@ -254,3 +254,29 @@ def test_simulate_without_the_cross_validation_is_refused(setup):
     start, logs, _ = setup
     with pytest.raises(ModelError, match="simulate: the free simulations run on the other recordings"):
         sweep(start, logs, crossval=False, simulate=0.2)
+
+
+def test_a_crossval_task_holds_the_parameters_in_the_calibrations_order_not_the_results_files(setup, monkeypatch):
+    """A results file lists a row's ``value:`` columns sorted by name; a resumed sweep's cross-validation must
+    still hold the parameters in the order the calibration had them (``free``, else the model's), for that
+    order is part of the factor types: another order is another program, compiled again on every worker."""
+    import mbfg.graphs.joint
+    from mbfg.sweep_tasks import crossval_task
+
+    start, logs, _ = setup
+    blob = pickle.dumps(start)
+    shared = (hashlib.sha1(blob).hexdigest(), blob)
+    seen = []
+
+    def score(*args, free, **kwargs):
+        seen.append(list(free))
+        return 1.0
+
+    monkeypatch.setattr(mbfg.graphs.joint, "cross_validation_score", score)
+    from_file = {"status": "ok", "log": "rec0", "h": 1e-3, "weight": 1e4, "eps": math.nan,
+                 "value:J": 1e-3, "value:b": 1e-3}  # sorted by name, as read_results gives it
+    for free in (["b", "J"], ["J", "b"], None):
+        row = crossval_task(shared, from_file, logs["rec1"], "rec1", {"max_iterations": 5}, False, free)
+        assert row["status"] == "ok", row["error"]
+    assert list(start.parameters.free) == ["J", "b"]
+    assert seen == [["b", "J"], ["J", "b"], ["J", "b"]]
