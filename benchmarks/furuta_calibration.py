@@ -353,7 +353,7 @@ def diagnose_step(start, log, dt: float, weight: float, iterations: int, priors:
     import gtsam
 
     from mbfg.graphs.joint import build_joint_problem
-    from mbfg.solvers import _bounded_step, _hessian_diagonal, bounded_levenberg_marquardt
+    from mbfg.solvers import _bounded_step, bounded_levenberg_marquardt, hessian_diagonal
 
     problem = build_joint_problem(start, log, h=dt, free=FREE, weight=weight, priors=priors)
     lm = bounded_levenberg_marquardt(problem.graph, problem.initial, problem.bounds, max_iterations=iterations,
@@ -361,7 +361,7 @@ def diagnose_step(start, log, dt: float, weight: float, iterations: int, priors:
     values, graph, n = lm.values, problem.graph, problem.n
     linear = graph.linearize(values)
     zeros = values.zeroVectors()
-    diag = _hessian_diagonal(linear, {k: zeros.at(k).shape[0] for k in values.keys()})
+    diag = hessian_diagonal(linear, {k: zeros.at(k).shape[0] for k in values.keys()})
     ordering = gtsam.Ordering.ColamdGaussianFactorGraph(linear)
     delta = _bounded_step(linear, diag, 1e-12, values, problem.bounds, ordering)  # undamped but for round-off
     chi = values.atVector(keys.P())

@@ -13,7 +13,7 @@ observations and of the impulses are estimated from the residuals at the
 solution (3.22-3.23, ``sum r^2 / (N - 1)``); with those as the weights, the
 parameter covariance is the parameter block of the inverse of J^T W J at the
 solution (what 3.25-3.28 compute by variable projection), taken from GTSAM's
-marginals. A parameter whose standard deviation exceeds its value is flagged
+marginals (:mod:`mbfg.covariance`). A parameter whose standard deviation exceeds its value is flagged
 as not excited (section 4.6). Parameter priors are left out of this covariance
 on purpose: the standard deviations say what the data determine, so a
 parameter that only its prior holds is still flagged.
@@ -35,6 +35,7 @@ import numpy as np
 from mbfg import identifiability as ident
 from mbfg import keys
 from mbfg.calibration_arguments import check_calibrate_arguments
+from mbfg.covariance import covariance_of_r, marginal_r
 from mbfg.graphs.restarts import joint_compliances
 from mbfg.logs import Log
 from mbfg.parameters import ROTATION
@@ -518,50 +519,12 @@ def _estimates(problem, values: gtsam.Values, identified: RigidModel, sigma_y: f
         )
         # The vectorized linearization over blocks: the parameter block B() stacks P and T in that order.
         assert reweighted.vectorized is not None  # build_joint_problem builds it
-        linear, _ = reweighted.vectorized.linearize(values)
-        R = _marginal_r(linear, [keys.B()])
-        cov, info = _covariance_of_r(R), R.T @ R
+        linear, diag = reweighted.vectorized.linearize(values)
+        blocks = reweighted.vectorized.blocks
+        R = marginal_r(linear, [keys.B()], {block: diag[blocks.start[block] : blocks.start[block] + size]
+                                            for block, size in blocks.size.items()})
+        cov, info = covariance_of_r(R), R.T @ R
     std = np.sqrt(np.clip(np.diag(cov), 0, None)) if n_p else np.zeros(0)
     estimates = [ParameterEstimate(n, float(v), float(s), u, float(lo), float(hi))
                  for n, v, s, u, (lo, hi) in zip(names, vals, std, units, bounds)]
     return estimates, cov, info
-
-
-def parameter_covariance(graph: gtsam.NonlinearFactorGraph, values: gtsam.Values, key_list: list[int]) -> np.ndarray:
-    """Marginal covariance of the variables ``key_list`` (tangent coordinates) at ``values``.
-
-    The states are eliminated by sparse QR (the impulse chain is too stiff for a
-    Cholesky factorization), leaving the marginal Bayes net on the parameters
-    ``R x = d``; the covariance is (R^T R)^-1. Directions the data leave
-    undetermined (singular values of R below round-off) get infinite variance:
-    the parameters they involve have an infinite standard deviation (not
-    excited) and NaN covariances with the others.
-    """
-    return marginal_covariance(graph.linearize(values), key_list)
-
-
-def marginal_covariance(linear: gtsam.GaussianFactorGraph, key_list: list[int]) -> np.ndarray:
-    """:func:`parameter_covariance` of a linearized graph (whitened): covariance of ``key_list``'s columns."""
-    return _covariance_of_r(_marginal_r(linear, key_list))
-
-
-def _marginal_r(linear: gtsam.GaussianFactorGraph, key_list: list[int]) -> np.ndarray:
-    """R of the marginal Bayes net on ``key_list`` (the information is R^T R), columns in that order."""
-    bayes_net = linear.marginalMultifrontalBayesNet(gtsam.Ordering(key_list), gtsam.EliminateQR)
-    R, _ = bayes_net.matrix()
-    return R  # bayes_net orders its columns as key_list (the ordering we passed)
-
-
-def _covariance_of_r(R: np.ndarray) -> np.ndarray:
-    """(R^T R)^-1, infinite along the directions R leaves undetermined (see :func:`parameter_covariance`)."""
-    _, s, Vt = np.linalg.svd(R)
-    determined = s > s.max(initial=0.0) * max(R.shape) * np.finfo(float).eps
-    V_scaled = Vt[determined].T / s[determined]
-    cov = V_scaled @ V_scaled.T
-    free = np.abs(Vt[~determined]).max(axis=0, initial=0.0) > 1e-8
-    if free.any():
-        cov[free, :] = np.nan
-        cov[:, free] = np.nan
-        cov[free, free] = np.inf
-    return cov
-

@@ -61,8 +61,12 @@ STALL_STEPS = 3
 LAMBDA_INITIAL = 1e-5
 
 
-def _hessian_diagonal(linear: gtsam.GaussianFactorGraph, dims: Mapping[int, int]) -> dict[int, np.ndarray]:
-    """diag(J^T J) per key of a linear (Jacobian) factor graph; ``dims``: tangent dimension per key."""
+def hessian_diagonal(linear: gtsam.GaussianFactorGraph, dims: Mapping[int, int] | None = None) -> dict[int, np.ndarray]:
+    """diag(J^T J) per key of a linear (Jacobian) factor graph; ``dims``: tangent dimension per key (default:
+    read from the graph)."""
+    if dims is None:
+        gradient = linear.gradientAtZero()  # a vector per key: its dimension
+        dims = {key: gradient.at(key).shape[0] for key in linear.keyVector()}
     diag: dict[int, np.ndarray] = {}
     for i in range(linear.size()):
         factor = linear.at(i)
@@ -208,7 +212,7 @@ class _Ordinary:
         linear = self.graph.linearize(values)
         if self.ordering is None:
             self.ordering = gtsam.Ordering.ColamdGaussianFactorGraph(linear)
-        return linear, _hessian_diagonal(linear, self.dims)
+        return linear, hessian_diagonal(linear, self.dims)
 
     def step(self, linear: gtsam.GaussianFactorGraph, diag: Mapping[int, np.ndarray], lam: float,
              values: gtsam.Values) -> tuple[gtsam.VectorValues, gtsam.VectorValues]:
