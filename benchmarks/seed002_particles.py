@@ -34,8 +34,9 @@ in one graph; printed: the RMS mu error and the iterations beside the seed's.
 standard deviation the calibration reports for mu, the median and largest LM iterations, and the fraction of draws whose calibration is as close to 0.2 as the seed's one
 figure (its "0.2" read as 0.2 +- 5e-7, half its last printed digit). The spread over draws is what the
 noise allows an estimator on these readings; the seed reports one draw. Last, the draws whose calibration
-ended more than 0.02 from 0.2 (in another local minimum), and how many of those the result itself flags:
-not converged, or mu not determined by the data (``CalibrationResult.not_excited``).
+ended more than 0.02 from 0.2 (in another local minimum), how many of those the result itself flags (not
+converged, or mu not determined by the data: ``CalibrationResult.not_excited``), and the smallest ratio among
+them of the reading noise the calibration estimates (``sigma_observation``, 3.22) to the true one, eps / sqrt(3).
 
 Asserts nothing: it prints what the estimator reaches.
 """
@@ -84,11 +85,12 @@ def _draws(model: RigidModel, args: argparse.Namespace) -> None:
     """(c): the single particle at every noise level over ``args.draws`` noise draws."""
     print(f"\n(c) single particle over {args.draws} noise draws (seeds 1 .. {args.draws}); |error| = |mu - 0.2|")
     print(f"{'noise eps':>9} {'RMS |error|':>11} {'median':>9} {'LS minimum: RMS':>15} {'median':>9} "
-          f"{'median std':>10} {'LM it median / max':>18} {'conv':>5} {'as close as the seed':>20} {'off by > 0.02 (flagged)':>23}   "
-          f"seed 002 |error|")
+          f"{'median std':>10} {'LM it median / max':>18} {'conv':>5} {'as close as the seed':>20} {'off by > 0.02 (flagged)':>23} "
+          f"{'their sigma_y / noise':>21}   seed 002 |error|")
     for eps, (smu, _) in SEED_SINGLE.items():
         seed_error = max(abs(smu - 0.2), 5e-7)
         errors, minimum, stds, iterations, converged, off, flagged = [], [], [], [], 0, 0, 0
+        noise_ratio = np.inf  # the smallest sigma_y / (eps / sqrt(3)) of the draws off by > 0.02
         for draw in range(1, args.draws + 1):
             log, truth = _noisy_log(model, eps, draw)
             r = calibrate(model.with_parameters({"mu": args.start_mu}), log, free=["mu"], weight=args.weight,
@@ -97,6 +99,7 @@ def _draws(model: RigidModel, args: argparse.Namespace) -> None:
             if abs(r.values["mu"] - 0.2) > 0.02:
                 off += 1
                 flagged += (not r.converged) or "mu" in r.not_excited
+                noise_ratio = min(noise_ratio, r.sigma_observation / (eps / np.sqrt(3.0)))
             best, _ = _solve_from(model, log, truth, {"mu": 0.2}, args.restart_weight or args.weight,
                                   args.max_iterations, args.truth_lambda)
             errors.append(abs(r.values["mu"] - 0.2))
@@ -108,7 +111,8 @@ def _draws(model: RigidModel, args: argparse.Namespace) -> None:
         print(f"{eps:9.0e} {np.sqrt(np.mean(e**2)):11.2e} {np.median(e):9.2e} {np.sqrt(np.mean(m**2)):15.2e} "
               f"{np.median(m):9.2e} {np.median(stds):10.2e} {f'{int(np.median(iterations))} / {max(iterations)}':>18} "
               f"{converged:>2}/{args.draws:<2} {f'{np.sum(e <= seed_error)} of {args.draws}':>20} "
-              f"{f'{off} ({flagged})':>23}   {seed_error:.1e}", flush=True)
+              f"{f'{off} ({flagged})':>23} {'-' if off == 0 else f'{noise_ratio:.1f}':>21}   {seed_error:.1e}",
+              flush=True)
 
 
 def main() -> None:
