@@ -5,11 +5,17 @@ with softer ones (stiff joints)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from mbfg.errors import ModelError
 from mbfg.graphs.joint import JointProblem, build_joint_problem
 from mbfg.rigid import RigidModel
 from mbfg.solvers import LMResult
+
+if TYPE_CHECKING:
+    from mbfg.spook import Trajectory
 
 #: The LM's initial damping for a solve restarted from a free simulation (the calibration's is
 #: :data:`mbfg.solvers.LAMBDA_INITIAL`, 1e-5). Its states satisfy the dynamics, so the Gauss-Newton model holds
@@ -52,11 +58,77 @@ def restart_from_simulation(problem: JointProblem, solution: LMResult, weight: f
         weight: the state error weight w of the new problem (usually larger: the dynamics trusted).
         priors: parameter priors, as for :func:`build_joint_problem`.
     """
-    start = _parameters(problem, solution)
-    traj = problem.free_simulation(solution.values, problem.model.with_parameters(start))
-    again = _again(problem, problem.model, weight, start, [traj.state(k) for k in range(problem.n)], priors)
-    again.restarted_from = solution
-    return again
+    return restarts_from_simulations(problem, solution, weight, priors=priors)[0]
+
+
+#: How many of the searched parameter vectors (:func:`restarts_from_simulations`) start a restart of their own.
+SEARCH_STARTS = 2
+
+
+def restarts_from_simulations(problem: JointProblem, solution: LMResult, weight: float, *,
+                              priors: Mapping[str, float] | None = None, search: int = 0) -> list[JointProblem]:
+    """:func:`restart_from_simulation`'s problem, then, with ``search`` > 0, :data:`SEARCH_STARTS` more: of
+    ``search`` parameter vectors spread over the free scalar parameters' boxes (:func:`box_samples`), each
+    simulated the same way, the ones whose simulations are closest to the readings (:func:`simulation_error`),
+    closest first. The caller solves each and keeps the lowest cost.
+
+    A multi-start for contacts at large noise: where the first solve's parameters put a contact in the wrong
+    mode (seed 002's particle at 5e-1 m of noise: a first mu above the push over m g, where the free
+    simulation sticks and mu has no gradient), the restart from them ends in that mode, and one from a
+    sampled mu that slides does not (``python benchmarks/seed002_particles.py --restart-weight 1e3 --draws 50
+    --restart-search 10``).
+    """
+    first = _parameters(problem, solution)
+    runs = []
+    for i, start in enumerate([first, *box_samples(problem, first, search)]):
+        traj = problem.free_simulation(solution.values, problem.model.with_parameters(start))
+        runs.append((i, simulation_error(problem, traj), start, traj))
+    chosen = runs[:1] + sorted(runs[1:], key=lambda run: run[1])[:SEARCH_STARTS]
+    out = []
+    for _, _, start, traj in chosen:
+        again = _again(problem, problem.model, weight, start, [traj.state(k) for k in range(problem.n)], priors)
+        again.restarted_from = solution
+        out.append(again)
+    return out
+
+
+def box_samples(problem: JointProblem, first: Mapping[str, Any], count: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``count`` parameter vectors spread over the boxes of the problem's free scalar parameters: a Latin
+    hypercube (each parameter's box cut into ``count`` equal slices, one sample in each, the slices paired at
+    random; ``seed`` fixes it). Other parameters (the tilt) keep their values in ``first``.
+
+    Raises:
+        ModelError: a free scalar parameter whose box is not finite (named).
+    """
+    if count <= 0:
+        return []
+    names = list(problem.variables.free)
+    params = problem.model.parameters
+    for name in names:
+        if not (np.isfinite(params[name].lower) and np.isfinite(params[name].upper)):
+            raise ModelError(f"restart search: parameter {name!r} has the box [{params[name].lower}, "
+                             f"{params[name].upper}]; a search needs finite bounds on every free parameter")
+    rng = np.random.default_rng(seed)
+    samples = [dict(first) for _ in range(count)]
+    for name in names:
+        lo, hi = float(params[name].lower), float(params[name].upper)
+        fractions = (rng.permutation(count) + rng.uniform(size=count)) / count
+        for sample, fraction in zip(samples, fractions):
+            sample[name] = lo + fraction * (hi - lo)
+    return samples
+
+
+def simulation_error(problem: JointProblem, traj: Trajectory) -> float:
+    """Sum over the readings at the state times of (simulated - read)^2 (hinge angles wrapped to (-pi, pi]);
+    inf where the simulation is not finite."""
+    from mbfg.spook import unwrap_angles
+
+    diff = unwrap_angles(problem.model, traj.observations) - problem.y
+    hinge = problem.model.angle_observation_mask()
+    diff[:, hinge] = np.angle(np.exp(1j * diff[:, hinge]))
+    read = np.isfinite(problem.y)
+    error = float(np.sum(diff[read] ** 2))
+    return error if np.isfinite(error) else float("inf")
 
 
 def _parameters(problem: JointProblem, solution: LMResult) -> dict[str, float]:

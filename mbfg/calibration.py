@@ -334,6 +334,7 @@ def calibrate(
     bias: bool = False,
     restart_weight: float | None = None,
     soft_start: float | None = None,
+    restart_search: int = 0,
 ) -> CalibrationResult:
     """Identify the free parameters of ``model`` (and the states) from ``log``.
 
@@ -366,6 +367,11 @@ def calibrate(
             small w (the readings hold the states), restarted at a large w (the dynamics trusted). The second
             solve starts from the damping :data:`~mbfg.graphs.restarts.RESTART_LAMBDA_INITIAL`: its
             dynamics-consistent start is where the Gauss-Newton model holds.
+        restart_search: with ``restart_weight``, also free-simulate this many parameter vectors spread over the
+            free parameters' boxes (which must be finite) and restart from the two whose simulations are closest
+            to the readings too; the lowest cost of the three restarted solves is the result
+            (:func:`~mbfg.graphs.restarts.restarts_from_simulations`; the iterations count all of them). For
+            contacts at large noise, where the first solve can leave a contact in the wrong mode.
         soft_start: a factor > 1: first solve with every joint compliance that many times softer, then the
             model's own from that solution's states and parameters (:func:`~mbfg.graphs.restarts.stiffen`).
             For stiff joints (eps_lin of 1e-8 m/N and less), where a solve from the readings does not converge;
@@ -378,12 +384,12 @@ def calibrate(
         DataError: ``log`` is not a :class:`~mbfg.logs.Log`, or its columns or times do not fit the model.
     """
     from mbfg.graphs.joint import DEFAULT_CUTOFF_HZ, SMOOTH_START_ITERATIONS, build_joint_problem, solve
-    from mbfg.graphs.restarts import RESTART_LAMBDA_INITIAL, restart_from_simulation, softened, stiffen
+    from mbfg.graphs.restarts import RESTART_LAMBDA_INITIAL, restarts_from_simulations, softened, stiffen
     from mbfg.solvers import LAMBDA_INITIAL
 
     start = time.perf_counter()
     free = check_calibrate_arguments(model, log, free, h, weight, max_iterations, relative_tol, damping_update,
-                                     priors, cutoff_hz, smooth_start, restart_weight, soft_start)
+                                     priors, cutoff_hz, smooth_start, restart_weight, soft_start, restart_search)
     weight = model.weight if weight is None else weight
     problem = build_joint_problem(softened(model, soft_start) if soft_start is not None else model, log, h=h,
                                   free=free, weight=weight, priors=priors,
@@ -393,18 +399,23 @@ def calibrate(
     lm: LMResult = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol,
                          damping_update=damping_update, quiet=quiet,
                          label=f"calibrate {model.name}, joints {soft_start:g} x softer" if soft_start else None)
-    second, lambda_initial = None, LAMBDA_INITIAL
+    seconds, lambda_initial, label = [], LAMBDA_INITIAL, None
     if soft_start is not None:
-        second, label = stiffen(problem, lm, model, priors=priors), None
+        seconds = [stiffen(problem, lm, model, priors=priors)]
     if restart_weight is not None:
-        second, label = restart_from_simulation(problem, lm, restart_weight, priors=priors), "restarted"
-        weight, lambda_initial = restart_weight, RESTART_LAMBDA_INITIAL
-    if second is not None:  # the result is the second solve's; its iterations and history count both
-        problem, first = second, lm
-        lm = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol, damping_update=damping_update,
-                   quiet=quiet, label=f"calibrate {model.name}, {label}" if label else None,
-                   lambda_initial=lambda_initial)
-        lm = replace(lm, iterations=first.iterations + lm.iterations, history=first.history + lm.history)
+        seconds = restarts_from_simulations(problem, lm, restart_weight, priors=priors, search=restart_search)
+        label, weight, lambda_initial = "restarted", restart_weight, RESTART_LAMBDA_INITIAL
+    if seconds:  # the result is the second solve's (the lowest cost of several); its iterations count all solves
+        first, runs = lm, []
+        for i, second in enumerate(seconds):
+            run = solve(second, max_iterations=max_iterations, relative_tol=relative_tol, damping_update=damping_update,
+                        quiet=quiet, lambda_initial=lambda_initial,
+                        label=(f"calibrate {model.name}, {label}" + (f" from search start {i}" if i else ""))
+                        if label else None)
+            runs.append((run.history[-1]["cost"], i, second, run))
+        _, _, problem, lm = min(runs, key=lambda run: run[:2])
+        spent = sum(run.iterations for *_, run in runs)
+        lm = replace(lm, iterations=first.iterations + spent, history=first.history + lm.history)
     values = lm.values
     found = problem.parameter_values(values)
     identified = problem.model.with_parameters({name: found[name] for name in problem.variables.names})

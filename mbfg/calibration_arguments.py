@@ -35,7 +35,8 @@ def whole(name: str, value: Any, minimum: int) -> int:
 
 def check_calibrate_arguments(model: Any, log: Any, free: Any, h: Any, weight: Any, max_iterations: Any,
                               relative_tol: Any, damping_update: Any, priors: Any, cutoff_hz: Any, smooth_start: Any,
-                              restart_weight: Any = None, soft_start: Any = None) -> list[str] | None:
+                              restart_weight: Any = None, soft_start: Any = None,
+                              restart_search: Any = 0) -> list[str] | None:
     """:func:`~mbfg.calibration.calibrate`'s arguments checked; the free parameter names as a list."""
     if not isinstance(model, RigidModel):
         raise ModelError(f"model: expected a RigidModel (e.g. mbfg.pendulum() or mbfg.load_model('pendulum')), "
@@ -71,4 +72,13 @@ def check_calibrate_arguments(model: Any, log: Any, free: Any, h: Any, weight: A
         raise ModelError(f"soft_start: expected a factor > 1 (or None: none), got {soft_start!r}")
     if soft_start is not None and restart_weight is not None:
         raise ModelError("soft_start and restart_weight: give one of them; each starts a second solve")
+    if whole("restart_search", restart_search, 0):
+        if restart_weight is None:
+            raise ModelError("restart_search: a search picks the starts of a restart; give restart_weight too")
+        for name in model.parameters.free if names is None else names:
+            par = model.parameters[name]
+            if par.kind == "scalar" and not (np.isfinite(par.lower) and np.isfinite(par.upper)):
+                raise ModelError(f"restart_search: free parameter {name!r} has the bounds [{par.lower}, {par.upper}]"
+                                 f"; a search samples the free parameters' bounds, so each needs finite ones "
+                                 f"(set them in a parameter file, or search without it)")
     return names

@@ -23,6 +23,7 @@ from mbfg.cli.args import (
     Subparsers,
     _iterations,
     _positive_float,
+    _samples,
     add_resample_option,
 )
 from mbfg.cli.common import (
@@ -196,6 +197,12 @@ def add_parser(sub: Subparsers) -> None:
              "noise: a small --weight first, then a large W2; see calibrate(restart_weight=...))",
     )
     cal.add_argument(
+        "--restart-search", type=_samples, default=0, metavar="N",
+        help="with --restart-weight: also free-simulate N parameter vectors spread over the free parameters' "
+             "bounds and restart from the two closest to the log too, keeping the lowest cost (a contact the "
+             "first solve left in the wrong mode; see calibrate(restart_search=...))",
+    )
+    cal.add_argument(
         "--soft-start", type=_positive_float, default=None, metavar="F",
         help="solve first with every joint compliance F times softer (e.g. 100), then the model's own from that "
              "solution: for stiff joints, eps_lin of 1e-8 m/N and less (see calibrate(soft_start=...))",
@@ -345,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
         result = calibrate(
             model, log, free=free, h=args.dt, weight=weight, max_iterations=args.max_iterations, priors=priors,
             quiet=args.quiet, bias=args.bias, restart_weight=args.restart_weight,
-            soft_start=args.soft_start,
+            soft_start=args.soft_start, restart_search=args.restart_search,
         )
     # Which held parameters pin down the others is known only now; a --hold that leaves one free is an error,
     # raised once the calibration's own table and file are out (it is not lost with the mapping).
