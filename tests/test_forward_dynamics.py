@@ -62,19 +62,19 @@ def test_batch_and_fixed_lag_solutions_agree(fourbar):
     assert batch.start_difference == np.abs(batch.q - start.q).max() and lag.start_difference is None
 
 
-def test_constraint_drift_stays_bounded_over_60_s(fourbar):
-    """|Phi(q)| stays at the level the constraint factors allow over a 60 s run: no drift.
+def test_constraint_drift_stays_bounded_over_30_s(fourbar):
+    """|Phi(q)| stays at the level the constraint factors allow over a 30 s run (6000 steps): no drift.
 
     The level is the least-squares compromise between the near-exact constraint
     factors and the integrators, O(1e-6) m^2 at dt = 5 ms (1e-12 at dt = 1 ms);
     what matters is that the last 10 s are no worse than the first 10 s.
     """
-    result = simulate_forward(fourbar, dt=5e-3, duration=60.0, g=9.81, window=2)
+    result = simulate_forward(fourbar, dt=5e-3, duration=30.0, g=9.81, window=2)
     phi = np.array([np.max(np.abs(fourbar.phi(q))) for q in result.q])
-    per_10_s = phi[1:].reshape(6, -1).max(axis=1)
+    per_10_s = phi[1:].reshape(3, -1).max(axis=1)
     energy = np.array([fourbar.kinetic_energy(v) + fourbar.potential_energy(q, 9.81) for q, v in zip(result.q, result.qdot)])
-    print(f"\n60 s at dt = 5 ms: max |Phi(q)| per 10 s: {', '.join(f'{v:.2e}' for v in per_10_s)} [m^2]")
-    print(f"energy change over 60 s: {energy[-1] - energy[0]:+.3e} J (max |E - E0| {np.abs(energy - energy[0]).max():.3e} J)")
+    print(f"\n30 s at dt = 5 ms: max |Phi(q)| per 10 s: {', '.join(f'{v:.2e}' for v in per_10_s)} [m^2]")
+    print(f"energy change over 30 s: {energy[-1] - energy[0]:+.3e} J (max |E - E0| {np.abs(energy - energy[0]).max():.3e} J)")
     assert phi.max() < 1e-5
     assert per_10_s[-1] <= 3 * per_10_s[0]
 
