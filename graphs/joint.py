@@ -144,6 +144,16 @@ class JointProblem:
         x0 = State(*(np.asarray(a[0]) for a in states))
         return simulate(model or self.model, (self.n - 1) * self.h, self.h, initial=x0, controls=self.u[:-1])
 
+    def simulation_residuals(self, traj: Trajectory) -> np.ndarray:
+        """(n, observations) simulated minus read at the state times (hinge angles unwrapped, their difference
+        wrapped to (-pi, pi]); NaN where no reading was logged."""
+        from mbfg.spook import unwrap_angles
+
+        diff = unwrap_angles(self.model, traj.observations) - self.y
+        hinge = self.model.angle_observation_mask()
+        diff[:, hinge] = np.angle(np.exp(1j * diff[:, hinge]))
+        return diff
+
     def state_list(self, values: gtsam.Values) -> list[State]:
         """The state trajectory in ``values`` as n :class:`State` s (the ``states`` argument of the builder)."""
         states = self.states(values)

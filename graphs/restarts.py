@@ -119,15 +119,9 @@ def box_samples(problem: JointProblem, first: Mapping[str, Any], count: int, see
 
 
 def simulation_error(problem: JointProblem, traj: Trajectory) -> float:
-    """Sum over the readings at the state times of (simulated - read)^2 (hinge angles wrapped to (-pi, pi]);
-    inf where the simulation is not finite."""
-    from mbfg.spook import unwrap_angles
-
-    diff = unwrap_angles(problem.model, traj.observations) - problem.y
-    hinge = problem.model.angle_observation_mask()
-    diff[:, hinge] = np.angle(np.exp(1j * diff[:, hinge]))
-    read = np.isfinite(problem.y)
-    error = float(np.sum(diff[read] ** 2))
+    """Sum over the readings at the state times of (simulated - read)^2
+    (:meth:`~mbfg.graphs.joint.JointProblem.simulation_residuals`); inf where the simulation is not finite."""
+    error = float(np.sum(problem.simulation_residuals(traj)[np.isfinite(problem.y)] ** 2))
     return error if np.isfinite(error) else float("inf")
 
 

@@ -269,19 +269,12 @@ class CalibrationResult:
         Returns (trajectory, rmse) where rmse maps each observation to the RMS of
         (simulated - logged) over the logged readings at the state times.
         """
-        from mbfg.spook import unwrap_angles
-
-        problem = self.problem
-        traj = problem.free_simulation(self.solution, self.model)
-        sim = unwrap_angles(self.model, traj.observations)
-        hinge = self.model.angle_observation_mask()
+        traj = self.problem.free_simulation(self.solution, self.model)
+        diff = self.problem.simulation_residuals(traj)
         rmse = {}
         for i, name in enumerate(self.model.observations):
-            diff = sim[:, i] - problem.y[:, i]
-            if hinge[i]:
-                diff = np.angle(np.exp(1j * diff))
-            ok = np.isfinite(diff)
-            rmse[name] = float(np.sqrt(np.mean(diff[ok] ** 2)))
+            ok = np.isfinite(diff[:, i])
+            rmse[name] = float(np.sqrt(np.mean(diff[ok, i] ** 2)))
         return traj, rmse
 
     def plot(self, log: Log | None = None, path: str | os.PathLike[str] | None = None) -> Figure:
