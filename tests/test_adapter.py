@@ -499,3 +499,26 @@ def test_make_many_rejects_per_factor_constants_of_the_wrong_length():
     ft = REGISTRY["partial_prior"]
     with pytest.raises(ValueError, match="leading sizes"):
         ft.make_many([[1], [2]], gtsam.noiseModel.Unit.Create(1), PerFactor(np.zeros((3, 1))), np.array([0]))
+
+
+def test_a_group_longer_than_a_chunk_is_evaluated_in_padded_chunks_like_one_factor_at_a_time():
+    """A group of more than ``CHUNK`` factors runs as several calls of ``CHUNK`` factors, the last one padded
+    with copies of the last factor; every factor's residual and Jacobian are those of its own single call."""
+    import mbfg.factors  # noqa: F401
+    from mbfg.adapter import CHUNK, REGISTRY, PerFactor
+
+    rng = np.random.default_rng(3)
+    ft = REGISTRY["partial_prior"]
+    n_factors, idx = 2 * CHUNK + 5, np.array([4, 1])  # three calls, the last one padded
+    targets = rng.standard_normal((n_factors, 2))
+    group = ft.group([[gtsam.symbol("x", i)] for i in range(n_factors)], gtsam.noiseModel.Unit.Create(2),
+                     PerFactor(targets), idx)
+    xs = (rng.standard_normal((n_factors, 5)),)
+    out = group.evaluate(xs, linearize=True)
+    errors = group.evaluate(xs, linearize=False)
+    assert out.shape == (n_factors, 2, 6)
+    for i in (0, CHUNK - 1, CHUNK, 2 * CHUNK, n_factors - 1):
+        r, (H,) = ft.linearize(xs[0][i], targets[i], idx)
+        np.testing.assert_array_equal(out[i, :, 0], r)
+        np.testing.assert_array_equal(out[i, :, 1:], H)
+        np.testing.assert_array_equal(errors[i], r)
