@@ -519,7 +519,8 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         R_world_body, r_world_body = T_world_body[:, :, :3, :3], T_world_body[:, :, :3, 3]
         out = self._readout(R_world_body, r_world_body, vel, jacobians=covariance)
         q, qd = out[0], out[1]
-        refs = np.array([self._refs.get(k, np.full(q.shape[1], np.nan)) for k in ks])
+        unread = np.full(q.shape[1], np.nan)  # (once: a default argument is built whether it is needed or not)
+        refs = np.array([self._refs.get(k, unread) for k in ks])
         # Angles next to the encoder's turn count (states without a reference keep (-pi, pi]).
         q = np.where(self.hinge & np.isfinite(refs), refs + _wrap(q - refs), q)
         estimates = []
