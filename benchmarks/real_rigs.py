@@ -212,12 +212,18 @@ def dfki_lab(seconds: float, h: float, max_iterations: int, weights: list[float]
             free_sim_line(label, m, log, sim_seconds)
 
 
+#: The parameter sets of :func:`dfki_output_error`: the friction and inertia parameters the calibration frees,
+#: and those with the centres of mass, the motor gains and the rotor inertias.
+OUTPUT_ERROR_SETS = (("J1", "J2", "b1", "b2", "tau_c1", "tau_c2"),
+                     ("J1", "J2", "b1", "b2", "tau_c1", "tau_c2", "r1", "r2", "K_q1", "K_q2", "J_s_q1", "J_s_q2"))
+
+
 def dfki_output_error(h: float, sim_seconds: float, max_evaluations: int) -> None:
-    """How close the lab's model can free-simulate at all: its six friction and inertia parameters (J1, J2, b1,
-    b2, tau_c1, tau_c2, from the lab's values) fitted to the free-simulation error itself (an output-error fit,
-    scipy's ``least_squares`` on the log of each parameter, finite differences), once on the training recording
-    and once on the held-out one (an oracle: no estimate from other data can do better there, up to the
-    local minimum the search finds). Prints both recordings' RMS for the lab's values and each fit."""
+    """How close the lab's model can free-simulate at all: parameters of ``dfki-double-pendulum`` (each set of
+    :data:`OUTPUT_ERROR_SETS`, from the lab's values) fitted to the free-simulation error itself (an output-error
+    fit, scipy's ``least_squares`` on the log of each parameter, finite differences), once on the training
+    recording and once on the held-out one (an oracle: parameters no estimate from other data can be sure to
+    find). Prints both recordings' RMS for the lab's values and each fit."""
     from scipy.optimize import least_squares
 
     from mbfg.models import load_model
@@ -228,31 +234,32 @@ def dfki_output_error(h: float, sim_seconds: float, max_evaluations: int) -> Non
     logs = {name: every(window(resample_uniform(load_dfki_double_pendulum(DFKI / f"{name}.csv"), DFKI_PERIOD),
                                0.0, sim_seconds + h), k)
             for name in ("trajectory_00", "trajectory_01")}
-    names = ["J1", "J2", "b1", "b2", "tau_c1", "tau_c2"]
     lab_values = model.parameters.numpy_values()
-    x_lab = np.array([float(lab_values[n]) for n in names])
+    print(f"\n# DFKI: output-error fits of dfki-double-pendulum (free simulation over the first {sim_seconds:g} s at "
+          f"h = {h:g} s, from the lab's values); RMS q1 / q2 [rad]")
+    print(f"{'parameters':54} {'trajectory_00':>15} {'trajectory_01':>15}  values / the lab's")
+    for names in OUTPUT_ERROR_SETS:
+        x_lab = np.array([float(lab_values[n]) for n in names])
 
-    def simulated(x: np.ndarray, log: Log):
-        return free_simulation(model.with_parameters(dict(zip(names, x))), log, seconds=sim_seconds)
+        def simulated(x: np.ndarray, log: Log, names: tuple[str, ...] = names):
+            return free_simulation(model.with_parameters(dict(zip(names, x))), log, seconds=sim_seconds)
 
-    def residuals(log_scale: np.ndarray, log: Log) -> np.ndarray:
-        fs = simulated(np.exp(log_scale) * x_lab, log)
-        return (fs.simulated - fs.recorded).ravel()
+        def residuals(log_scale: np.ndarray, log: Log, x_lab: np.ndarray = x_lab) -> np.ndarray:
+            fs = simulated(np.exp(log_scale) * x_lab, log)
+            return (fs.simulated - fs.recorded).ravel()
 
-    print(f"\n# DFKI: output-error fits of dfki-double-pendulum's {', '.join(names)} (free simulation over the first "
-          f"{sim_seconds:g} s at h = {h:g} s, from the lab's values); RMS q1 / q2 [rad]")
-    print(f"{'parameters':50} {'trajectory_00':>15} {'trajectory_01':>15}  values")
-    fits = {"the lab's values": x_lab}
-    for fitted_on in ("trajectory_00", "trajectory_01"):
-        t0 = time.perf_counter()
-        out = least_squares(residuals, np.zeros(len(names)), args=(logs[fitted_on],), diff_step=1e-3,
-                            max_nfev=max_evaluations)
-        label = f"fitted on {fitted_on} ({out.nfev} sim., {time.perf_counter() - t0:.0f} s)"
-        fits[label + (" [oracle]" if fitted_on == "trajectory_01" else "")] = np.exp(out.x) * x_lab
-    for label, x in fits.items():
-        rms = [simulated(x, log).rms for log in logs.values()]
-        print(f"{label:50} " + " ".join(f"{r['q1']:.4f} / {r['q2']:.4f}" for r in rms) + "  "
-              + ", ".join(f"{n} {v:.3g}" for n, v in zip(names, x)))
+        fits = {"the lab's values": x_lab}
+        for fitted_on in ("trajectory_00", "trajectory_01"):
+            t0 = time.perf_counter()
+            out = least_squares(residuals, np.zeros(len(names)), args=(logs[fitted_on],), diff_step=1e-3,
+                                max_nfev=max_evaluations)
+            label = f"{len(names)} fitted on {fitted_on} ({out.nfev} sim., {time.perf_counter() - t0:.0f} s)"
+            fits[label + (" [oracle]" if fitted_on == "trajectory_01" else "")] = np.exp(out.x) * x_lab
+        print(f"free: {', '.join(names)}")
+        for label, x in fits.items():
+            rms = [simulated(x, log).rms for log in logs.values()]
+            print(f"  {label:52} " + " ".join(f"{r['q1']:.4f} / {r['q2']:.4f}" for r in rms) + "  "
+                  + ", ".join(f"{n} {v:.3g}" for n, v in zip(names, x / x_lab)))
 
 
 def qube(seconds: float, h: float, max_iterations: int, start: float, weights: list[float], viscous: bool = False,
@@ -304,7 +311,7 @@ def main() -> None:
                              "recording) at --dt over --sim-seconds")
     args = parser.parse_args()
     if args.output_error:
-        dfki_output_error(args.dt, args.sim_seconds, 80)
+        dfki_output_error(args.dt, args.sim_seconds, 150)
         return
     if args.rig in ("dfki", "both") and args.lab_model:
         dfki_lab(args.seconds, args.dt, args.max_iterations, args.weights, args.sim_seconds)
