@@ -112,8 +112,7 @@ def dfki(seconds: float, h: float, max_iterations: int, save_dir: str | None = N
     model, start_values = torque_model(lab)
     print(f"lab's J2 = I2 - m2 r2^2 = {dfki_to_mbfg_parameters(lab, shaft_inertias=True)['J2']:.4g} kg m^2 "
           "(negative; starts at 1e-4)")
-    train = window(resample_uniform(load_dfki_double_pendulum(DFKI / "trajectory_00.csv"), DFKI_PERIOD), 0.0, seconds)
-    val = window(resample_uniform(load_dfki_double_pendulum(DFKI / "trajectory_01.csv"), DFKI_PERIOD), 0.0, seconds)
+    train, val = (window(log, 0.0, seconds) for log in dfki_recordings().values())
     t0 = time.perf_counter()
     result = calibrate(model, train, free=("r1", "r2", "J1", "J2", "b1", "b2"), h=h,
                        max_iterations=max_iterations)
@@ -139,6 +138,18 @@ def every(log: Log, k: int) -> Log:
     return replace(log, t=log.t[::k], y=log.y[::k], u=log.u[::k])
 
 
+def dfki_recordings() -> dict[str, Log]:
+    """trajectory_00 (training) and trajectory_01 (held out), resampled to the lab's 2 ms grid (they have gaps)."""
+    return {name: resample_uniform(load_dfki_double_pendulum(DFKI / f"{name}.csv"), DFKI_PERIOD)
+            for name in ("trajectory_00", "trajectory_01")}
+
+
+def free_sim_logs(recordings: dict[str, Log], h: float, seconds: float) -> dict[str, Log]:
+    """The first ``seconds`` (+ one step) of each recording at step ``h``: what a free simulation compares with."""
+    k = int(round(h / DFKI_PERIOD))
+    return {name: every(window(log, 0.0, seconds + h), k) for name, log in recordings.items()}
+
+
 def free_sim_line(label: str, model, log: Log, seconds: float) -> None:
     from mbfg.validation import free_simulation
 
@@ -157,12 +168,9 @@ def dfki_lab(seconds: float, h: float, max_iterations: int, weights: list[float]
 
     lab = dfki_reference_parameters(DFKI / "model_parameters.yml")
     model = load_model("dfki-double-pendulum")
-    k = int(round(h / DFKI_PERIOD))
-    full_train = resample_uniform(load_dfki_double_pendulum(DFKI / "trajectory_00.csv"), DFKI_PERIOD)
-    full_val = resample_uniform(load_dfki_double_pendulum(DFKI / "trajectory_01.csv"), DFKI_PERIOD)
-    train, val = window(full_train, 0.0, seconds), window(full_val, 0.0, seconds)
-    sims = {name: every(window(log, 0.0, sim_seconds + h), k)
-            for name, log in (("trajectory_00", full_train), ("trajectory_01", full_val))}
+    recordings = dfki_recordings()
+    train, val = (window(log, 0.0, seconds) for log in recordings.values())
+    sims = free_sim_logs(recordings, h, sim_seconds)
     simulated: dict[str, object] = {"lab's values": model}
     for weight in weights or [model.weight]:
         print(f"\n# DFKI double pendulum as the lab models it (dfki-double-pendulum): {seconds:g} s of "
@@ -230,10 +238,7 @@ def dfki_output_error(h: float, sim_seconds: float, max_evaluations: int) -> Non
     from mbfg.validation import free_simulation
 
     model = load_model("dfki-double-pendulum")
-    k = int(round(h / DFKI_PERIOD))
-    logs = {name: every(window(resample_uniform(load_dfki_double_pendulum(DFKI / f"{name}.csv"), DFKI_PERIOD),
-                               0.0, sim_seconds + h), k)
-            for name in ("trajectory_00", "trajectory_01")}
+    logs = free_sim_logs(dfki_recordings(), h, sim_seconds)
     lab_values = model.parameters.numpy_values()
     print(f"\n# DFKI: output-error fits of dfki-double-pendulum (free simulation over the first {sim_seconds:g} s at "
           f"h = {h:g} s, from the lab's values); RMS q1 / q2 [rad]")

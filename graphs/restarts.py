@@ -104,10 +104,11 @@ def box_samples(problem: JointProblem, first: Mapping[str, Any], count: int, see
         return []
     names = list(problem.variables.free)
     params = problem.model.parameters
-    for name in names:
-        if not (np.isfinite(params[name].lower) and np.isfinite(params[name].upper)):
-            raise ModelError(f"restart search: parameter {name!r} has the box [{params[name].lower}, "
-                             f"{params[name].upper}]; a search needs finite bounds on every free parameter")
+    unbounded = params.unbounded(names)
+    if unbounded:
+        name = unbounded[0]
+        raise ModelError(f"restart search: parameter {name!r} has the box [{params[name].lower}, "
+                         f"{params[name].upper}]; a search needs finite bounds on every free parameter")
     rng = np.random.default_rng(seed)
     samples = [dict(first) for _ in range(count)]
     for name in names:

@@ -14,7 +14,7 @@ import numpy as np
 
 from mbfg.errors import DataError, ModelError
 from mbfg.logs import Log
-from mbfg.parameters import ROTATION, free_names
+from mbfg.parameters import free_names
 from mbfg.rigid import RigidModel
 
 
@@ -75,10 +75,10 @@ def check_calibrate_arguments(model: Any, log: Any, free: Any, h: Any, weight: A
     if whole("restart_search", restart_search, 0):
         if restart_weight is None:
             raise ModelError("restart_search: a search picks the starts of a restart; give restart_weight too")
-        for name in model.parameters.free if names is None else names:
-            par = model.parameters[name]
-            if par.kind != ROTATION and not (np.isfinite(par.lower) and np.isfinite(par.upper)):
-                raise ModelError(f"restart_search: free parameter {name!r} has the bounds [{par.lower}, {par.upper}]"
-                                 f"; a search samples the free parameters' bounds, so each needs finite ones "
-                                 f"(set them in a parameter file, or search without it)")
+        unbounded = model.parameters.unbounded(model.parameters.free if names is None else names)
+        if unbounded:
+            name, par = unbounded[0], model.parameters[unbounded[0]]
+            raise ModelError(f"restart_search: free parameter {name!r} has the bounds [{par.lower}, {par.upper}]"
+                             f"; a search samples the free parameters' bounds, so each needs finite ones "
+                             f"(set them in a parameter file, or search without it)")
     return names

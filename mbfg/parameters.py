@@ -128,6 +128,12 @@ class ParameterSet(Mapping[str, Parameter]):
         """Names of the free parameters, in definition order."""
         return tuple(n for n, p in self._params.items() if p.free)
 
+    def unbounded(self, names: Iterable[str]) -> list[str]:
+        """Those of the scalar parameters ``names`` whose box [lower, upper] is not finite (rotations are left out:
+        they have no box)."""
+        return [n for n in names if self[n].kind != ROTATION
+                and not (np.isfinite(self[n].lower) and np.isfinite(self[n].upper))]
+
     def updated(self, changes: Mapping[str, Any]) -> ParameterSet:
         """A copy with some parameters changed.
 

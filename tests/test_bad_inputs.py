@@ -252,6 +252,12 @@ def test_with_free_refuses_a_string(furuta_model) -> None:
     assert furuta_model.parameters.with_free(["b_1"]).free == ("b_1",)
 
 
+def test_unbounded_names_the_scalars_without_a_finite_box_and_leaves_out_rotations(furuta_model) -> None:
+    params = furuta_model.parameters.updated({"K": {"upper": 1.0}})
+    assert params.unbounded(["K", "tilt", "b_1", "J_Ax"]) == ["b_1", "J_Ax"]
+    assert params.unbounded(["K", "tilt"]) == []
+
+
 def test_load_parameter_file_checks_a_calibrations_bounds(tmp_path: Path, model) -> None:
     path = tmp_path / "calib.json"
     path.write_text(CROSSED_BOUNDS)
