@@ -384,8 +384,9 @@ def test_a_restart_search_leaves_the_contact_mode_the_first_solve_chose_at_seed_
     assert searched.converged and not searched.not_excited
     assert abs(searched.values["mu"] - 0.2) < 3 * searched.parameters[0].std, searched.parameters
     assert searched.cost < plain.cost / 100, (searched.cost, plain.cost)
-    # The iterations count the first solve and all three restarted ones; the history is the chosen one's.
-    assert searched.iterations > len(searched.history) - 1, (searched.iterations, len(searched.history))
+    # The iterations count the first solve and all three restarted ones; the history is the first and the chosen
+    # one's, so the other two restarts (at least one iteration each) make the difference.
+    assert searched.iterations - (len(searched.history) - 1) >= 2, (searched.iterations, len(searched.history))
 
 
 def test_a_restart_search_needs_a_restart_and_finite_bounds(pendulum_log) -> None:
