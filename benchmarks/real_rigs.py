@@ -105,7 +105,7 @@ def torque_model(lab: dict) -> tuple:
     return double_pendulum(torques=True).with_parameters(start_values), start_values
 
 
-def dfki(seconds: float, h: float, max_iterations: int, save_dir: str | None = None) -> None:
+def dfki(seconds: float, h: float, max_iterations: int, save_dir: str | None = None, backtracking: int = 0) -> None:
     print(f"\n# DFKI double pendulum: {seconds:g} s of trajectory_00.csv, h = {h:g} s; "
           f"cross-validation on trajectory_01.csv")
     lab = dfki_reference_parameters(DFKI / "model_parameters.yml")
@@ -115,7 +115,7 @@ def dfki(seconds: float, h: float, max_iterations: int, save_dir: str | None = N
     train, val = (window(log, 0.0, seconds) for log in dfki_recordings().values())
     t0 = time.perf_counter()
     result = calibrate(model, train, free=("r1", "r2", "J1", "J2", "b1", "b2"), h=h,
-                       max_iterations=max_iterations)
+                       max_iterations=max_iterations, backtracking=backtracking)
     wall = time.perf_counter() - t0
     report(result, model, val, wall)
     save(result, save_dir, "dfki")
@@ -268,7 +268,7 @@ def dfki_output_error(h: float, sim_seconds: float, max_evaluations: int) -> Non
 
 
 def qube(seconds: float, h: float, max_iterations: int, start: float, weights: list[float], viscous: bool = False,
-         save_dir: str | None = None) -> None:
+         save_dir: str | None = None, backtracking: int = 0) -> None:
     from mbfg.models import load_model
 
     if viscous:  # the model benchmarks/stream.py reads back (--save)
@@ -284,7 +284,8 @@ def qube(seconds: float, h: float, max_iterations: int, start: float, weights: l
               f"w = {weight:g} (the model's: {model.weight:g}); cross-validation on the same window of "
               f"{QUBE_FILES[1]}")
         t0 = time.perf_counter()
-        result = calibrate(model, train, free=free, h=h, weight=weight, max_iterations=max_iterations)
+        result = calibrate(model, train, free=free, h=h, weight=weight, max_iterations=max_iterations,
+                           backtracking=backtracking)
         report(result, model, val, time.perf_counter() - t0)
         save(result, save_dir, "qube")
         k = int(round(h / QUBE_PERIOD))
@@ -311,6 +312,8 @@ def main() -> None:
                              "(default: the model's)")
     parser.add_argument("--sim-seconds", type=float, default=2.0, help="free-simulation span [s] (default 2)")
     parser.add_argument("--max-iterations", type=int, default=30, help="LM iterations at most (default 30)")
+    parser.add_argument("--backtracking", type=int, default=0,
+                        help="calibrate(backtracking=N) of the two default calibrations (default 0: the plain LM)")
     parser.add_argument("--output-error", action="store_true",
                         help="DFKI: only the output-error fits of the lab's model (on the training and on the held-out "
                              "recording) at --dt over --sim-seconds")
@@ -321,9 +324,10 @@ def main() -> None:
     if args.rig in ("dfki", "both") and args.lab_model:
         dfki_lab(args.seconds, args.dt, args.max_iterations, args.weights, args.sim_seconds)
     elif args.rig in ("dfki", "both"):
-        dfki(args.seconds, args.dt, args.max_iterations, args.save)
+        dfki(args.seconds, args.dt, args.max_iterations, args.save, args.backtracking)
     if args.rig in ("qube", "both"):
-        qube(args.seconds, args.dt, args.max_iterations, args.qube_start, args.weights, args.qube_viscous, args.save)
+        qube(args.seconds, args.dt, args.max_iterations, args.qube_start, args.weights, args.qube_viscous, args.save,
+             args.backtracking)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ Run from the repository root::
     python benchmarks/seed002_particles.py --truth-lambda 1e-12   # the solve from the truth at less damping
     python benchmarks/seed002_particles.py --restart-weight 1e3 --draws 50   # (c) over 50 noise draws
     python benchmarks/seed002_particles.py --restart-weight 1e3 --draws 50 --restart-search 10   # multi-start
+    python benchmarks/seed002_particles.py --restart-weight 1e3 --draws 50 --backtracking 8      # halved steps
 
 (a) Seed 002's particle (``mbfg.models.particle``: m = 1, q0 = (0, 3), push (5, -9.81 m), mu = 0.2,
 h = 0.05 s, N = 100 steps) is simulated, uniform noise in [-eps, eps] is added to x and z, and mu
@@ -25,7 +26,9 @@ With ``--restart-weight W``, the calibration is restarted at w = W from a free s
 result (``calibrate(restart_weight=W)``: from the estimated x_0, with the first result's parameters);
 the iterations printed are then both solves'. With ``--restart-search N`` as well, N parameter vectors
 spread over the boxes are free-simulated too and the two closest to the readings start restarts of their
-own; the lowest cost wins (``calibrate(restart_search=N)``), and the iterations count every solve.
+own; the lowest cost wins (``calibrate(restart_search=N)``), and the iterations count every solve. With
+``--backtracking N``, every LM solve of the calibration halves a rejected step up to N times along its direction
+before it raises the damping (``calibrate(backtracking=N)``).
 
 (b) Several particles (random x0 in [-10, 10] m, z0 in [0, 5] m, mu in (0, 0.5], noise in
 [-0.005, 0.005] m, as in the seed), each on its own contact with its own mu, identified together
@@ -98,7 +101,8 @@ def _draws(model: RigidModel, args: argparse.Namespace) -> None:
             log, truth = _noisy_log(model, eps, draw)
             r = calibrate(model.with_parameters({"mu": args.start_mu}), log, free=["mu"], weight=args.weight,
                           cutoff_hz=1e9, max_iterations=args.max_iterations, quiet=True,
-                          restart_weight=args.restart_weight, restart_search=args.restart_search)
+                          restart_weight=args.restart_weight, restart_search=args.restart_search,
+                          backtracking=args.backtracking)
             if abs(r.values["mu"] - 0.2) > 0.02:
                 off += 1
                 flagged += (not r.converged) or "mu" in r.not_excited
@@ -129,6 +133,9 @@ def main() -> None:
                         help="initial guess of every mu (default 1, the seed's)")
     parser.add_argument("--restart-search", type=int, default=0,
                         help="with --restart-weight: restarts from this many box samples' simulations too")
+    parser.add_argument("--backtracking", type=int, default=0,
+                        help="calibrate(backtracking=N): halve a rejected LM step up to N times before raising "
+                             "the damping (default 0: the plain LM)")
     parser.add_argument("--draws", type=int, default=0,
                         help="(c): the single particle over this many noise draws (default 0: not run)")
     parser.add_argument("--truth-lambda", type=float, default=LAMBDA_INITIAL,
@@ -145,7 +152,8 @@ def main() -> None:
         start = time.perf_counter()
         r = calibrate(model.with_parameters({"mu": args.start_mu}), log, free=["mu"], weight=args.weight,
                       cutoff_hz=1e9, max_iterations=args.max_iterations, covariance=False, quiet=True,
-                      restart_weight=args.restart_weight, restart_search=args.restart_search)
+                      restart_weight=args.restart_weight, restart_search=args.restart_search,
+                      backtracking=args.backtracking)
         mu, wall = r.values["mu"], time.perf_counter() - start
         best, best_it = _solve_from(model, log, truth, {"mu": 0.2}, args.restart_weight or args.weight,
                                     args.max_iterations, args.truth_lambda)
@@ -165,7 +173,7 @@ def main() -> None:
         r = calibrate(many.with_parameters({f"mu_{i}": args.start_mu for i in range(n)}), log,
                       free=[f"mu_{i}" for i in range(n)], weight=args.weight, cutoff_hz=1e9,
                       max_iterations=args.max_iterations, covariance=False, quiet=True,
-                      restart_weight=args.restart_weight)
+                      restart_weight=args.restart_weight, backtracking=args.backtracking)
         found = np.array([r.values[f"mu_{i}"] for i in range(n)])
         rms = float(np.sqrt(np.mean((found - truth) ** 2)))
         wall = time.perf_counter() - start

@@ -512,9 +512,9 @@ def _compile(problem: JointProblem) -> None:
 
 def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: float = 1e-6,
           damping_update: str = "tenfold", quiet: bool = False, label: str | None = None,
-          lambda_initial: float = LAMBDA_INITIAL) -> LMResult:
+          lambda_initial: float = LAMBDA_INITIAL, backtracking: int = 0) -> LMResult:
     """Box-constrained Levenberg-Marquardt on the problem (:func:`mbfg.solvers.bounded_levenberg_marquardt`,
-    from the damping ``lambda_initial``); inside :func:`reporting_compiles`, its programs are compiled first and
+    from the damping ``lambda_initial``, halving a rejected step up to ``backtracking`` times); inside :func:`reporting_compiles`, its programs are compiled first and
     the compile time reported."""
     label = label or f"calibrate {problem.model.name}"
     report = _COMPILE_REPORT.get()
@@ -526,7 +526,7 @@ def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: floa
     return bounded_levenberg_marquardt(
         problem.vectorized or problem.graph, problem.initial, problem.bounds, max_iterations=max_iterations,
         relative_tol=relative_tol, damping_update=damping_update, quiet=quiet, label=label,
-        lambda_initial=lambda_initial,
+        lambda_initial=lambda_initial, backtracking=backtracking,
     )
 
 

@@ -328,6 +328,7 @@ def calibrate(
     restart_weight: float | None = None,
     soft_start: float | None = None,
     restart_search: int = 0,
+    backtracking: int = 0,
 ) -> CalibrationResult:
     """Identify the free parameters of ``model`` (and the states) from ``log``.
 
@@ -365,6 +366,13 @@ def calibrate(
             to the readings too; the lowest cost of the three restarted solves is the result
             (:func:`~mbfg.graphs.restarts.restarts_from_simulations`; the iterations count all of them). For
             contacts at large noise, where the first solve can leave a contact in the wrong mode.
+        backtracking: halve a rejected LM step up to this many times along its direction before raising the
+            damping, in every solve of the calibration (:func:`~mbfg.solvers.bounded_levenberg_marquardt`; 0:
+            the plain LM). For contacts, whose impulse residuals steepen where a contact engages: seed 002's
+            particle takes about half the iterations with 8 (``python benchmarks/seed002_particles.py
+            --restart-weight 1e3 --draws 50 --backtracking 8``). Not the default: on the two real rigs' recordings
+            (``python benchmarks/real_rigs.py --backtracking 8``) it reaches lower costs but is still creeping
+            down after 30 iterations, where the plain LM stops on its tolerance (QUBE) or creeps as well (DFKI).
         soft_start: a factor > 1: first solve with every joint compliance that many times softer, then the
             model's own from that solution's states and parameters (:func:`~mbfg.graphs.restarts.stiffen`).
             For stiff joints (eps_lin of 1e-8 m/N and less), where a solve from the readings does not converge;
@@ -382,7 +390,8 @@ def calibrate(
 
     start = time.perf_counter()
     free = check_calibrate_arguments(model, log, free, h, weight, max_iterations, relative_tol, damping_update,
-                                     priors, cutoff_hz, smooth_start, restart_weight, soft_start, restart_search)
+                                     priors, cutoff_hz, smooth_start, restart_weight, soft_start, restart_search,
+                                     backtracking)
     weight = model.weight if weight is None else weight
     problem = build_joint_problem(softened(model, soft_start) if soft_start is not None else model, log, h=h,
                                   free=free, weight=weight, priors=priors,
@@ -390,7 +399,7 @@ def calibrate(
                                   smooth_start=SMOOTH_START_ITERATIONS if smooth_start is None else smooth_start,
                                   damping_update=damping_update, quiet=quiet)
     lm: LMResult = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol,
-                         damping_update=damping_update, quiet=quiet,
+                         damping_update=damping_update, quiet=quiet, backtracking=backtracking,
                          label=f"calibrate {model.name}, joints {soft_start:g} x softer" if soft_start else None)
     seconds, lambda_initial, label = [], LAMBDA_INITIAL, None
     if soft_start is not None:
@@ -402,7 +411,7 @@ def calibrate(
         first, runs = lm, []
         for i, second in enumerate(seconds):
             run = solve(second, max_iterations=max_iterations, relative_tol=relative_tol, damping_update=damping_update,
-                        quiet=quiet, lambda_initial=lambda_initial,
+                        quiet=quiet, lambda_initial=lambda_initial, backtracking=backtracking,
                         label=(f"calibrate {model.name}, {label}" + (f" from search start {i}" if i else ""))
                         if label else None)
             runs.append((run.history[-1]["cost"], i, second, run))
@@ -431,7 +440,8 @@ def calibrate(
         again = dict(free=problem.variables.names,
                      weight=weight, max_iterations=max_iterations, relative_tol=relative_tol,
                      damping_update=damping_update, priors=priors, cutoff_hz=cutoff_hz, quiet=quiet,
-                     smooth_start=smooth_start, soft_start=soft_start)  # the stiffer joints need it most
+                     smooth_start=smooth_start, soft_start=soft_start,  # the stiffer joints need it most
+                     backtracking=backtracking)
         parts = discretization_bias(identified, log, {p.name: p.value for p in estimates}, problem.h, **again)
         estimates = [replace(p, bias=parts["h"][p.name] + parts["compliance"][p.name]) for p in estimates]
     wall = time.perf_counter() - start

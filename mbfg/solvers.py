@@ -20,7 +20,8 @@ A step is accepted when it lowers the cost. The damping then follows one of two 
 by 10 per rejected trial; "nielsen" (Madsen, Nielsen & Tingleff, *Methods for non-linear
 least squares problems*, 2004, with Nielsen's growth factor nu) sets lam *= max(1/3, 1 - (2 rho - 1)^3)
 after an accepted step, so a step the linearization predicted badly keeps its damping, and
-doubles the growth factor with each rejected trial in a row. The gain ratio rho = (actual decrease) / (decrease the
+doubles the growth factor with each rejected trial in a row. With ``backtracking`` > 0, a rejected step is first halved
+along its direction (up to that many times) before lam grows. The gain ratio rho = (actual decrease) / (decrease the
 linearization predicts) is reported per iteration: with complementarity
 (friction, contact) a full step often crosses a kink where a multiplier switches,
 and rho far from 1 shows it.
@@ -97,6 +98,7 @@ def bounded_levenberg_marquardt(
     quiet: bool = False,
     label: str = "LM",
     on_iteration: Callable[[dict[str, float], gtsam.Values], None] | None = None,
+    backtracking: int = 0,
 ) -> LMResult:
     """Minimize ``graph.error`` from ``values`` with Vector variables kept in ``bounds``.
 
@@ -114,9 +116,17 @@ def bounded_levenberg_marquardt(
         damping_update: "tenfold" or "nielsen", the rule for lam between trials (module docstring).
         quiet: no progress lines (iteration, cost, lambda, time) on stderr.
         on_iteration: called after each iteration with its history row and the current values.
+        backtracking: halvings of a rejected step tried, along its direction, before the damping grows
+            (0: none, the plain LM). A step accepted at a fraction ``alpha`` < 1 (in the history row) keeps
+            its damping for the next linearization. For costs with kinks that the linearization cannot see,
+            such as an impulse residual where a contact engages: the damped step's direction holds up to the
+            kink, and raising the damping instead turns it towards the damping's scaled gradient, which
+            along the heavily weighted rows moves little.
     """
     if damping_update not in ("tenfold", "nielsen"):
         raise ValueError(f"damping_update must be 'tenfold' or 'nielsen', got {damping_update!r}")
+    if isinstance(backtracking, bool) or not isinstance(backtracking, (int, np.integer)) or backtracking < 0:
+        raise ValueError(f"backtracking must be a whole number of halvings >= 0, got {backtracking!r}")
     bounds = dict(bounds or {})
     for key, (lo, hi) in bounds.items():
         x = values.atVector(key)
@@ -141,21 +151,21 @@ def bounded_levenberg_marquardt(
         linear_cost = linear.error(system.zeros)
         accepted = False
         growth = 10.0 if damping_update == "tenfold" else 2.0
+        alpha = 1.0
         while lam <= lambda_max:
             try:
                 delta, delta_linear = system.step(linear, diag, lam, values)
+                lengths = [0.5**i for i in range(backtracking + 1)]  # the fractions of the step to try
             except RuntimeError:
                 # GTSAM found the damped system indeterminate (round-off in a stiff system under
                 # a tiny damping): a rejected trial, so more damping.
-                new_cost = np.inf
-            else:
-                new_values = values.retract(delta)
-                for key, (lo, hi) in bounds.items():
-                    # x + (bound - x) can miss the bound by one ulp; land on it exactly.
-                    new_values.update(key, np.clip(new_values.atVector(key), lo, hi))
-                new_cost = system.error(new_values)
-            if np.isfinite(new_cost) and new_cost < cost:
-                accepted = True
+                lengths = []
+            for alpha in lengths:
+                new_values, new_cost = _trial(system, values, delta if alpha == 1.0 else delta.scale(alpha), bounds)
+                if np.isfinite(new_cost) and new_cost < cost:
+                    accepted = True
+                    break
+            if accepted:
                 break
             lam *= growth
             if damping_update == "nielsen":
@@ -169,17 +179,20 @@ def bounded_levenberg_marquardt(
                                 linearize_s=t_lin, solve_s=t_solve))
             break
         decrease = cost - new_cost
-        predicted = linear_cost - linear.error(delta_linear)
+        predicted = linear_cost - linear.error(delta_linear if alpha == 1.0 else delta_linear.scale(alpha))
         rho = decrease / predicted if predicted > 0 else 0.0
-        # A small decrease of a heavily damped step (just after lambda grew) says nothing about convergence.
-        undamped = lam <= lambda_initial
+        # A small decrease of a heavily damped step (just after lambda grew), or of a step cut short at a
+        # kink, says nothing about convergence.
+        undamped = lam <= lambda_initial and alpha == 1.0
         values, cost = new_values, new_cost
-        if damping_update == "tenfold":
+        if alpha < 1.0:
+            pass  # the step's direction held up to a kink: the same damping on the next linearization
+        elif damping_update == "tenfold":
             lam = max(lam / 10.0, 1e-12)
         else:
             lam = max(lam * max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), 1e-12)
         row = dict(iteration=iteration, cost=cost, lam=lam, rho=rho, wall_s=time.perf_counter() - start,
-                   linearize_s=t_lin, solve_s=t_solve)
+                   linearize_s=t_lin, solve_s=t_solve, alpha=alpha)
         history.append(row)
         progress.update(iteration, cost=cost, lam=lam, rho=rho)
         if on_iteration is not None:
@@ -193,6 +206,16 @@ def bounded_levenberg_marquardt(
             message, converged = f"relative decrease below tolerance in {STALL_STEPS} damped steps in a row", True
             break
     return LMResult(values, len(history) - 1, converged, history, message)
+
+
+def _trial(system: Any, values: gtsam.Values, delta: gtsam.VectorValues,
+           bounds: Mapping[int, tuple[np.ndarray, np.ndarray]]) -> tuple[gtsam.Values, float]:
+    """The values ``values + delta`` (bounded variables landed exactly on the bound they reach) and their cost."""
+    new_values = values.retract(delta)
+    for key, (lo, hi) in bounds.items():
+        # x + (bound - x) can miss the bound by one ulp; land on it exactly.
+        new_values.update(key, np.clip(new_values.atVector(key), lo, hi))
+    return new_values, system.error(new_values)
 
 
 class _Ordinary:

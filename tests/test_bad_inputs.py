@@ -233,6 +233,7 @@ CALIBRATE_CASES = [
     pytest.param({"priors": {"K": -1.0}}, ModelError, ["priors['K']", "-1.0"], id="prior-sigma-negative"),
     pytest.param({"max_iterations": 2.5}, ModelError, ["max_iterations", "2.5"], id="iterations-not-whole"),
     pytest.param({"damping_update": "fast"}, ModelError, ["damping_update", "'fast'"], id="damping-rule-unknown"),
+    pytest.param({"backtracking": -1}, ModelError, ["backtracking", ">= 0", "-1"], id="backtracking-negative"),
 ]
 
 

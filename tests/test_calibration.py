@@ -312,7 +312,8 @@ def test_unknown_free_parameter_and_bad_weight_are_named(pendulum_log) -> None:
 SEED_002 = {5e-5: (0.2, 301), 5e-4: (0.2, 443), 5e-3: (0.2, 19), 5e-2: (0.200022, 149), 5e-1: (0.199873, 96)}
 
 
-def _seed_002_calibration(eps: float, covariance: bool = False, draw: int = 1, restart_search: int = 0):
+def _seed_002_calibration(eps: float, covariance: bool = False, draw: int = 1, restart_search: int = 0,
+                          backtracking: int = 0):
     """mu of seed 002's particle (N = 100 steps of h = 0.05 s, as in the seed) from x, z with uniform noise in
     [-eps, eps] [m] (noise draw ``draw``), started at the seed's mu = 1: a first solve at w = 1e-5, restarted at
     w = 1e3."""
@@ -322,7 +323,7 @@ def _seed_002_calibration(eps: float, covariance: bool = False, draw: int = 1, r
     log = Log(traj.t, y, np.zeros((len(traj.t), 0)), model.observations, (), f"particle eps={eps}")
     return calibrate(model.with_parameters({"mu": 1.0}), log, free=["mu"], weight=1e-5, cutoff_hz=1e9,
                      max_iterations=40, quiet=True, restart_weight=1e3, covariance=covariance,
-                     restart_search=restart_search)
+                     restart_search=restart_search, backtracking=backtracking)
 
 
 def test_particle_friction_coefficient_seed_002_is_recovered_at_every_noise_level() -> None:
@@ -387,6 +388,21 @@ def test_a_restart_search_leaves_the_contact_mode_the_first_solve_chose_at_seed_
     # The iterations count the first solve and all three restarted ones; the history is the first and the chosen
     # one's, so the other two restarts (at least one iteration each) make the difference.
     assert searched.iterations - (len(searched.history) - 1) >= 2, (searched.iterations, len(searched.history))
+
+
+def test_halved_steps_reach_seed_002s_mu_in_fewer_iterations_where_the_contact_engages() -> None:
+    """eps = 5e-3: the plain LM's full steps cross the kinks where the contact engages (the impulse residual
+    steepens a hundredfold) and are rejected until the damping has turned them into short gradient steps, so
+    the first solve creeps (33 iterations). Halving the rejected step along its direction instead
+    (backtracking=8) reaches the same least-squares minimum, within a tenth of mu's standard deviation, in
+    fewer than two thirds of the iterations."""
+    plain = _seed_002_calibration(5e-3, covariance=True)
+    halved = _seed_002_calibration(5e-3, backtracking=8)
+    assert plain.converged and halved.converged
+    std = plain.parameters[0].std
+    assert abs(halved.values["mu"] - plain.values["mu"]) < 0.1 * std, (halved.values["mu"], plain.values["mu"], std)
+    assert halved.iterations < 2 / 3 * plain.iterations, (halved.iterations, plain.iterations)
+    assert any(row.get("alpha", 1.0) < 1.0 for row in halved.history), halved.history
 
 
 def test_a_restart_search_needs_a_restart_and_finite_bounds(pendulum_log) -> None:

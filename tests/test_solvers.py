@@ -68,3 +68,32 @@ def test_unknown_damping_update_is_named() -> None:
     with pytest.raises(ValueError, match="damping_update must be 'tenfold' or 'nielsen', got 'fast'"):
         bounded_levenberg_marquardt(graph_of(rosenbrock, rosenbrock_jacobian), start([0.0, 0.0]),
                                     damping_update="fast", quiet=True)
+    with pytest.raises(ValueError, match="backtracking must be a whole number of halvings >= 0, got 0.5"):
+        bounded_levenberg_marquardt(graph_of(rosenbrock, rosenbrock_jacobian), start([0.0, 0.0]),
+                                    backtracking=0.5, quiet=True)  # type: ignore[arg-type]
+
+
+def kinked(x: np.ndarray) -> np.ndarray:
+    """A residual whose slope grows 101-fold past x0 = 1, as an impulse residual's does where a contact
+    engages; its minimum is 0 at x0 = 103/101, just past the kink, and x1 = 0."""
+    return np.array([x[0] - 3.0 + 100.0 * max(x[0] - 1.0, 0.0), x[1]])
+
+
+def kinked_jacobian(x: np.ndarray) -> np.ndarray:
+    return np.array([[1.0 + (100.0 if x[0] > 1.0 else 0.0), 0.0], [0.0, 1.0]])
+
+
+def test_a_step_across_a_kink_is_halved_along_its_direction_before_the_damping_grows() -> None:
+    """From x0 = 0 the Gauss-Newton step of the gentle side lands at x0 = 3, far up the steep side (cost 2e4
+    against 4.5); halved twice it stops at 0.75, short of the kink, and lowers the cost. Raising the damping
+    instead shortens the step as well, but only after six rejected solves, and leaves the damping at 1."""
+    graph, lower = graph_of(kinked, kinked_jacobian), 1e-5
+    halved = bounded_levenberg_marquardt(graph, start([0.0, 0.0]), max_iterations=20, relative_tol=1e-12,
+                                         lambda_initial=lower, backtracking=8, quiet=True)
+    np.testing.assert_allclose(halved.values.atVector(KEY), [103.0 / 101.0, 0.0], atol=1e-9)
+    first = halved.history[1]
+    assert first["alpha"] == 0.25 and first["lam"] == lower, first
+    damped = bounded_levenberg_marquardt(graph, start([0.0, 0.0]), max_iterations=20, relative_tol=1e-12,
+                                         lambda_initial=lower, backtracking=0, quiet=True)
+    assert damped.history[1]["alpha"] == 1.0 and damped.history[1]["lam"] == pytest.approx(1.0), damped.history[1]
+    assert halved.iterations <= damped.iterations, (halved.iterations, damped.iterations)

@@ -94,6 +94,7 @@ _seed = _whole_number(0, "a whole number >= 0", "a whole number >= 0")
 _positive_int = _whole_number(1, "a whole number of steps", "at least 1 step")
 _iterations = _whole_number(1, "a whole number of iterations", "at least 1 iteration")
 _samples = _whole_number(0, "a whole number of samples", "0 samples or more")
+_halvings = _whole_number(0, "a whole number of halvings", "0 halvings or more")
 
 
 #: Largest joint coordinate ``--init`` takes [rad or m]. A float64 near 1e6 still resolves 1.2e-10 (finer

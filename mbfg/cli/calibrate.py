@@ -22,6 +22,7 @@ from mbfg.cli.args import (
     MODEL_HELP,
     Subparsers,
     _iterations,
+    _halvings,
     _positive_float,
     _samples,
     add_resample_option,
@@ -203,6 +204,11 @@ def add_parser(sub: Subparsers) -> None:
              "first solve left in the wrong mode; see calibrate(restart_search=...))",
     )
     cal.add_argument(
+        "--backtracking", type=_halvings, default=0, metavar="N",
+        help="halve a rejected LM step up to N times along its direction before raising the damping (e.g. 8; "
+             "contacts, whose impulse residuals steepen where a contact engages; see calibrate(backtracking=...))",
+    )
+    cal.add_argument(
         "--soft-start", type=_positive_float, default=None, metavar="F",
         help="solve first with every joint compliance F times softer (e.g. 100), then the model's own from that "
              "solution: for stiff joints, eps_lin of 1e-8 m/N and less (see calibrate(soft_start=...))",
@@ -352,7 +358,7 @@ def run(args: argparse.Namespace) -> int:
         result = calibrate(
             model, log, free=free, h=args.dt, weight=weight, max_iterations=args.max_iterations, priors=priors,
             quiet=args.quiet, bias=args.bias, restart_weight=args.restart_weight,
-            soft_start=args.soft_start, restart_search=args.restart_search,
+            soft_start=args.soft_start, restart_search=args.restart_search, backtracking=args.backtracking,
         )
     # Which held parameters pin down the others is known only now; a --hold that leaves one free is an error,
     # raised once the calibration's own table and file are out (it is not lost with the mapping).
