@@ -105,7 +105,7 @@ def torque_model(lab: dict) -> tuple:
     return double_pendulum(torques=True).with_parameters(start_values), start_values
 
 
-def dfki(seconds: float, h: float, max_iterations: int, save_dir: str | None = None, backtracking: int = 0) -> None:
+def dfki(seconds: float, h: float, max_iterations: int, save_dir: str | None = None, backtracking: int | None = None) -> None:
     print(f"\n# DFKI double pendulum: {seconds:g} s of trajectory_00.csv, h = {h:g} s; "
           f"cross-validation on trajectory_01.csv")
     lab = dfki_reference_parameters(DFKI / "model_parameters.yml")
@@ -268,7 +268,7 @@ def dfki_output_error(h: float, sim_seconds: float, max_evaluations: int) -> Non
 
 
 def qube(seconds: float, h: float, max_iterations: int, start: float, weights: list[float], viscous: bool = False,
-         save_dir: str | None = None, backtracking: int = 0) -> None:
+         save_dir: str | None = None, backtracking: int | None = None) -> None:
     from mbfg.models import load_model
 
     if viscous:  # the model benchmarks/stream.py reads back (--save)
@@ -312,8 +312,9 @@ def main() -> None:
                              "(default: the model's)")
     parser.add_argument("--sim-seconds", type=float, default=2.0, help="free-simulation span [s] (default 2)")
     parser.add_argument("--max-iterations", type=int, default=30, help="LM iterations at most (default 30)")
-    parser.add_argument("--backtracking", type=int, default=0,
-                        help="calibrate(backtracking=N) of the two default calibrations (default 0: the plain LM)")
+    parser.add_argument("--backtracking", type=int, default=None,
+                        help="calibrate(backtracking=N) of the two default calibrations (default: calibrate's, 0 "
+                             "for these models without contacts: the plain LM)")
     parser.add_argument("--output-error", action="store_true",
                         help="DFKI: only the output-error fits of the lab's model (on the training and on the held-out "
                              "recording) at --dt over --sim-seconds")

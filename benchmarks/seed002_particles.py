@@ -10,7 +10,7 @@ Run from the repository root::
     python benchmarks/seed002_particles.py --truth-lambda 1e-12   # the solve from the truth at less damping
     python benchmarks/seed002_particles.py --restart-weight 1e3 --draws 50   # (c) over 50 noise draws
     python benchmarks/seed002_particles.py --restart-weight 1e3 --draws 50 --restart-search 10   # multi-start
-    python benchmarks/seed002_particles.py --restart-weight 1e3 --draws 50 --backtracking 8      # halved steps
+    python benchmarks/seed002_particles.py --restart-weight 1e3 --draws 50 --backtracking 0      # the plain LM
 
 (a) Seed 002's particle (``mbfg.models.particle``: m = 1, q0 = (0, 3), push (5, -9.81 m), mu = 0.2,
 h = 0.05 s, N = 100 steps) is simulated, uniform noise in [-eps, eps] is added to x and z, and mu
@@ -28,7 +28,8 @@ the iterations printed are then both solves'. With ``--restart-search N`` as wel
 spread over the boxes are free-simulated too and the two closest to the readings start restarts of their
 own; the lowest cost wins (``calibrate(restart_search=N)``), and the iterations count every solve. With
 ``--backtracking N``, every LM solve of the calibration halves a rejected step up to N times along its direction
-before it raises the damping (``calibrate(backtracking=N)``).
+before it raises the damping (``calibrate(backtracking=N)``; the default, calibrate's for a model with contacts,
+is 8; 0 is the plain LM).
 
 (b) Several particles (random x0 in [-10, 10] m, z0 in [0, 5] m, mu in (0, 0.5], noise in
 [-0.005, 0.005] m, as in the seed), each on its own contact with its own mu, identified together
@@ -133,9 +134,9 @@ def main() -> None:
                         help="initial guess of every mu (default 1, the seed's)")
     parser.add_argument("--restart-search", type=int, default=0,
                         help="with --restart-weight: restarts from this many box samples' simulations too")
-    parser.add_argument("--backtracking", type=int, default=0,
+    parser.add_argument("--backtracking", type=int, default=None,
                         help="calibrate(backtracking=N): halve a rejected LM step up to N times before raising "
-                             "the damping (default 0: the plain LM)")
+                             "the damping (default: calibrate's, 8 for these models with contacts; 0: the plain LM)")
     parser.add_argument("--draws", type=int, default=0,
                         help="(c): the single particle over this many noise draws (default 0: not run)")
     parser.add_argument("--truth-lambda", type=float, default=LAMBDA_INITIAL,

@@ -51,6 +51,10 @@ if TYPE_CHECKING:
 #: The LM stops once an iteration lowers the cost by less than this fraction of it (:func:`calibrate`'s default).
 RELATIVE_TOL = 1e-3
 
+#: :func:`calibrate`'s default ``backtracking`` for a model with contacts: halvings of a rejected LM step, down to
+#: 1/256 of it.
+CONTACT_BACKTRACKING = 8
+
 
 @dataclass(frozen=True)
 class ParameterEstimate:
@@ -328,7 +332,7 @@ def calibrate(
     restart_weight: float | None = None,
     soft_start: float | None = None,
     restart_search: int = 0,
-    backtracking: int = 0,
+    backtracking: int | None = None,
 ) -> CalibrationResult:
     """Identify the free parameters of ``model`` (and the states) from ``log``.
 
@@ -368,11 +372,14 @@ def calibrate(
             contacts at large noise, where the first solve can leave a contact in the wrong mode.
         backtracking: halve a rejected LM step up to this many times along its direction before raising the
             damping, in every solve of the calibration (:func:`~mbfg.solvers.bounded_levenberg_marquardt`; 0:
-            the plain LM). For contacts, whose impulse residuals steepen where a contact engages: seed 002's
-            particle takes about half the iterations with 8 (``python benchmarks/seed002_particles.py
-            --restart-weight 1e3 --draws 50 --backtracking 8``). Not the default: on the two real rigs' recordings
-            (``python benchmarks/real_rigs.py --backtracking 8``) it reaches lower costs but is still creeping
-            down after 30 iterations, where the plain LM stops on its tolerance (QUBE) or creeps as well (DFKI).
+            the plain LM). Default: :data:`CONTACT_BACKTRACKING` for a model with contacts, whose impulse
+            residuals steepen a hundredfold where a contact engages, 0 for others. On seed 002's particle over
+            50 noise draws it halves the iterations at 5e-3 and 5e-2 m of noise and leaves 3 draws of 50 in
+            another minimum at 5e-1 instead of 13 (``python benchmarks/seed002_particles.py --restart-weight 1e3
+            --draws 50 --backtracking 8`` against ``--backtracking 0``). Not the default without contacts: on the
+            two real rigs' recordings (``python benchmarks/real_rigs.py --backtracking 8``) it reaches lower
+            costs but is still creeping down after 30 iterations, where the plain LM stops on its tolerance
+            (QUBE) or creeps as well (DFKI).
         soft_start: a factor > 1: first solve with every joint compliance that many times softer, then the
             model's own from that solution's states and parameters (:func:`~mbfg.graphs.restarts.stiffen`).
             For stiff joints (eps_lin of 1e-8 m/N and less), where a solve from the readings does not converge;
@@ -393,6 +400,8 @@ def calibrate(
                                      priors, cutoff_hz, smooth_start, restart_weight, soft_start, restart_search,
                                      backtracking)
     weight = model.weight if weight is None else weight
+    if backtracking is None:
+        backtracking = CONTACT_BACKTRACKING if model.contacts else 0
     problem = build_joint_problem(softened(model, soft_start) if soft_start is not None else model, log, h=h,
                                   free=free, weight=weight, priors=priors,
                                   cutoff_hz=DEFAULT_CUTOFF_HZ if cutoff_hz is None else cutoff_hz,

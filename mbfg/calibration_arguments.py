@@ -36,7 +36,7 @@ def whole(name: str, value: Any, minimum: int) -> int:
 def check_calibrate_arguments(model: Any, log: Any, free: Any, h: Any, weight: Any, max_iterations: Any,
                               relative_tol: Any, damping_update: Any, priors: Any, cutoff_hz: Any, smooth_start: Any,
                               restart_weight: Any = None, soft_start: Any = None,
-                              restart_search: Any = 0, backtracking: Any = 0) -> list[str] | None:
+                              restart_search: Any = 0, backtracking: Any = None) -> list[str] | None:
     """:func:`~mbfg.calibration.calibrate`'s arguments checked; the free parameter names as a list."""
     if not isinstance(model, RigidModel):
         raise ModelError(f"model: expected a RigidModel (e.g. mbfg.pendulum() or mbfg.load_model('pendulum')), "
@@ -50,7 +50,8 @@ def check_calibrate_arguments(model: Any, log: Any, free: Any, h: Any, weight: A
     if weight is not None:
         positive("weight", weight, "a positive state error weight (or None: the model's, model.weight)")
     whole("max_iterations", max_iterations, 1)
-    whole("backtracking", backtracking, 0)
+    if backtracking is not None:
+        whole("backtracking", backtracking, 0)
     positive("relative_tol", relative_tol)
     if damping_update not in ("tenfold", "nielsen"):
         raise ModelError(f"damping_update: expected 'tenfold' or 'nielsen', got {damping_update!r}")

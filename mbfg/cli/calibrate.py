@@ -21,8 +21,8 @@ from mbfg.cli.args import (
     MARKLUND_2025,
     MODEL_HELP,
     Subparsers,
-    _iterations,
     _halvings,
+    _iterations,
     _positive_float,
     _samples,
     add_resample_option,
@@ -204,9 +204,10 @@ def add_parser(sub: Subparsers) -> None:
              "first solve left in the wrong mode; see calibrate(restart_search=...))",
     )
     cal.add_argument(
-        "--backtracking", type=_halvings, default=0, metavar="N",
-        help="halve a rejected LM step up to N times along its direction before raising the damping (e.g. 8; "
-             "contacts, whose impulse residuals steepen where a contact engages; see calibrate(backtracking=...))",
+        "--backtracking", type=_halvings, default=None, metavar="N",
+        help="halve a rejected LM step up to N times along its direction before raising the damping (default: "
+             "8 for a model with contacts, whose impulse residuals steepen where a contact engages, else 0; see "
+             "calibrate(backtracking=...))",
     )
     cal.add_argument(
         "--soft-start", type=_positive_float, default=None, metavar="F",
