@@ -44,7 +44,8 @@ from mbfg.vectorized import VectorizedGraph
 @dataclass
 class LMResult:
     """values: the solution; iterations: accepted + rejected linearizations; converged: a tolerance was met;
-    history: per iteration (iteration, cost, lambda, rho = the step's gain ratio, wall s, linearize s, solve s);
+    history: per iteration (iteration, cost, lambda, rho = the step's gain ratio, wall s, linearize s, solve s,
+        alpha = the fraction of the damped step taken: 1, or less after backtracking);
     message: why it stopped."""
 
     values: gtsam.Values
