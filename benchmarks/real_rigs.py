@@ -105,7 +105,8 @@ def torque_model(lab: dict) -> tuple:
     return double_pendulum(torques=True).with_parameters(start_values), start_values
 
 
-def dfki(seconds: float, h: float, max_iterations: int, save_dir: str | None = None, backtracking: int | None = None) -> None:
+def dfki(seconds: float, h: float, max_iterations: int, save_dir: str | None = None,
+         backtracking: int | None = None) -> None:
     print(f"\n# DFKI double pendulum: {seconds:g} s of trajectory_00.csv, h = {h:g} s; "
           f"cross-validation on trajectory_01.csv")
     lab = dfki_reference_parameters(DFKI / "model_parameters.yml")

@@ -514,8 +514,8 @@ def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: floa
           damping_update: str = "tenfold", quiet: bool = False, label: str | None = None,
           lambda_initial: float = LAMBDA_INITIAL, backtracking: int = 0) -> LMResult:
     """Box-constrained Levenberg-Marquardt on the problem (:func:`mbfg.solvers.bounded_levenberg_marquardt`,
-    from the damping ``lambda_initial``, halving a rejected step up to ``backtracking`` times); inside :func:`reporting_compiles`, its programs are compiled first and
-    the compile time reported."""
+    from the damping ``lambda_initial``, halving a rejected step up to ``backtracking`` times); inside
+    :func:`reporting_compiles`, its programs are compiled first and the compile time reported."""
     label = label or f"calibrate {problem.model.name}"
     report = _COMPILE_REPORT.get()
     if report is not None:

@@ -186,11 +186,10 @@ def bounded_levenberg_marquardt(
         # kink, says nothing about convergence.
         undamped = lam <= lambda_initial and alpha == 1.0
         values, cost = new_values, new_cost
-        if alpha < 1.0:
-            pass  # the step's direction held up to a kink: the same damping on the next linearization
-        elif damping_update == "tenfold":
+        # A step cut short keeps its damping: its direction held up to a kink the linearization did not see.
+        if alpha == 1.0 and damping_update == "tenfold":
             lam = max(lam / 10.0, 1e-12)
-        else:
+        elif alpha == 1.0:
             lam = max(lam * max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), 1e-12)
         row = dict(iteration=iteration, cost=cost, lam=lam, rho=rho, wall_s=time.perf_counter() - start,
                    linearize_s=t_lin, solve_s=t_solve, alpha=alpha)
