@@ -194,7 +194,8 @@ def bounded_levenberg_marquardt(
         row = dict(iteration=iteration, cost=cost, lam=lam, rho=rho, wall_s=time.perf_counter() - start,
                    linearize_s=t_lin, solve_s=t_solve, alpha=alpha)
         history.append(row)
-        progress.update(iteration, cost=cost, lam=lam, rho=rho)
+        # Where steps are halved, the fraction taken shows how often a kink cut a step short.
+        progress.update(iteration, cost=cost, lam=lam, rho=rho, **({"alpha": alpha} if backtracking else {}))
         if on_iteration is not None:
             on_iteration(row, values)
         small = decrease <= relative_tol * (cost + decrease)
