@@ -396,8 +396,8 @@ def test_halved_steps_reach_seed_002s_mu_in_fewer_iterations_where_the_contact_e
     """eps = 5e-3: the plain LM's full steps cross the kinks where the contact engages (the impulse residual
     steepens a hundredfold) and are rejected until the damping has turned them into short gradient steps, so
     the first solve creeps (33 iterations). Halving the rejected step along its direction instead
-    (backtracking=8, calibrate's default for a model with contacts) reaches the same least-squares minimum, within a tenth of mu's standard deviation, in
-    fewer than two thirds of the iterations."""
+    (backtracking=8, calibrate's default for a model with contacts) reaches the same least-squares minimum,
+    within a tenth of mu's standard deviation, in fewer than two thirds of the iterations."""
     plain = _seed_002_calibration(5e-3, covariance=True, backtracking=0)
     halved = _seed_002_calibration(5e-3)  # calibrate's default for a model with contacts
     assert plain.converged and halved.converged
