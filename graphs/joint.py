@@ -38,6 +38,7 @@ are complementarity pairs and the LM crawled through their kinks instead.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -510,6 +511,13 @@ def _compile(problem: JointProblem) -> None:
         problem.graph.error(problem.initial)
 
 
+#: The default ``backtracking`` of :func:`mbfg.calibration.calibrate` and :func:`estimate_states` for a model with
+#: contacts: halvings of a rejected LM step, down to 1/256 of it. Where a contact engages, the impulse residual
+#: steepens a hundredfold, and the full step across that kink is rejected; the plain LM then damps it into a
+#: short gradient step and creeps, or stops with states in the wrong contact mode.
+CONTACT_BACKTRACKING = 8
+
+
 def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: float = 1e-6,
           damping_update: str = "tenfold", quiet: bool = False, label: str | None = None,
           lambda_initial: float = LAMBDA_INITIAL, backtracking: int = 0) -> LMResult:
@@ -533,8 +541,11 @@ def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: floa
 def estimate_states(model: RigidModel, log: Log, *, h: float | None = None, weight: float = 1e6,
                     parameters: Mapping[str, Any] | None = None, max_iterations: int = 20,
                     quiet: bool = True, cutoff_hz: float = DEFAULT_CUTOFF_HZ,
-                    free: Sequence[str] = ()) -> tuple[JointProblem, LMResult]:
+                    free: Sequence[str] = (), backtracking: int | None = None) -> tuple[JointProblem, LMResult]:
     """State estimation with every parameter fixed (seed 001 section 4.5's cross-validation).
+
+    ``backtracking``: halvings of a rejected LM step (:func:`solve`); None: :data:`CONTACT_BACKTRACKING` for a
+    model with contacts, as :func:`mbfg.calibration.calibrate` takes them, else 0 (the plain LM).
 
     ``free``: the parameters a calibration estimated (e.g. the one that produced ``parameters``). They
     are then variables held at their values (``build_joint_problem(hold=True)``), so that the problem
@@ -543,16 +554,30 @@ def estimate_states(model: RigidModel, log: Log, *, h: float | None = None, weig
     held = [name for name in free if name != model.tilt]
     problem = build_joint_problem(model, log, h=h, free=held, weight=weight, cutoff_hz=cutoff_hz,
                                   initial_parameters=parameters, hold=True)
-    return problem, solve(problem, max_iterations=max_iterations, quiet=quiet, label=f"states {model.name}")
+    if backtracking is None:
+        backtracking = CONTACT_BACKTRACKING if model.contacts else 0
+    return problem, solve(problem, max_iterations=max_iterations, quiet=quiet, label=f"states {model.name}",
+                          backtracking=backtracking)
 
 
 def cross_validation_score(model: RigidModel, log: Log, parameters: Mapping[str, Any], **kwargs: Any) -> float:
-    """Seed 001 section 4.5: the cost per time-step of state estimation on ``log`` with ``parameters`` fixed."""
+    """Seed 001 section 4.5: the cost per time-step of state estimation on ``log`` with ``parameters`` fixed
+    (``kwargs``: :func:`estimate_states`'s). A state estimation that stops unconverged leaves a score above the
+    minimum's, so it is said with a :class:`UserWarning`; :func:`estimate_states` gives the whole solve."""
     problem, result = estimate_states(model, log, parameters=parameters, **kwargs)
+    if not result.converged:
+        warnings.warn(not_converged_message(log, result), stacklevel=2)
     return 2.0 * problem.graph.error(result.values) / problem.n
 
 
+def not_converged_message(log: Log, result: LMResult) -> str:
+    """What a cross-validation says when its state estimation ``result`` on ``log`` stopped unconverged."""
+    return (f"cross-validation on {log.source!r}: the state estimation did not converge in {result.iterations} "
+            f"iterations ({result.message}), so the score is above its minimum's; raise max_iterations")
+
+
 __all__ = [
+    "CONTACT_BACKTRACKING",
     "JointProblem",
     "build_joint_problem",
     "cross_validation_score",

@@ -51,10 +51,6 @@ if TYPE_CHECKING:
 #: The LM stops once an iteration lowers the cost by less than this fraction of it (:func:`calibrate`'s default).
 RELATIVE_TOL = 1e-3
 
-#: :func:`calibrate`'s default ``backtracking`` for a model with contacts: halvings of a rejected LM step, down to
-#: 1/256 of it.
-CONTACT_BACKTRACKING = 8
-
 
 @dataclass(frozen=True)
 class ParameterEstimate:
@@ -372,8 +368,8 @@ def calibrate(
             contacts at large noise, where the first solve can leave a contact in the wrong mode.
         backtracking: halve a rejected LM step up to this many times along its direction before raising the
             damping, in every solve of the calibration (:func:`~mbfg.solvers.bounded_levenberg_marquardt`; 0:
-            the plain LM). Default: :data:`CONTACT_BACKTRACKING` for a model with contacts, whose impulse
-            residuals steepen a hundredfold where a contact engages, 0 for others. On seed 002's particle over
+            the plain LM). Default: :data:`~mbfg.graphs.joint.CONTACT_BACKTRACKING` for a model with contacts,
+            whose impulse residuals steepen a hundredfold where a contact engages, 0 for others. On seed 002's particle over
             50 noise draws it takes median 15 and 27 iterations at 5e-3 and 5e-2 m of noise instead of 36 and 44,
             and leaves 3 draws of 50 in another minimum at 5e-1 instead of 13 (``python
             benchmarks/seed002_particles.py --restart-weight 1e3 --draws 50 --backtracking 8`` against
@@ -391,7 +387,13 @@ def calibrate(
             parameter name, a non-positive weight ...), named in the message.
         DataError: ``log`` is not a :class:`~mbfg.logs.Log`, or its columns or times do not fit the model.
     """
-    from mbfg.graphs.joint import DEFAULT_CUTOFF_HZ, SMOOTH_START_ITERATIONS, build_joint_problem, solve
+    from mbfg.graphs.joint import (
+        CONTACT_BACKTRACKING,
+        DEFAULT_CUTOFF_HZ,
+        SMOOTH_START_ITERATIONS,
+        build_joint_problem,
+        solve,
+    )
     from mbfg.graphs.restarts import RESTART_LAMBDA_INITIAL, restarts_from_simulations, softened, stiffen
     from mbfg.solvers import LAMBDA_INITIAL
 

@@ -143,6 +143,28 @@ def test_crossval_on_another_log(capsys, calibration):
     assert err.strip().splitlines()[-1].startswith("mbfg crossval: score ")
 
 
+def test_crossval_says_when_its_state_estimation_did_not_converge(capsys, calibration):
+    """A state estimation stopped at --max-iterations leaves a score above the minimum's: the score is still
+    printed, with a warning on stderr, "converged": false in the JSON and exit status 1; at the default limit
+    the same log converges, with exit status 0."""
+    code, out, err = _run(capsys, "crossval", "pendulum", calibration["other"], "--params", calibration["start"],
+                          "--max-iterations", "1", "--json")
+    assert code == 1, err
+    doc = json.loads(out)
+    assert doc["converged"] is False and doc["iterations"] == 1, doc
+    assert "warning: cross-validation on " in err and "did not converge in 1 iterations" in err, err
+    assert "NOT converged" in err.strip().splitlines()[-1], err
+    code, out, err = _run(capsys, "crossval", "pendulum", calibration["other"], "--params", calibration["start"],
+                          "--json", "--quiet")
+    assert code == 0, err
+    converged = json.loads(out)
+    assert converged["converged"] is True and 1 < converged["iterations"] <= 20, converged
+    assert converged["score"] < doc["score"], (converged["score"], doc["score"])
+    assert "warning" not in err, err
+    assert "argument --max-iterations: expected at least 1 iteration, got 0" in _fails(
+        capsys, "crossval", "pendulum", calibration["other"], "--params", calibration["out"], "--max-iterations", "0")
+
+
 def test_crossval_simulate_reports_the_free_simulation_error_of_the_calibrated_and_the_start_model(
         capsys, calibration):
     """--simulate: the calibrated model, run free from the other log's first sample for 0.9 s, stays within

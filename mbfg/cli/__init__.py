@@ -7,7 +7,7 @@ calibration from logs; forward and inverse dynamics of planar mechanisms.
                   [--init JOINT=ANGLE ...] [--noise SIGMA] [--ppr N] [--seed S] --out log.csv
     mbfg calibrate MODEL LOG.csv [--params FILE] [--free NAME,...] [--prior NAME=SIGMA,...] [--dt H] [--weight W]
                    [--max-iterations N] [--json] [--out RESULT.json] [--quiet]
-    mbfg crossval MODEL LOG.csv --params CALIB.json [--dt H] [--weight W] [--json] [--quiet]
+    mbfg crossval MODEL LOG.csv --params CALIB.json [--dt H] [--weight W] [--max-iterations N] [--json] [--quiet]
     mbfg smooth MODEL --params CALIB.json [--lag S] ... [--input FILE|-] [--output FILE|-]
     mbfg sweep MODEL LOG... [--dt H,...] [--weight W,...] [--eps E,...] ... --out SWEEP.csv
     mbfg control MODEL --target NAME=VALUE [...] [--duration T] [--dt H] ... --out CONTROLS.csv
