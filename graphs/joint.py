@@ -560,14 +560,22 @@ def estimate_states(model: RigidModel, log: Log, *, h: float | None = None, weig
                           backtracking=backtracking)
 
 
-def cross_validation_score(model: RigidModel, log: Log, parameters: Mapping[str, Any], **kwargs: Any) -> float:
+def cross_validation(model: RigidModel, log: Log, parameters: Mapping[str, Any], **kwargs: Any
+                     ) -> tuple[float, LMResult]:
     """Seed 001 section 4.5: the cost per time-step of state estimation on ``log`` with ``parameters`` fixed
-    (``kwargs``: :func:`estimate_states`'s). A state estimation that stops unconverged leaves a score above the
-    minimum's, so it is said with a :class:`UserWarning`; :func:`estimate_states` gives the whole solve."""
+    (``kwargs``: :func:`estimate_states`'s), and that state estimation's solve (its ``converged``: a score of
+    an unconverged one is above the minimum's)."""
     problem, result = estimate_states(model, log, parameters=parameters, **kwargs)
+    return 2.0 * problem.graph.error(result.values) / problem.n, result
+
+
+def cross_validation_score(model: RigidModel, log: Log, parameters: Mapping[str, Any], **kwargs: Any) -> float:
+    """:func:`cross_validation`'s score, with a :class:`UserWarning` where its state estimation stopped
+    unconverged."""
+    score, result = cross_validation(model, log, parameters, **kwargs)
     if not result.converged:
         warnings.warn(not_converged_message(log, result), stacklevel=2)
-    return 2.0 * problem.graph.error(result.values) / problem.n
+    return score
 
 
 def not_converged_message(log: Log, result: LMResult) -> str:
@@ -580,6 +588,7 @@ __all__ = [
     "CONTACT_BACKTRACKING",
     "JointProblem",
     "build_joint_problem",
+    "cross_validation",
     "cross_validation_score",
     "estimate_states",
     "filtered_observations",

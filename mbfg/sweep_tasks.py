@@ -150,7 +150,7 @@ def crossval_task(model: tuple[str, bytes], calibration: Mapping[str, Any], log:
     row = _row("crossval", calibration["log"], name, calibration["h"], calibration["weight"], eps)
 
     def work() -> dict[str, Any]:
-        from mbfg.graphs.joint import cross_validation_score
+        from mbfg.graphs.joint import cross_validation
 
         if calibration.get("status") != "ok":
             raise MbfgError(f"the calibration on {calibration['log']} failed ({calibration.get('error')})")
@@ -162,9 +162,9 @@ def crossval_task(model: tuple[str, bytes], calibration: Mapping[str, Any], log:
         scoring = {k: v for k, v in options.items() if k != "simulate"}
         # The calibration's free parameters held at their values: the factor types, so the compiled
         # programs, of the calibration tasks on this worker.
-        out: dict[str, Any] = dict(score=cross_validation_score(tuned, log, values, h=calibration["h"],
-                                                                weight=calibration["weight"], free=list(identified),
-                                                                **scoring))
+        score, estimate = cross_validation(tuned, log, values, h=calibration["h"], weight=calibration["weight"],
+                                           free=list(identified), **scoring)
+        out: dict[str, Any] = dict(score=score, iterations=estimate.iterations, converged=estimate.converged)
         if options.get("simulate") is not None:
             out.update(_free_simulation_columns(tuned.with_parameters(identified), log, calibration["h"],
                                                 options["simulate"]))

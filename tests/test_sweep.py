@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 
+import gtsam
 import numpy as np
 import pytest
 
@@ -22,6 +23,7 @@ from mbfg.calibration import calibrate
 from mbfg.errors import ModelError
 from mbfg.logs import Log, write_log
 from mbfg.models import pendulum
+from mbfg.solvers import LMResult
 from mbfg.spook import simulate
 from mbfg.sweep import read_results, sweep
 
@@ -270,13 +272,14 @@ def test_a_crossval_task_holds_the_parameters_in_the_calibrations_order_not_the_
 
     def score(*args, free, **kwargs):
         seen.append(list(free))
-        return 1.0
+        return 1.0, LMResult(gtsam.Values(), 3, True, [], "test")
 
-    monkeypatch.setattr(mbfg.graphs.joint, "cross_validation_score", score)
+    monkeypatch.setattr(mbfg.graphs.joint, "cross_validation", score)
     from_file = {"status": "ok", "log": "rec0", "h": 1e-3, "weight": 1e4, "eps": math.nan,
                  "value:J": 1e-3, "value:b": 1e-3}  # sorted by name, as read_results gives it
     for free in (["b", "J"], ["J", "b"], None):
         row = crossval_task(shared, from_file, logs["rec1"], "rec1", {"max_iterations": 5}, False, free)
         assert row["status"] == "ok", row["error"]
+        assert (row["score"], row["iterations"], row["converged"]) == (1.0, 3, True)
     assert list(start.parameters.free) == ["J", "b"]
     assert seen == [["b", "J"], ["J", "b"], ["J", "b"]]

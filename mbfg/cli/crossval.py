@@ -134,7 +134,7 @@ def add_parser(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """The ``crossval`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.cli.recordings import read_recording
-    from mbfg.graphs.joint import estimate_states, not_converged_message, time_step
+    from mbfg.graphs.joint import cross_validation, not_converged_message, time_step
 
     _start(args)
     model = _rigid_model(args.model)
@@ -168,10 +168,8 @@ def run(args: argparse.Namespace) -> int:
     # The calibration's free parameters held at their values: its factor types, so its compiled programs.
     free = [name for name in recorded.get("free", []) if name in model.parameters]
     with _compile_notice("crossval", args.quiet):
-        problem, estimate = estimate_states(model, log, parameters=fitted.parameters.numpy_values(), h=step,
-                                            weight=weight, quiet=args.quiet, free=free,
-                                            max_iterations=args.max_iterations)
-    score = 2.0 * problem.graph.error(estimate.values) / problem.n
+        score, estimate = cross_validation(model, log, fitted.parameters.numpy_values(), h=step, weight=weight,
+                                           quiet=args.quiet, free=free, max_iterations=args.max_iterations)
     wall = time.perf_counter() - start
     if not estimate.converged:
         _eprint(f"mbfg crossval: warning: {not_converged_message(log, estimate)} (--max-iterations)")
