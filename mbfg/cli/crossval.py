@@ -55,7 +55,7 @@ of that calibration when the file records them, else to the log's sample period
 and the model's weight (1e6 for most; 'mbfg models MODEL').
 
 The state estimation is a Levenberg-Marquardt solve of at most
---max-iterations (default 20). One that stops before it converges leaves a
+--max-iterations (default 50). One that stops before it converges leaves a
 score above the minimum's: it is said on stderr, the score is still printed,
 and the exit status is 1.
 
@@ -117,8 +117,8 @@ def add_parser(sub: Subparsers) -> None:
         help="state error weight w [rad^2/(N s)^2] (default: the calibration's w, else the model's)",
     )
     cv.add_argument(
-        "--max-iterations", type=_iterations, default=20, metavar="N",
-        help="iteration limit of the state estimation (default: 20); unconverged at the limit: exit status 1",
+        "--max-iterations", type=_iterations, default=50, metavar="N",  # graphs.joint.STATE_ESTIMATION_ITERATIONS
+        help="iteration limit of the state estimation (default: 50); unconverged at the limit: exit status 1",
     )
     cv.add_argument(
         "--simulate", type=_positive_float, default=None, metavar="S",
