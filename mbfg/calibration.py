@@ -369,9 +369,9 @@ def calibrate(
         backtracking: halve a rejected LM step up to this many times along its direction before raising the
             damping, in every solve of the calibration (:func:`~mbfg.solvers.bounded_levenberg_marquardt`; 0:
             the plain LM). Default: :data:`~mbfg.graphs.joint.CONTACT_BACKTRACKING` for a model with contacts,
-            whose impulse residuals steepen a hundredfold where a contact engages, 0 for others. On seed 002's particle over
-            50 noise draws it takes median 15 and 27 iterations at 5e-3 and 5e-2 m of noise instead of 36 and 44,
-            and leaves 3 draws of 50 in another minimum at 5e-1 instead of 13 (``python
+            whose impulse residuals steepen a hundredfold where a contact engages, 0 for others. On seed 002's
+            particle over 50 noise draws it takes median 15 and 27 iterations at 5e-3 and 5e-2 m of noise
+            instead of 36 and 44, and leaves 3 draws of 50 in another minimum at 5e-1 instead of 13 (``python
             benchmarks/seed002_particles.py --restart-weight 1e3 --draws 50 --backtracking 8`` against
             ``--backtracking 0``). Not the default without contacts: on the two real rigs' recordings (``python
             benchmarks/real_rigs.py --backtracking 8``) it reaches lower costs but is still creeping down after 30
