@@ -583,10 +583,11 @@ def cross_validation_score(model: RigidModel, log: Log, parameters: Mapping[str,
     return score
 
 
-def not_converged_message(log: Log, result: LMResult) -> str:
-    """What a cross-validation says when its state estimation ``result`` on ``log`` stopped unconverged."""
+def not_converged_message(log: Log, result: LMResult, limit: str = "max_iterations") -> str:
+    """What a cross-validation says when its state estimation ``result`` on ``log`` stopped unconverged;
+    ``limit``: the name of the iteration limit where the caller reads it (a keyword, a command-line option)."""
     return (f"cross-validation on {log.source!r}: the state estimation did not converge in {result.iterations} "
-            f"iterations ({result.message}), so the score is above its minimum's; raise max_iterations")
+            f"iterations ({result.message}), so the score is above its minimum's; raise {limit}")
 
 
 __all__ = [

@@ -156,6 +156,7 @@ def test_crossval_says_when_its_state_estimation_did_not_converge(capsys, calibr
     doc = json.loads(out)
     assert doc["converged"] is False and doc["iterations"] == 1, doc
     assert "warning: cross-validation on " in err and "did not converge in 1 iterations" in err, err
+    assert "raise --max-iterations" in err, err
     assert "NOT converged" in err.strip().splitlines()[-1], err
     code, out, err = _run(capsys, "crossval", "pendulum", calibration["other"], "--params", calibration["start"],
                           "--json", "--quiet")

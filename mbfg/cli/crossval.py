@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
                                            quiet=args.quiet, free=free, max_iterations=args.max_iterations)
     wall = time.perf_counter() - start
     if not estimate.converged:
-        _eprint(f"mbfg crossval: warning: {not_converged_message(log, estimate)} (--max-iterations)")
+        _eprint(f"mbfg crossval: warning: {not_converged_message(log, estimate, '--max-iterations')}")
     simulation = None
     if args.simulate is not None:
         from mbfg.validation import free_simulation, log_at_step
