@@ -329,8 +329,7 @@ def _seed_002_calibration(eps: float, covariance: bool = False, draw: int = 1, r
     w = 1e3; ``backtracking``: calibrate's (None: its default for a model with contacts, 8)."""
     model = particle()
     return calibrate(model.with_parameters({"mu": 1.0}), _seed_002_log(eps, draw), free=["mu"], weight=1e-5,
-                     cutoff_hz=1e9,
-                     max_iterations=40, quiet=True, restart_weight=1e3, covariance=covariance,
+                     cutoff_hz=1e9, max_iterations=40, quiet=True, restart_weight=1e3, covariance=covariance,
                      restart_search=restart_search, backtracking=backtracking)
 
 
@@ -425,7 +424,7 @@ def test_seed_002s_cross_validation_scores_the_readings_noise_variance_with_halv
     result = _seed_002_calibration(eps)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an unconverged state estimation warns
-        score = result.cross_validate(_seed_002_log(eps, draw=7), max_iterations=40)  # the calibration's limit
+        score = result.cross_validate(_seed_002_log(eps, draw=7))
     assert 0.8 < score / (2 * eps**2 / 3) < 1.25, score
 
 
