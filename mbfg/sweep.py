@@ -211,6 +211,7 @@ def sweep(
     max_iterations: int = 20,
     simulate: float | None = None,
     quiet: bool = False,
+    crossval_iterations: int | None = None,
 ) -> SweepResult:
     """Calibrate ``model`` on every recording for every (h, w, eps), then cross-validate each tuned cell
     on every other recording (module docstring).
@@ -232,12 +233,16 @@ def sweep(
         retry_failed: run the cells whose row in ``out`` says error again.
         cache_dir: JAX's persistent compilation cache on the workers (default :func:`default_cache_dir`;
             False: none).
-        max_iterations: LM iterations of each calibration and of each cross-validation's state estimation.
+        max_iterations: LM iterations of each calibration at most.
         simulate: also free-simulate each tuned model over the first ``simulate`` seconds of every other
             recording (:func:`mbfg.validation.free_simulation`, at the cell's h): the cross-validation rows
             gain ``sim_rms:NAME`` [rad] and ``sim_drift:NAME`` [s] per observed angle.
         quiet: no progress lines (one per finished task, on stderr).
+        crossval_iterations: LM iterations of each cross-validation's state estimation at most (default:
+            :data:`~mbfg.graphs.joint.STATE_ESTIMATION_ITERATIONS`, as :func:`~mbfg.graphs.joint.estimate_states`
+            and ``mbfg crossval``, so that the matrix holds their scores); its row says whether it converged.
     """
+    from mbfg.graphs.joint import STATE_ESTIMATION_ITERATIONS
     from mbfg.models import load_model
 
     start = time.perf_counter()
@@ -249,6 +254,11 @@ def sweep(
     epss = _values("eps", eps, allow_none=True)
     if any(e is not None for e in epss) and not any(n in model.parameters for n in COMPLIANCE):
         raise ModelError(f"eps: {model.name} has no compliance parameter ({', '.join(COMPLIANCE)})")
+    if crossval_iterations is None:
+        crossval_iterations = STATE_ESTIMATION_ITERATIONS
+    for name, value in (("max_iterations", max_iterations), ("crossval_iterations", crossval_iterations)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ModelError(f"{name} must be a whole number of iterations >= 1, got {value!r}")
     if simulate is not None and not (math.isfinite(simulate) and simulate > 0):
         raise ModelError(f"simulate must be a positive number of seconds, got {simulate!r}")
     if simulate is not None and not crossval:
@@ -267,8 +277,8 @@ def sweep(
                and _key(_row("crossval", c[0], other, *c[1:])) not in rows]
     computed = 0
     if todo_cal or todo_cv:
-        computed = _run(model, recordings, todo_cal, todo_cv, rows, path, free, max_iterations, simulate, cache_dir,
-                        scheduler, client, n_workers, quiet)
+        computed = _run(model, recordings, todo_cal, todo_cv, rows, path, free, (max_iterations, crossval_iterations),
+                        simulate, cache_dir, scheduler, client, n_workers, quiet)
     wanted = {_key(_row("calibration", c[0], c[0], *c[1:])) for c in cells} | {
         _key(_row("crossval", c[0], o, *c[1:])) for c in cells for o in recordings if crossval and o != c[0]}
     frame = _frame(r for k, r in rows.items() if k in wanted)
@@ -276,7 +286,7 @@ def sweep(
 
 
 def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows: dict, path: Path | None,
-         free, max_iterations: int, simulate: float | None, cache_dir, scheduler: str | None, client, n_workers: int | None,
+         free, iterations: tuple[int, int], simulate: float | None, cache_dir, scheduler: str | None, client, n_workers: int | None,
          quiet: bool) -> int:
     from distributed import Client, LocalCluster, as_completed
 
@@ -299,7 +309,7 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
         # Each worker unpickles the model once and keeps it: its compiled factor types are reused.
         blob = pickle.dumps(model)
         shared = (hashlib.sha1(blob).hexdigest(), blob)
-        options = dict(max_iterations=max_iterations)
+        options = dict(max_iterations=iterations[0])
         futures: dict[Any, dict[str, Any]] = {}
         cal_futures = {}
         prefer = _placement(todo_cal, recordings, list(client.scheduler_info().get("workers", {})))
@@ -314,7 +324,7 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
         for (name, hh, w, e), other in todo_cv:
             source = cal_futures.get((name, hh, w, e)) or rows[_key(_row("calibration", name, name, hh, w, e))]
             f = client.submit(crossval_task, shared, source, recordings[other], other,
-                              dict(options, simulate=simulate), cache, free, pure=False)
+                              dict(max_iterations=iterations[1], simulate=simulate), cache, free, pure=False)
             futures[f] = _row("crossval", name, other, hh, w, e)
         for future in as_completed(list(futures)):
             try:

@@ -197,7 +197,7 @@ def test_mbfg_sweep_on_a_real_dask_scheduler_and_workers_with_cross_validation(s
         out = tmp_path / "sweep.csv"
         cmd = [sys.executable, "-m", "mbfg", "sweep", "pendulum", *paths, "--free", "J,b", "--params",
                str(tmp_path / "start.yaml"), "--dt", "1e-3", "--weight", "1e6", "--scheduler", address,
-               "--jax-cache", str(cache), "--out", str(out)]
+               "--jax-cache", str(cache), "--crossval-iterations", "40", "--out", str(out)]
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         assert run.returncode == 0, run.stderr
         assert "crossval on" in run.stderr  # progress lines
@@ -208,6 +208,7 @@ def test_mbfg_sweep_on_a_real_dask_scheduler_and_workers_with_cross_validation(s
             if r["kind"] == "crossval":
                 assert r["log"] != r["scored_log"]
                 assert 0.5 * NOISE**2 < r["score"] < 1.5 * NOISE**2, r
+                assert r["converged"] and 1 <= r["iterations"] <= 40, r  # its state estimation's
         assert "cross-validation" in run.stdout
         # Bad input is a user error: exit status 2, the option named.
         bad = subprocess.run([*cmd[:-2], "--out", str(tmp_path / "bad.csv"), "--dt", "1.5e-3"],
@@ -256,6 +257,13 @@ def test_simulate_without_the_cross_validation_is_refused(setup):
     start, logs, _ = setup
     with pytest.raises(ModelError, match="simulate: the free simulations run on the other recordings"):
         sweep(start, logs, crossval=False, simulate=0.2)
+
+
+@pytest.mark.parametrize("name", ["max_iterations", "crossval_iterations"])
+def test_an_iteration_limit_below_one_is_refused_by_name(setup, name):
+    start, logs, _ = setup
+    with pytest.raises(ModelError, match=f"{name} must be a whole number of iterations >= 1, got 0"):
+        sweep(start, logs, **{name: 0})
 
 
 def test_a_crossval_task_holds_the_parameters_in_the_calibrations_order_not_the_results_files(setup, monkeypatch):

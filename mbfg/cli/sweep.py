@@ -126,7 +126,10 @@ def add_parser(sub: Subparsers) -> None:
     p.add_argument("--free", metavar="NAME,...", help="parameters to estimate (default: the model's free ones)")
     p.add_argument("--params", metavar="FILE", help="parameter file: initial values, bounds, free flags")
     p.add_argument("--max-iterations", type=_iterations, default=20, metavar="N",
-                   help="Levenberg-Marquardt iterations at most, per task (default: %(default)s)")
+                   help="Levenberg-Marquardt iterations at most, per calibration (default: %(default)s)")
+    p.add_argument("--crossval-iterations", type=_iterations, default=50, metavar="N",
+                   help="Levenberg-Marquardt iterations at most, per cross-validation's state estimation (default: "
+                        "%(default)s, as 'mbfg crossval')"),
     where = p.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDR", help="address of a running Dask scheduler, e.g. tcp://host:8786")
     where.add_argument("--workers", type=_whole_number(1, "a whole number of workers", "at least 1 worker"),
@@ -179,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
     result = sweep(model, logs, h=args.dt, weight=args.weight, eps=args.eps, free=free, out=args.out,
                    crossval=not args.no_crossval, scheduler=args.scheduler, n_workers=args.workers,
                    retry_failed=args.retry_failed, cache_dir=args.jax_cache, max_iterations=args.max_iterations,
+                   crossval_iterations=args.crossval_iterations,
                    simulate=args.simulate, quiet=args.quiet)
     frame = result.frame
     failed = int((frame["status"] != "ok").sum())
