@@ -71,11 +71,12 @@ Output on stdout: 'score VALUE', with --simulate one line per coordinate
 'simulate NAME rms VALUE drift_time SECONDS' (inf: within 0.1 for the whole
 span); with --json one JSON object {"score", "log", "model", "params", "h",
 "weight", "n", "iterations", "converged"} (n: the number of time-steps;
-iterations, converged: of the state estimation), with --simulate also "simulation":
-{"seconds", "threshold", "rms": {NAME: VALUE}, "drift_time": {NAME: SECONDS or
-null for never}}. Progress
-lines go to stderr unless --quiet, and so does a one-line summary (the score,
-the command's whole wall time and the state estimation's part of it).
+iterations, converged: of the state estimation), with --simulate also
+"simulation": {"seconds", "threshold", "rms": {NAME: VALUE}, "drift_time":
+{NAME: SECONDS or null for never}}. Progress lines go to stderr unless
+--quiet, and so does a one-line summary (the score, the state estimation's
+iterations and whether it converged, the command's whole wall time and the
+state estimation's part of it).
 """
 
 EPILOG = f"""\
