@@ -518,6 +518,14 @@ def _compile(problem: JointProblem) -> None:
 CONTACT_BACKTRACKING = 8
 
 
+def default_backtracking(model: RigidModel, backtracking: int | None) -> int:
+    """``backtracking``, or where it is None, :data:`CONTACT_BACKTRACKING` for a model with contacts and 0 (the plain
+    LM) for others: the default of :func:`mbfg.calibration.calibrate` and :func:`estimate_states`."""
+    if backtracking is not None:
+        return backtracking
+    return CONTACT_BACKTRACKING if model.contacts else 0
+
+
 def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: float = 1e-6,
           damping_update: str = "tenfold", quiet: bool = False, label: str | None = None,
           lambda_initial: float = LAMBDA_INITIAL, backtracking: int = 0) -> LMResult:
@@ -559,10 +567,8 @@ def estimate_states(model: RigidModel, log: Log, *, h: float | None = None, weig
     held = [name for name in free if name != model.tilt]
     problem = build_joint_problem(model, log, h=h, free=held, weight=weight, cutoff_hz=cutoff_hz,
                                   initial_parameters=parameters, hold=True)
-    if backtracking is None:
-        backtracking = CONTACT_BACKTRACKING if model.contacts else 0
     return problem, solve(problem, max_iterations=max_iterations, quiet=quiet, label=f"states {model.name}",
-                          backtracking=backtracking)
+                          backtracking=default_backtracking(model, backtracking))
 
 
 def cross_validation(model: RigidModel, log: Log, parameters: Mapping[str, Any], **kwargs: Any
@@ -596,6 +602,7 @@ __all__ = [
     "build_joint_problem",
     "cross_validation",
     "cross_validation_score",
+    "default_backtracking",
     "estimate_states",
     "filtered_observations",
     "initial_states",

@@ -388,10 +388,10 @@ def calibrate(
         DataError: ``log`` is not a :class:`~mbfg.logs.Log`, or its columns or times do not fit the model.
     """
     from mbfg.graphs.joint import (
-        CONTACT_BACKTRACKING,
         DEFAULT_CUTOFF_HZ,
         SMOOTH_START_ITERATIONS,
         build_joint_problem,
+        default_backtracking,
         solve,
     )
     from mbfg.graphs.restarts import RESTART_LAMBDA_INITIAL, restarts_from_simulations, softened, stiffen
@@ -402,8 +402,7 @@ def calibrate(
                                      priors, cutoff_hz, smooth_start, restart_weight, soft_start, restart_search,
                                      backtracking)
     weight = model.weight if weight is None else weight
-    if backtracking is None:
-        backtracking = CONTACT_BACKTRACKING if model.contacts else 0
+    backtracking = default_backtracking(model, backtracking)
     problem = build_joint_problem(softened(model, soft_start) if soft_start is not None else model, log, h=h,
                                   free=free, weight=weight, priors=priors,
                                   cutoff_hz=DEFAULT_CUTOFF_HZ if cutoff_hz is None else cutoff_hz,

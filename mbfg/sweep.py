@@ -242,6 +242,7 @@ def sweep(
             :data:`~mbfg.graphs.joint.STATE_ESTIMATION_ITERATIONS`, as :func:`~mbfg.graphs.joint.estimate_states`
             and ``mbfg crossval``, so that the matrix holds their scores); its row says whether it converged.
     """
+    from mbfg.calibration_arguments import whole
     from mbfg.graphs.joint import STATE_ESTIMATION_ITERATIONS
     from mbfg.models import load_model
 
@@ -256,9 +257,8 @@ def sweep(
         raise ModelError(f"eps: {model.name} has no compliance parameter ({', '.join(COMPLIANCE)})")
     if crossval_iterations is None:
         crossval_iterations = STATE_ESTIMATION_ITERATIONS
-    for name, value in (("max_iterations", max_iterations), ("crossval_iterations", crossval_iterations)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ModelError(f"{name} must be a whole number of iterations >= 1, got {value!r}")
+    whole("max_iterations", max_iterations, 1)
+    whole("crossval_iterations", crossval_iterations, 1)
     if simulate is not None and not (math.isfinite(simulate) and simulate > 0):
         raise ModelError(f"simulate must be a positive number of seconds, got {simulate!r}")
     if simulate is not None and not crossval:

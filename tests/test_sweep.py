@@ -262,7 +262,7 @@ def test_simulate_without_the_cross_validation_is_refused(setup):
 @pytest.mark.parametrize("name", ["max_iterations", "crossval_iterations"])
 def test_an_iteration_limit_below_one_is_refused_by_name(setup, name):
     start, logs, _ = setup
-    with pytest.raises(ModelError, match=f"{name} must be a whole number of iterations >= 1, got 0"):
+    with pytest.raises(ModelError, match=f"{name}: expected a whole number >= 1, got 0"):
         sweep(start, logs, **{name: 0})
 
 
