@@ -322,6 +322,37 @@ def test_each_fault_is_handled_counted_and_flagged(model, truth) -> None:
     assert final.k == 132 and abs(final.coordinates[0] - q_true[132, 0]) < 3e-3
 
 
+def test_a_restart_that_fails_at_once_starts_again_without_the_velocity_it_carried(model, truth, monkeypatch) -> None:
+    """A failed solve restarts the smoother with its velocity prior on the last estimate. Where that estimate had
+    diverged (here: a failure injected at the 100th update, its filtered velocity 1e6 rad/s), the restart fails
+    at once; carried again, it failed at every update for the rest of the stream. The second
+    restart starts from the readings alone, and the stream recovers."""
+    import dataclasses
+
+    from mbfg.graphs.stream.growth import _GraphGrowth
+
+    _, log, q_true, _ = truth
+    extend, updates = _GraphGrowth._extend, []
+
+    def diverged_once(self, pending):
+        updates.append(len(updates))
+        if len(updates) == 100:
+            self._filtered = dataclasses.replace(self._filtered, velocity=np.full_like(self._filtered.velocity, 1e6))
+            raise RuntimeError("an injected failure")
+        return extend(self, pending)
+
+    monkeypatch.setattr(_GraphGrowth, "_extend", diverged_once)
+    est = StreamEstimator(model, lag=LAG, h=H, ppr=PPR, on_warning=lambda m: None)
+    flags = [est.push(log.t[i], [log.y[i, 0]]).flags for i in range(len(log.t))]
+    failed = [i for i, f in enumerate(flags) if "solver_failure" in f]
+    # the failure, then the restart at the next sample with the velocity carried; the next restart holds
+    assert est.status.solver_failures == 2 and failed[1] == failed[0] + 1, (failed, est.status.summary())
+    # after the second restart: every later sample taken in, the last on the truth within a few encoder counts
+    window = est.window()
+    assert est.status.states == len(log.t) - 2 and window[-1].k == len(log.t) - 1
+    assert abs(window[-1].coordinates[0] - q_true[-1, 0]) < 5 * 2 * np.pi / PPR
+
+
 def test_a_persistent_jump_is_believed_after_resync_readings(model, truth) -> None:
     _, log, _, _ = truth
     est = StreamEstimator(model, lag=0.02, h=H, ppr=PPR, resync=3, on_warning=lambda m: None)

@@ -69,8 +69,11 @@ returned step):
   out of its observation factor; after ``resync`` such readings in a row on a
   channel the readings are believed again (a real jump, e.g. a slipped
   encoder): the smoother restarts from them, its velocity carried over;
-- a failed solve (an exception from GTSAM): the smoother restarts at the next
-  complete sample, its velocity prior centred on the last estimate.
+- a failed solve (an exception from GTSAM or the chain): the smoother restarts
+  at the next complete sample, its velocity prior centred on the last
+  estimate; a restart that fails before it adds a state restarts again without
+  it (the readings decide), so a diverged estimate is not carried from restart
+  to restart.
 
 Long streams: once JAX and GTSAM are loaded a process holds about half a
 million objects, and each of Python's full garbage collections walks them all:
