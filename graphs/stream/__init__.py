@@ -35,7 +35,8 @@ calibration's estimated observation noise. ``sigma_p`` is, in this order: the
 (then the minimizer is that of ``mbfg calibrate`` / ``mbfg crossval`` with the
 same w); with :meth:`StreamEstimator.from_calibration`, the calibration's
 estimate of the impulse noise (seed 001 eq. 3.23: what the model left
-unexplained on the calibration log); else ``sigma_y / sqrt(1e6)``. On a real
+unexplained on the calibration log); else ``sigma_y / sqrt(w)`` at the model's
+own weight (:attr:`~mbfg.rigid.RigidModel.weight`, as calibration). On a real
 rig the estimate is what makes the dynamics smooth the rates: on the QUBE-Servo
 log a weight-derived sigma_p five times the estimate left the pendulum rate as
 rough as finite differences of the encoder angle (``benchmarks/stream.py --only

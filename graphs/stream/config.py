@@ -44,7 +44,7 @@ class StreamConfig:
     counts: bool = False
     counter_modulus: int | None = None
     sigma_observation: float | Sequence[float] | None = None
-    weight: float = 1e6
+    weight: float | None = None
     sigma_impulse: float | None = None
     smoother: str | None = None
     refine: tuple[str, ...] = ()
@@ -93,7 +93,8 @@ class StreamConfig:
             if not self.counts:
                 raise ModelError("stream: counter_modulus needs raw encoder counts (counts=True and ppr)")
             _whole("counter_modulus", self.counter_modulus, 2)
-        _positive("stream state error weight", self.weight)
+        if self.weight is not None:
+            _positive("stream state error weight", self.weight)
         if self.sigma_impulse is not None:
             _positive("stream impulse noise", self.sigma_impulse)
         if self.jump is not None:
