@@ -526,6 +526,33 @@ def test_from_calibration_weights_the_dynamics_by_the_calibrations_impulse_noise
         assert est.sigma_impulse == pytest.approx(sigma_y / 2e3, rel=1e-12), unusable
 
 
+def test_a_calibration_at_twice_the_sample_period_gives_the_stream_its_logs_period(model, truth, tmp_path) -> None:
+    """A calibration at h = 2 periods (``mbfg calibrate --dt``) writes its log's sample period; the stream of a log
+    at that rate takes it, with h from the calibration. Before, the period defaulted to h: every other sample
+    then fell half-way between two slots and was dropped as a duplicate or placed 1 ms off its time."""
+    from mbfg.calibration import calibrate
+
+    _, log, _, _ = truth
+    short = Log(log.t[:60], log.y[:60], log.u[:60], log.observations, log.controls, log.source)
+    doc = calibrate(model, short, free=["b"], h=2 * H, max_iterations=1, covariance=False, quiet=True).to_dict()
+    assert (doc["h"], doc["period"]) == (2 * H, H)  # as written in the log: no float noise
+    warnings: list[str] = []
+    est = StreamEstimator.from_calibration(model, doc, lag=0.01, ppr=PPR, on_warning=warnings.append)
+    assert (est.h, est.period) == (2 * H, H)
+    est.replay(short)
+    st = est.status
+    assert (st.duplicates, st.off_grid, st.states, st.between) == (0, 0, 30, 30), st.summary()
+    # A calibration file without the period (an older one): h, and the half-slot samples say what is wrong.
+    older = StreamEstimator.from_calibration(model, {k: v for k, v in doc.items() if k != "period"}, lag=0.01,
+                                             ppr=PPR, on_warning=warnings.append)
+    assert older.period == 2 * H
+    older.replay(short)
+    # half the samples dropped as duplicates, and half of the rest placed a millisecond off their time
+    assert (older.status.duplicates, older.status.off_grid, older.status.states) == (29, 15, 31), \
+        older.status.summary()
+    assert any("half-way between two slots" in w for w in warnings), warnings
+
+
 def test_smooth_cli_update_every_answers_each_line_and_takes_the_rest_in_at_the_end(
         capsys, tmp_path, truth, calibration_file) -> None:
     _, log, q_true, _ = truth

@@ -287,7 +287,10 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         The impulse noise sigma_p is the calibration's estimate
         (``sigma_impulse``, seed 001 eq. 3.23), the observation noise its
         ``sigma_observation`` where no ``ppr`` gives the quantization noise.
-        ``kwargs`` override (``h``, ``sigma_impulse``, ...); a ``weight`` w
+        The sample period is the calibration log's (its ``period``; a file without one: its
+        ``h``), which a stream of the rig at its own rate has too: at an h of several periods,
+        a period of h would put every other sample half-way between two slots.
+        ``kwargs`` override (``h``, ``period``, ``sigma_impulse``, ...); a ``weight`` w
         replaces the estimated sigma_p by sigma_y / sqrt(w). Parameters named in
         ``refine`` get the calibration's standard deviations as prior sigmas.
         A calibration without a usable ``sigma_impulse`` falls back on its
@@ -303,7 +306,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         except ModelError as exc:
             raise ModelError(f"{where}: {exc}") from None
         settings: dict[str, Any] = {}
-        for key in ("h", "weight"):
+        for key in ("h", "period", "weight"):  # period: the calibration log's sample period (newer files)
             if _usable(doc.get(key)):
                 settings[key] = float(doc[key])
         sigma = doc.get("sigma_observation")
@@ -399,8 +402,11 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         if abs(j_float - j) > 0.25:
             st.off_grid += 1
             flags.append("off_grid")
+            half = abs(abs(j_float - j) - 0.5) < 0.05  # as a sample period of half the one set gives
             self._warn("off_grid", f"stream: sample t = {t:g} s is {abs(j_float - j) * self.period:.3g} s off the "
-                       f"{self.period:g} s grid; placed on the nearest slot")
+                       f"{self.period:g} s grid; placed on the nearest slot" + (
+                           "; half-way between two slots, as samples twice as frequent as the sample period "
+                           "set: give the input's own period" if half else ""))
         gap = self._last_j >= 0 and j > self._last_j + 1
         if gap:
             st.gaps += 1

@@ -115,7 +115,8 @@ def add_parser(sub: Subparsers) -> None:
     p.add_argument("--dt", type=_positive_float, default=None, metavar="H",
                    help="model time-step [s] (default: the calibration's h)")
     p.add_argument("--period", type=_positive_float, default=None, metavar="P",
-                   help="sample period of the input [s] (default: the time-step)")
+                   help="sample period of the input [s] (default: the calibration log's, as its JSON says; "
+                        "else the time-step)")
     p.add_argument("--weight", type=_positive_float, default=None, metavar="W",
                    help="state error weight: impulse noise sigma_y / sqrt(W) instead of the calibration's "
                         "estimate of it")
