@@ -526,7 +526,7 @@ def test_from_calibration_weights_the_dynamics_by_the_calibrations_impulse_noise
         assert est.sigma_impulse == pytest.approx(sigma_y / 2e3, rel=1e-12), unusable
 
 
-def test_a_calibration_at_twice_the_sample_period_gives_the_stream_its_logs_period(model, truth, tmp_path) -> None:
+def test_a_calibration_at_twice_the_sample_period_gives_the_stream_its_logs_period(model, truth) -> None:
     """A calibration at h = 2 periods (``mbfg calibrate --dt``) writes its log's sample period; the stream of a log
     at that rate takes it, with h from the calibration. Before, the period defaulted to h: every other sample
     then fell half-way between two slots and was dropped as a duplicate or placed 1 ms off its time."""
