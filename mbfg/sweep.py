@@ -277,7 +277,7 @@ def sweep(
                and _key(_row("crossval", c[0], other, *c[1:])) not in rows]
     computed = 0
     if todo_cal or todo_cv:
-        computed = _run(model, recordings, todo_cal, todo_cv, rows, path, free, (max_iterations, crossval_iterations),
+        computed = _run(model, recordings, todo_cal, todo_cv, rows, path, free, max_iterations, crossval_iterations,
                         simulate, cache_dir, scheduler, client, n_workers, quiet)
     wanted = {_key(_row("calibration", c[0], c[0], *c[1:])) for c in cells} | {
         _key(_row("crossval", c[0], o, *c[1:])) for c in cells for o in recordings if crossval and o != c[0]}
@@ -286,8 +286,8 @@ def sweep(
 
 
 def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows: dict, path: Path | None,
-         free, iterations: tuple[int, int], simulate: float | None, cache_dir, scheduler: str | None, client, n_workers: int | None,
-         quiet: bool) -> int:
+         free, max_iterations: int, crossval_iterations: int, simulate: float | None, cache_dir,
+         scheduler: str | None, client, n_workers: int | None, quiet: bool) -> int:
     from distributed import Client, LocalCluster, as_completed
 
     own_client = client is None
@@ -309,7 +309,7 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
         # Each worker unpickles the model once and keeps it: its compiled factor types are reused.
         blob = pickle.dumps(model)
         shared = (hashlib.sha1(blob).hexdigest(), blob)
-        options = dict(max_iterations=iterations[0])
+        options = dict(max_iterations=max_iterations)
         futures: dict[Any, dict[str, Any]] = {}
         cal_futures = {}
         prefer = _placement(todo_cal, recordings, list(client.scheduler_info().get("workers", {})))
@@ -324,7 +324,7 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
         for (name, hh, w, e), other in todo_cv:
             source = cal_futures.get((name, hh, w, e)) or rows[_key(_row("calibration", name, name, hh, w, e))]
             f = client.submit(crossval_task, shared, source, recordings[other], other,
-                              dict(max_iterations=iterations[1], simulate=simulate), cache, free, pure=False)
+                              dict(max_iterations=crossval_iterations, simulate=simulate), cache, free, pure=False)
             futures[f] = _row("crossval", name, other, hh, w, e)
         for future in as_completed(list(futures)):
             try:

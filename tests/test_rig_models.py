@@ -72,7 +72,8 @@ def _filtered_minus_readings(est, log: Log) -> np.ndarray:
 def test_a_stream_of_the_dfki_lab_model_weighs_the_dynamics_by_the_models_weight_and_follows_the_encoders():
     """``StreamEstimator`` with no weight takes the model's, as calibration does. The DFKI rig's unmodelled
     torques are why its model's weight is 1e3: streamed at 1e6 (the default before), the first second of
-    trajectory_00 ran 0.05 and 0.08 rad RMS off the encoders; at 1e3, 7e-3 and 6e-3 rad."""
+    trajectory_00 ran 0.05 and 0.08 rad RMS off the encoders; at 1e3, 7e-3 and 6e-3 rad (``python
+    benchmarks/stream_rigs.py --rig dfki --seconds 1 --strides 1 --every 1`` with and without ``--weight 1e6``)."""
     from mbfg.datasets.rigs import DFKI_PERIOD, load_dfki_double_pendulum
     from mbfg.graphs.stream import StreamEstimator
 

@@ -61,7 +61,8 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
             :attr:`~mbfg.rigid.RigidModel.weight`, as calibration takes it: 1e6, and 1e3 for
             ``dfki-double-pendulum``, whose real rig's unmodelled torques a larger w would hold the
             states to: at 1e6 its stream of the first second of ``trajectory_00.csv`` ran 0.05 and 0.08
-            rad RMS off the encoders, at 1e3 7e-3 and 6e-3 rad, ``tests/test_rig_models.py``).
+            rad RMS off the encoders, at 1e3 7e-3 and 6e-3 rad: ``python benchmarks/stream_rigs.py --rig dfki
+            --seconds 1 --strides 1 --every 1`` with and without ``--weight 1e6``).
         sigma_impulse: impulse noise sigma_p [N s] instead of sigma_y / sqrt(w).
         smoother: ``"chain"`` (our square-root information smoother over the
             chain of states, :mod:`mbfg.graphs.stream.chain`: an update's

@@ -127,9 +127,9 @@ def add_parser(sub: Subparsers) -> None:
     p.add_argument("--params", metavar="FILE", help="parameter file: initial values, bounds, free flags")
     p.add_argument("--max-iterations", type=_iterations, default=20, metavar="N",
                    help="Levenberg-Marquardt iterations at most, per calibration (default: %(default)s)")
-    p.add_argument("--crossval-iterations", type=_iterations, default=50, metavar="N",
+    p.add_argument("--crossval-iterations", type=_iterations, default=None, metavar="N",
                    help="Levenberg-Marquardt iterations at most, per cross-validation's state estimation (default: "
-                        "%(default)s, as 'mbfg crossval')"),
+                        "50, as 'mbfg crossval')")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDR", help="address of a running Dask scheduler, e.g. tcp://host:8786")
     where.add_argument("--workers", type=_whole_number(1, "a whole number of workers", "at least 1 worker"),
