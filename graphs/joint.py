@@ -109,6 +109,11 @@ class JointProblem:
     def n(self) -> int:
         return len(self.t)
 
+    @property
+    def period(self) -> float:
+        """The log's sample period [s]: h / stride to the period's decimals (0.001, not 0.0010000000000000002)."""
+        return round_time(1, self.h / self.stride)
+
     def parameter_values(self, values: gtsam.Values) -> dict[str, Any]:
         """Every parameter's value (free ones from ``values``)."""
         p = self.model.parameters.numpy_values()

@@ -37,7 +37,7 @@ from mbfg import keys
 from mbfg.calibration_arguments import check_calibrate_arguments
 from mbfg.covariance import covariance_of_r, marginal_r
 from mbfg.graphs.restarts import joint_compliances
-from mbfg.logs import Log, round_time
+from mbfg.logs import Log
 from mbfg.parameters import ROTATION
 from mbfg.rigid import RigidModel
 from mbfg.solvers import LMResult
@@ -224,7 +224,7 @@ class CalibrationResult:
             "converged": self.converged,
             "wall_s": self.wall_s,
             "h": self.h,
-            **({"period": round_time(1, self.h / self.problem.stride)} if self.problem is not None else {}),
+            **({"period": self.problem.period} if self.problem is not None else {}),
             "weight": self.weight,
             "sigma_observation": self.sigma_observation,
             "sigma_impulse": self.sigma_impulse,

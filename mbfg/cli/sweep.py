@@ -127,7 +127,7 @@ def add_parser(sub: Subparsers) -> None:
     p.add_argument("--params", metavar="FILE", help="parameter file: initial values, bounds, free flags")
     p.add_argument("--max-iterations", type=_iterations, default=20, metavar="N",
                    help="Levenberg-Marquardt iterations at most, per calibration (default: %(default)s)")
-    p.add_argument("--crossval-iterations", type=_iterations, default=None, metavar="N",
+    p.add_argument("--crossval-iterations", type=_iterations, default=None, metavar="N",  # None: sweep()'s default
                    help="Levenberg-Marquardt iterations at most, per cross-validation's state estimation (default: "
                         "50, as 'mbfg crossval')")
     where = p.add_mutually_exclusive_group()
