@@ -230,6 +230,7 @@ def timing(quick: bool, profile_lines: int, settings: dict, freeze: bool = True)
         if freeze:
             gc.collect()
             gc.freeze()
+        speed: dict[tuple[float, int], dict[str, float]] = {}  # (h, per update) -> smoother -> real-time factor
         for h, lag, n, smoother in cases:
             with _FullCollections() as full_gc, _Split() as split:
                 times, est, estimates = _stream(model, log, lag, h=h, update_every=n, smoother=smoother, **settings)
@@ -244,6 +245,8 @@ def timing(quick: bool, profile_lines: int, settings: dict, freeze: bool = True)
             print(f"{model.name:<16} {smoother:<11} {1e3 * h:>6g} {lag:>7g} {n:>12} {est.m + est.update_every:>6} {1e3 * mean:>10.3f} "
                   f"{1e3 * np.percentile(steady, 99):>9.3f} {1e3 * steady.max():>9.1f} "
                   f"{f'{full_gc.count} / {full_gc.seconds:.2f}':>10} {H / mean:>12.2f}  {err}", flush=True)
+            if lag == 0.1:
+                speed.setdefault((h, n), {})[smoother] = H / mean
             per_sample = {part: 1e3 * seconds / len(times) for part, seconds in split.seconds.items()}
             rest = 1e3 * times.mean() - sum(per_sample.values())
             print(f"{'':<16} per sample [ms] over the whole stream: JAX {per_sample['jax']:.3f}, smoother "
@@ -261,6 +264,11 @@ def timing(quick: bool, profile_lines: int, settings: dict, freeze: bool = True)
                 print("   below 2x real time: cProfile of 0.5 s of this stream (sorted by own time; the JAX "
                       "calls run inside mbfg/adapter.py's FactorGroup.evaluate):")
                 print("\n".join("   " + line for line in out.getvalue().splitlines() if line.strip()))
+        pairs = [(key, by) for key, by in sorted(speed.items()) if {"chain", "incremental"} <= by.keys()]
+        if pairs:  # the peer on the same samples in the same run: steadier than either figure on a shared machine
+            print(f"{model.name}, lag 0.1 s: the chain's speed / iSAM2's on the same samples: " + ", ".join(
+                f"{by['chain'] / by['incremental']:.2f}x at {n} per update (h = {1e3 * h:g} ms)"
+                for (h, n), by in pairs), flush=True)
 
 
 def memory(minutes: float) -> None:
