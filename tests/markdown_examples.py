@@ -2,7 +2,8 @@
 
 Shell blocks run in bash (``set -euo pipefail``) with this environment's ``mbfg`` and ``python`` first on
 PATH; Python blocks run one after another in one namespace (a later block may use an earlier one's names,
-as a reader's session does). Blocks without a language (a listing, a synopsis) are not code.
+as a reader's session does). Blocks in another language (``text``: a listing, an output, a command to
+install) or without one are not run.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def run_blocks(page: Path, cwd: Path, not_run: set[str], name: str) -> dict[str,
     env = environment()
     namespace: dict[str, object] = {"__name__": name}
     for language, code in code_blocks(page):
-        if code in not_run:
+        if code in not_run or language not in ("bash", "python"):
             continue
         if language == "python":
             exec(compile(code, str(page.name), "exec"), namespace)

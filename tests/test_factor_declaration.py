@@ -5,7 +5,7 @@
 * a factor type declared in one place with the decorator, as in a user's own code, through
   the Jacobian battery and in a small graph mixed with GTSAM's factors, solved by LM;
 * registration for the battery only by an explicit ``register``;
-* the example of the README's section "Your own factor type", run as written.
+* the example of the how-to guide's section "Declare a factor type" (docs/how-to/custom-factor.md), run as written.
 
 ``python tests/test_factor_declaration.py`` times the key handling of ``make`` / ``group``
 against the ``int()`` per key it replaced (see :func:`time_key_handling`).
@@ -240,13 +240,13 @@ def test_with_example_copies_the_type_and_leaves_it_unchanged():
 
 
 # ---------------------------------------------------------------------------------
-# The README's example
+# The how-to guide's example
 # ---------------------------------------------------------------------------------
 
 
-def test_the_readme_example_of_a_custom_factor_runs(capsys):
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Your own factor type\n"):]
+def test_the_how_to_example_of_a_custom_factor_runs(capsys):
+    readme = (ROOT / "docs" / "how-to" / "custom-factor.md").read_text()
+    section = readme[readme.index("## Declare a factor type\n"):]
     section = section[: section.index("\n## ", 1)]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     assert len(blocks) == 1
