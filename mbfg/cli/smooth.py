@@ -87,7 +87,7 @@ examples:
   mbfg calibrate pendulum log.csv --free J,b --out calib.json
   mbfg smooth pendulum --params calib.json --lag 0.05 --input log.csv --output estimates.csv
   tail -n +1 -f rig.csv | mbfg smooth furuta-viscous --params calib.json --ppr 2048 --std
-  tail -f rig.csv | mbfg smooth furuta-viscous --params calib.json --columns t,theta,alpha,tau
+  tail -f rig.csv | mbfg smooth furuta-viscous --params calib.json --columns t,theta,alpha,u
 """
 
 
