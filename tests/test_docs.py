@@ -217,8 +217,10 @@ def test_getting_started_runs_as_written_in_order_from_an_empty_folder(tmp_path,
     values = namespace["result"].values  # type: ignore[attr-defined]
     for name, value in rig.items():
         assert abs(values[name] - value) < 0.01 * value, (name, values[name], value)
+    # So does the command line's, which wrote the last calib.json (from its own recording, log.csv).
     saved = json.loads((tmp_path / "calib.json").read_text())
-    assert {name: saved["parameters"][name]["value"] for name in rig} == values
+    for name, value in rig.items():
+        assert abs(saved["parameters"][name]["value"] - value) < 0.01 * value, (name, saved["parameters"][name])
     assert (tmp_path / "fit.png").stat().st_size > 0
     # The stream answered every line of the 2 s recording, with the columns the page describes.
     lines = (tmp_path / "states.csv").read_text().splitlines()
