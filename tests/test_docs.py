@@ -277,3 +277,38 @@ def test_the_version_is_pyprojects_in_the_metadata_the_package_and_the_citation(
     assert done.stdout.strip() == f"mbfg {declared}", done
     assert re.search(rf"^version: {re.escape(declared)}$", (ROOT / "CITATION.cff").read_text(), re.M)
     assert f"## {declared}" in (ROOT / "CHANGELOG.md").read_text()
+
+
+# ---------------------------------------------------------------------------------
+# The Python examples of the pages that need no data and no cluster
+# ---------------------------------------------------------------------------------
+
+
+def test_the_spook_pages_example_simulates_the_furuta_pendulum(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    namespace = run_blocks(DOCS / "concepts" / "spook.md", tmp_path, set(), "__docs__")
+    frame = namespace["trajectory"].to_dataframe()  # type: ignore[attr-defined]
+    assert list(frame.columns) == ["t", "theta", "alpha", "u"] and len(frame) == 1001
+
+
+def test_the_custom_factor_pages_calibration_with_a_gtsam_prior_converges_to_the_rig(tmp_path, monkeypatch) -> None:
+    from mbfg import keys
+
+    monkeypatch.chdir(tmp_path)
+    # The page's first example declares 'encoder_gain_offset' as tests/test_factor_declaration.py runs it
+    # (module name __readme__), so that both runs in one process are the same declaration.
+    namespace = run_blocks(DOCS / "how-to" / "custom-factor.md", tmp_path, set(), "__readme__")
+    lm = namespace["lm"]
+    assert lm.converged  # type: ignore[attr-defined]
+    J, b = lm.values.atVector(keys.P())  # type: ignore[attr-defined]
+    assert abs(J - 0.002) < 0.01 * 0.002 and abs(b - 0.004) < 0.01 * 0.004, (J, b)
+
+
+def test_the_planar_pages_examples_keep_the_mechanisms_on_their_constraints(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    namespace = run_blocks(DOCS / "how-to" / "planar.md", tmp_path, set(), "__docs__")
+    frame = namespace["result"].to_dataframe()  # type: ignore[attr-defined]  # the inverse dynamics' result
+    assert list(frame.columns) == ["t", "Q_theta1"] and len(frame) > 10
+    out = capsys.readouterr().out
+    phi = float(re.search(r"max \|Phi\(q\)\|: (\S+)", out).group(1))
+    assert phi < 1e-6, out  # the forward simulation stays on |Phi(q)| = 0 (a 1 m bar: 1e-6 m)

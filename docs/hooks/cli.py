@@ -15,7 +15,7 @@ from typing import Any
 MARKER = "<!-- mbfg-cli -->"
 #: The width the help text is wrapped at (argparse reads $COLUMNS); fixed, so the page does not depend on
 #: the terminal that built it.
-WIDTH = "100"
+WIDTH = "80"
 
 
 @contextmanager
