@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -19,7 +20,8 @@ WIDTH = "80"
 
 
 @contextmanager
-def _columns(width: str):  # type: ignore[no-untyped-def]
+def _columns(width: str) -> Iterator[None]:
+    """$COLUMNS set to ``width`` inside the block, restored after."""
     before = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = width
     try:
