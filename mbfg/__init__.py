@@ -16,7 +16,7 @@ if not _os.path.isdir(_os.path.join(_here, "graphs")) and all(
 from mbfg import _jax  # noqa: F401  (float64 before anything touches JAX)
 from mbfg.adapter import POSE3, REGISTRY, ROT3, VECTOR, FactorType, Key, VarKind, noise_model
 from mbfg.errors import DataError, MbfgError, ModelError
-from mbfg.factor_type import Pose3Var, Rot3Var, VectorVar, factor_type
+from mbfg.factor_type import Point2Var, Point3Var, Pose2Var, Pose3Var, Rot2Var, Rot3Var, VectorVar, factor_type
 from mbfg.mbse_yaml import load_mbse_yaml
 from mbfg.models import BUILTIN as BUILTIN_MODELS
 from mbfg.models import (
@@ -55,8 +55,12 @@ __all__ = [
     "ModelError",
     "PlanarMechanism",
     "Point",
+    "Point2Var",
+    "Point3Var",
+    "Pose2Var",
     "Pose3Var",
     "RelativeAngle",
+    "Rot2Var",
     "Rot3Var",
     "VarKind",
     "VectorVar",

@@ -14,7 +14,8 @@ Plain ints are taken as they are (GTSAM's own keys, arithmetic keys).
 
 Jacobians follow GTSAM's tangent convention: the block of variable i is
 ``d r(retract(x_i, xi)) / d xi`` at ``xi = 0``; for ``Rot3`` that is the right
-perturbation ``R * Exp(xi)``, for ``Pose3`` the tangent is ``[omega, v]``. JAX
+perturbation ``R * Exp(xi)``, for ``Pose3`` the tangent is ``[omega, v]``, for ``Pose2``
+``[v_x, v_y, omega]`` (``P * Exp(xi)``), for ``Rot2`` the angle, for points and vectors ``x + xi``. JAX
 differentiates along :meth:`VarKind.tangent_line`, a curve with the retraction's
 velocity at ``xi = 0`` (hence the same Jacobian) that avoids Rodrigues' formula.
 """
@@ -40,41 +41,72 @@ from mbfg._programs import PersistentJit, closure_fingerprint, jaxpr_fingerprint
 from mbfg.noise import noise_model
 from mbfg.registry import REGISTRY
 
-__all__ = ["POSE3", "REGISTRY", "ROT3", "VECTOR", "FactorGroup", "FactorType", "Key", "PerFactor", "Pose3Key",
-           "Rot3Key", "VarKind", "VectorKey", "noise_model"]
+__all__ = ["POINT2", "POINT3", "POSE2", "POSE3", "REGISTRY", "ROT2", "ROT3", "VECTOR", "FactorGroup", "FactorType",
+           "Key", "PerFactor", "Point2Key", "Point3Key", "Pose2Key", "Pose3Key", "Rot2Key", "Rot3Key", "VarKind",
+           "VectorKey", "noise_model"]
 
 
 class VarKind(enum.Enum):
-    """Kinds of GTSAM variable a residual may take."""
+    """Kinds of GTSAM variable a residual may take, with what the residual receives:
+
+    ==========  ==========================  ====================================================
+    kind        the residual's array        tangent (GTSAM's ``retract``)
+    ==========  ==========================  ====================================================
+    ``Vector``  (n,)                        ``x + xi``
+    ``Point2``  (2,) [m]                    ``x + xi``
+    ``Point3``  (3,) [m]                    ``x + xi``
+    ``Rot2``    rotation matrix (2, 2)      ``R * Exp(theta)``, xi = [theta]
+    ``Pose2``   homogeneous (3, 3)          ``P * Exp(xi)``, xi = [v_x, v_y, omega]
+    ``Rot3``    rotation matrix (3, 3)      ``R * Exp(xi)``, xi = omega (3,)
+    ``Pose3``   homogeneous (4, 4)          ``T * Exp(xi)``, xi = [omega, v] (6,)
+    ==========  ==========================  ====================================================
+    """
 
     VECTOR = "Vector"
     ROT3 = "Rot3"
     POSE3 = "Pose3"
+    POINT2 = "Point2"
+    POINT3 = "Point3"
+    ROT2 = "Rot2"
+    POSE2 = "Pose2"
 
     def read(self, values: gtsam.Values, key: int) -> np.ndarray:
-        """The variable as the array the residual sees: (n,), (3, 3) or (4, 4)."""
-        if self is VarKind.VECTOR:
-            return values.atVector(key)
-        if self is VarKind.ROT3:
-            return values.atRot3(key).matrix()
-        return values.atPose3(key).matrix()
+        """The variable as the array the residual sees (table in the class docstring)."""
+        return _READ[self](values, key)
 
     def tangent_dim(self, x: Any) -> int:
         if self is VarKind.VECTOR:
             return int(np.shape(x)[0])
-        return 3 if self is VarKind.ROT3 else 6
+        return _TANGENT_DIM[self]
 
     def tangent_line(self, x: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
         """A curve through x with the velocity of GTSAM's retraction at ``xi = 0`` (``lie.rot3_retract``,
-        ``lie.pose3_retract``): the same Jacobian, fewer operations."""
-        if self is VarKind.VECTOR:
+        ``lie.pose3_retract``, ...): the same Jacobian, fewer operations."""
+        if self in (VarKind.VECTOR, VarKind.POINT2, VarKind.POINT3):
             return x + xi
         if self is VarKind.ROT3:
             return lie.rot3_tangent_line(x, xi)
-        return lie.pose3_tangent_line(x, xi)
+        if self is VarKind.POSE3:
+            return lie.pose3_tangent_line(x, xi)
+        if self is VarKind.ROT2:
+            return lie.rot2_tangent_line(x, xi)
+        return lie.pose2_tangent_line(x, xi)
 
+
+_READ: dict[VarKind, Callable[[gtsam.Values, int], np.ndarray]] = {
+    VarKind.VECTOR: lambda values, key: values.atVector(key),
+    VarKind.POINT2: lambda values, key: np.asarray(values.atPoint2(key), dtype=float),
+    VarKind.POINT3: lambda values, key: np.asarray(values.atPoint3(key), dtype=float),
+    VarKind.ROT2: lambda values, key: values.atRot2(key).matrix(),
+    VarKind.POSE2: lambda values, key: values.atPose2(key).matrix(),
+    VarKind.ROT3: lambda values, key: values.atRot3(key).matrix(),
+    VarKind.POSE3: lambda values, key: values.atPose3(key).matrix(),
+}
+_TANGENT_DIM = {VarKind.POINT2: 2, VarKind.POINT3: 3, VarKind.ROT2: 1, VarKind.POSE2: 3, VarKind.ROT3: 3,
+                VarKind.POSE3: 6}
 
 VECTOR, ROT3, POSE3 = VarKind.VECTOR, VarKind.ROT3, VarKind.POSE3
+POINT2, POINT3, ROT2, POSE2 = VarKind.POINT2, VarKind.POINT3, VarKind.ROT2, VarKind.POSE2
 
 
 class Key(int):
@@ -109,12 +141,42 @@ class Pose3Key(Key):
     kind = POSE3
 
 
+class Point2Key(Key):
+    """Key of a Point2 variable."""
+
+    __slots__ = ()
+    kind = POINT2
+
+
+class Point3Key(Key):
+    """Key of a Point3 variable."""
+
+    __slots__ = ()
+    kind = POINT3
+
+
+class Rot2Key(Key):
+    """Key of a Rot2 variable."""
+
+    __slots__ = ()
+    kind = ROT2
+
+
+class Pose2Key(Key):
+    """Key of a Pose2 variable."""
+
+    __slots__ = ()
+    kind = POSE2
+
+
 #: The kind of each key class, looked up by ``type(key)`` (a dict lookup in C, where isinstance would be a
 #: Python-level call per key); a plain int has none. Any other type (a NumPy integer) gets the truthy
 #: ``_OTHER``, for which :meth:`FactorType._plain_rows` looks closer.
 _OTHER = object()
 _OTHER_TYPES = itertools.repeat(_OTHER)
-_KIND_OF_KEY_TYPE: dict[type, VarKind | None] = {int: None, VectorKey: VECTOR, Rot3Key: ROT3, Pose3Key: POSE3}
+_KIND_OF_KEY_TYPE: dict[type, VarKind | None] = {int: None, VectorKey: VECTOR, Rot3Key: ROT3, Pose3Key: POSE3,
+                                                  Point2Key: POINT2, Point3Key: POINT3, Rot2Key: ROT2,
+                                                  Pose2Key: POSE2}
 
 
 def _as_constant(value: Any) -> Any:

@@ -9,7 +9,7 @@
         ...
 
 The parameters annotated with a variable type (:data:`VectorVar`, :data:`Rot3Var`,
-:data:`Pose3Var`) are the factor's variables, in order; the parameters after them are
+:data:`Pose3Var`, :data:`Point2Var`, :data:`Point3Var`, :data:`Rot2Var`, :data:`Pose2Var`) are the factor's variables, in order; the parameters after them are
 its constants (measurements, fixed parameters). The result is a
 :class:`mbfg.adapter.FactorType`: ``wheel_contact.make([keys.X(k, 0), keys.P()], noise,
 radius)`` builds the GTSAM factor and checks the kinds of typed keys;
@@ -17,7 +17,8 @@ radius)`` builds the GTSAM factor and checks the kinds of typed keys;
 battery stays a separate, explicit call (:func:`mbfg.registry.register`).
 
 As in symforce, the annotations say what the residual receives: a Vector variable is
-an array (n,), a Rot3 a rotation matrix (3, 3), a Pose3 a homogeneous matrix (4, 4).
+an array (n,), a Rot3 a rotation matrix (3, 3), a Pose3 a homogeneous matrix (4, 4), a Pose2
+(3, 3), a Rot2 (2, 2), a Point2 or Point3 an array (2,) or (3,).
 Where annotations cannot be read (a residual taking ``*args``, or annotations naming
 something the function's module cannot resolve), pass ``kinds=`` instead.
 """
@@ -32,7 +33,8 @@ from typing import Annotated, Any, overload
 from mbfg._jax import jax, jnp
 from mbfg.adapter import Example, FactorType, VarKind
 
-__all__ = ["Pose3Var", "Rot3Var", "VectorVar", "factor_type", "kinds_from_annotations"]
+__all__ = ["Point2Var", "Point3Var", "Pose2Var", "Pose3Var", "Rot2Var", "Rot3Var", "VectorVar", "factor_type",
+           "kinds_from_annotations"]
 
 #: A Vector variable of a residual: an array (n,).
 VectorVar = Annotated[jax.Array, VarKind.VECTOR]
@@ -40,6 +42,14 @@ VectorVar = Annotated[jax.Array, VarKind.VECTOR]
 Rot3Var = Annotated[jax.Array, VarKind.ROT3]
 #: A Pose3 variable of a residual: a homogeneous transform (4, 4); its tangent is [omega, v].
 Pose3Var = Annotated[jax.Array, VarKind.POSE3]
+#: A Point2 variable of a residual: (2,) [m].
+Point2Var = Annotated[jax.Array, VarKind.POINT2]
+#: A Point3 variable of a residual: (3,) [m].
+Point3Var = Annotated[jax.Array, VarKind.POINT3]
+#: A Rot2 variable of a residual: a rotation matrix (2, 2); its tangent is the angle [rad].
+Rot2Var = Annotated[jax.Array, VarKind.ROT2]
+#: A Pose2 variable of a residual: a homogeneous transform (3, 3); its tangent is [v_x, v_y, omega].
+Pose2Var = Annotated[jax.Array, VarKind.POSE2]
 
 Residual = Callable[..., jnp.ndarray]
 

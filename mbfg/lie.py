@@ -75,6 +75,21 @@ def pose3_tangent_line(T: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
     return jnp.concatenate([top, T[3:]], axis=0)
 
 
+def rot2_tangent_line(R: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
+    """``R (I + theta [[0, -1], [1, 0]])``: the tangent line of GTSAM's ``Rot2.retract`` (``R * Exp(theta)``)
+    at ``xi = [theta] = 0`` (Jacobians only). R (2, 2), xi (1,) [rad]."""
+    return R + xi[0] * (R @ jnp.array([[0.0, -1.0], [1.0, 0.0]]))
+
+
+def pose2_tangent_line(P: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
+    """``P (I + hat(xi))`` with ``hat(xi) = [[0, -omega, v_x], [omega, 0, v_y], [0, 0, 0]]``: the tangent line of
+    GTSAM's ``Pose2.retract`` (``P * Exp(xi)``, xi = [v_x, v_y, omega]) at ``xi = 0`` (Jacobians only).
+    P (3, 3) homogeneous."""
+    hat2 = jnp.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]) * xi[2]
+    hat2 = hat2.at[:2, 2].set(xi[:2])
+    return P + P @ hat2
+
+
 def pose3_retract(T: jnp.ndarray, xi: jnp.ndarray) -> jnp.ndarray:
     """First-order GTSAM ``Pose3.retract`` with tangent ``xi = [omega, v]``.
 

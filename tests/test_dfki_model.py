@@ -21,7 +21,7 @@ LAB_FILE = DATA / "dfki_double_pendulum" / "model_parameters.yml"
 
 def _lab_file() -> dict[str, float]:
     if not LAB_FILE.exists():
-        pytest.skip(f"lab file not found: {LAB_FILE.resolve()}")
+        pytest.fail(f"lab file not found: {LAB_FILE.resolve()} (shared/data beside the repository is absent)")
     import yaml
 
     return {k: float(v) for k, v in yaml.safe_load(LAB_FILE.read_text()).items()}

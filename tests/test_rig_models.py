@@ -21,7 +21,7 @@ QUBE_FILES = ("qube_20230828T150615_434_696_394.csv", "qube_20230828T150709_610_
 
 def _need(path: Path) -> Path:
     if not path.is_file():
-        pytest.skip(f"rig recording not found: {path.resolve()} (shared/data beside the repository is absent)")
+        pytest.fail(f"rig recording not found: {path.resolve()} (shared/data beside the repository is absent)")
     return path
 
 

@@ -28,7 +28,7 @@ QUBE = DATA / "qube_servo" / "qube_20230828T150615_434_696_394.csv"
 
 def _need(path: Path) -> str:
     if not path.is_file():
-        pytest.skip(f"rig recording not found: {path.resolve()} (shared/data beside the repository is absent)")
+        pytest.fail(f"rig recording not found: {path.resolve()} (shared/data beside the repository is absent)")
     return str(path)
 
 

@@ -38,7 +38,7 @@ QUBE_HEADER = "t, target_theta, target_alpha, theta, alpha, control_output, feed
 def _need(folder: Path, name: str) -> Path:
     path = folder / name
     if not path.is_file():
-        pytest.skip(f"rig recording not found: {path.resolve()} (shared/data beside the repository is absent)")
+        pytest.fail(f"rig recording not found: {path.resolve()} (shared/data beside the repository is absent)")
     return path
 
 
