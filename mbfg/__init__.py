@@ -1,6 +1,8 @@
 """mbfg: multibody estimation problems as GTSAM factor graphs with JAX residuals."""
 
 import os as _os
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
+from importlib.metadata import version as _version
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 # factors/, graphs/ and datasets/ sit beside mbfg/ in a source checkout and are installed inside
@@ -39,7 +41,10 @@ from mbfg.urdf import load_urdf
 if _TYPE_CHECKING:
     from mbfg.graphs.stream import StreamConfig, StreamEstimator
 
-__version__ = "0.1.0"
+try:  # the version lives in pyproject.toml alone
+    __version__ = _version("mbfg")
+except _PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "BUILTIN_MODELS",
