@@ -63,7 +63,7 @@ def _errors(values, truth):
 
 def _calibrations(start, log, truth, weights, free=None):
     rows = []
-    estimate = estimate_weight(start, log, free=free, start=start.weight)
+    estimate = estimate_weight(start, log, free=free)
     found = estimate.problem.parameter_values(estimate.solution.values)
     rows.append(dict(weight="estimated", w=estimate.weight, log10_std=estimate.log10_std,
                      sigma_observation=estimate.sigma_observation, sigma_impulse=estimate.sigma_impulse,

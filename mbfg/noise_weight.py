@@ -66,6 +66,8 @@ PARABOLA_STEPS = 5
 #: The search's resolution in log10 w [decades]: well below the estimate's own spread on logs of a few
 #: thousand samples (a factor 1.1-2 in w).
 LOG10_TOLERANCE = 0.05
+#: d log C / d log w above this: the low end, where the states follow the readings exactly (C proportional to w).
+LOW_END_SLOPE = 0.8
 #: A fall of -2 log L smaller than this over a step towards larger w is no evidence for the larger w (the
 #: likelihood ratio of one step; 3.84 would be the 95 % point of chi-square with one degree of freedom).
 INSIGNIFICANT = 1.0
@@ -173,6 +175,26 @@ def impulse_log_determinant(problem: JointProblem, values: gtsam.Values) -> floa
     return sum(float(np.sum(np.log(np.abs(np.diag(bayes_net.at(i).R()))))) for i in range(bayes_net.size()))
 
 
+def starting_weight(problem: JointProblem) -> float:
+    """A first w from the data, before any solve: the readings' noise variance over the impulses' at the
+    initial states (the filtered readings, :func:`mbfg.graphs.joint.initial_states`).
+
+    The readings' noise from their second differences, y_{k+1} - 2 y_k + y_{k-1}, whose variance is 6 sigma^2
+    where the motion's own curvature over a sample, a h^2, is below the noise. The impulses at the filtered states
+    carry the filter's lag and the noise it lets through besides the dynamics' own residuals: their variance is
+    an upper bound, so this w lies at or below the maximum-likelihood one, where the solves converge quickly and
+    the search walks up."""
+    y = problem.y
+    second = y[2:] - 2.0 * y[1:-1] + y[:-2]
+    second = second[np.isfinite(second)]
+    reading_variance = float(np.mean(second**2)) / 6.0 if second.size else 0.0
+    n_y, n_p, _ = _rows(problem)
+    impulse_variance = float(problem.step_costs(problem.initial)["impulse"].sum()) / problem.weight / max(n_p, 1)
+    if not (reading_variance > 0 and impulse_variance > 0):
+        return float(problem.weight)
+    return reading_variance / impulse_variance
+
+
 def _rows(problem: JointProblem) -> tuple[int, int, int]:
     """(n_y finite readings, n_p impulse rows, d unknowns) of the problem."""
     n_y = int(np.isfinite(problem.y).sum())
@@ -196,7 +218,7 @@ def estimate_weight(
 
     Args:
         model, log, free, h, priors: the joint problem, as :func:`mbfg.calibration.calibrate` takes them.
-        start: the first weight tried (default the model's, ``model.weight``).
+        start: the first weight tried (default :func:`starting_weight`, from the readings and the initial states).
         solve: how each problem is solved (default :func:`mbfg.graphs.joint.solve` with 20 iterations at most).
         quiet: no progress lines.
 
@@ -210,10 +232,13 @@ def estimate_weight(
 
     began = time.perf_counter()
     run = solve or (lambda problem: joint_solve(problem, quiet=quiet, label=f"weight {problem.weight:.3g}"))
-    w0 = float(model.weight if start is None else start)
-    if not (np.isfinite(w0) and w0 > 0):
+    if start is not None and not (isinstance(start, (int, float)) and np.isfinite(start) and start > 0):
         raise ModelError(f"start: the first weight must be a positive number, got {start!r}")
-    first = build_joint_problem(model, log, h=h, free=free, weight=w0, priors=priors, quiet=True)
+    first = build_joint_problem(model, log, h=h, free=free, weight=float(model.weight), priors=priors, quiet=True)
+    w0 = float(start) if start is not None else starting_weight(first)
+    if w0 != first.weight:
+        first = build_joint_problem(model, log, h=first.h, free=first.variables.names, weight=w0, priors=priors,
+                                    states=first.state_list(first.initial), quiet=True)
     n_y, n_p, d = _rows(first)
     dof = n_y + n_p - d
     if dof <= 0:
@@ -221,20 +246,30 @@ def estimate_weight(
                          f"({n_p} impulse rows, {d} unknowns)")
     solved: dict[float, tuple[JointProblem, LMResult, WeightEvaluation]] = {}
 
-    def evaluate(log10_w: float) -> float:
+    def _restarted(problem: JointProblem, lm: LMResult, w: float) -> JointProblem:
+        return build_joint_problem(problem.model, log, h=problem.h, free=problem.variables.names, weight=w,
+                                   priors=priors, initial_parameters=_free_values(problem, lm),
+                                   states=problem.state_list(lm.values), quiet=True)
+
+    def evaluate(log10_w: float, fresh: bool = False) -> float:
         log10_w = round(log10_w, 6)
         if log10_w in solved:
             return solved[log10_w][2].criterion
         w = 10.0 ** log10_w
-        if not solved:
-            problem = first
+        if not solved or fresh:
+            problem = first if not solved else build_joint_problem(
+                model, log, h=first.h, free=first.variables.names, weight=w, priors=priors,
+                states=first.state_list(first.initial), quiet=True)
         else:  # from the nearest solve
             near = min(solved, key=lambda x: abs(x - log10_w))
             prev, prev_lm, _ = solved[near]
-            problem = build_joint_problem(prev.model, log, h=prev.h, free=prev.variables.names, weight=w,
-                                          priors=priors, initial_parameters=_free_values(prev, prev_lm),
-                                          states=prev.state_list(prev_lm.values), quiet=True)
+            problem = _restarted(prev, prev_lm, w)
         lm = run(problem)
+        if not lm.converged:  # once more from where it stopped; a criterion of an unconverged solve overstates C
+            again = _restarted(problem, lm, w)
+            more = run(again)
+            problem, lm = again, replace(more, iterations=lm.iterations + more.iterations,
+                                         history=lm.history + more.history)
         costs = problem.step_costs(lm.values)
         cost = float(costs["observation"].sum() + costs["impulse"].sum())
         log_det, _ = log_determinant(problem, lm.values)
@@ -243,8 +278,21 @@ def estimate_weight(
         solved[log10_w] = (problem, lm, WeightEvaluation(w, criterion, cost, log_det, lm.iterations, lm.converged))
         return criterion
 
-    # Bracket: steps of STEP_DECADES downhill from the start, until the criterion rises again.
+    # Off the low end: where the states follow the readings exactly, C grows in proportion to w and the
+    # criterion is flat (its terms in log w cancel), and the parameters fitted there are anything; climb out
+    # first, each solve from the problem's own start rather than those parameters.
     x0 = math.log10(w0)
+    fresh = True
+    while abs(x0 + STEP_DECADES - math.log10(w0)) <= SEARCH_DECADES:
+        evaluate(x0, fresh)
+        evaluate(x0 + STEP_DECADES, fresh)
+        lower, upper = solved[round(x0, 6)][2], solved[round(x0 + STEP_DECADES, 6)][2]
+        slope = math.log(max(upper.cost, 1e-300) / max(lower.cost, 1e-300)) / math.log(upper.weight / lower.weight)
+        if slope < LOW_END_SLOPE:
+            break
+        x0 += STEP_DECADES
+    fresh = False
+    # Bracket: steps of STEP_DECADES downhill from there, until the criterion rises again.
     f0, f_up, f_down = evaluate(x0), evaluate(x0 + STEP_DECADES), evaluate(x0 - STEP_DECADES)
     at_limit = lower_bound = False
     if min(f_up, f_down) < f0:
@@ -256,7 +304,9 @@ def estimate_weight(
                 at_limit = True
                 break
             fb, fc = evaluate(b), evaluate(c)
-            if fc >= fb:
+            if fc >= fb or not solved[round(c, 6)][2].converged:
+                # Risen, or a solve that does not converge there (the LM creeps at weights far above the
+                # data's): the minimum is behind.
                 break
             if step > 0 and fb - fc < INSIGNIFICANT:
                 # Towards rigid dynamics the criterion flattens out to the fit of a free simulation: the data show
@@ -284,12 +334,6 @@ def estimate_weight(
         evaluate(vertex)
     best = round(b, 6) if lower_bound else min(solved, key=lambda x: solved[x][2].criterion)
     problem, lm, chosen = solved[best]
-    if not lm.converged:  # go on from where the capped solve stopped
-        problem = build_joint_problem(problem.model, log, h=problem.h, free=problem.variables.names,
-                                      weight=chosen.weight, priors=priors, initial_parameters=_free_values(problem, lm),
-                                      states=problem.state_list(lm.values), quiet=True)
-        more = run(problem)
-        lm = replace(more, iterations=lm.iterations + more.iterations, history=lm.history + more.history)
     w = chosen.weight
     sigma = math.sqrt(chosen.cost / dof)
     return WeightEstimate(w, float("nan") if lower_bound else _log10_std(solved, best), sigma, sigma / math.sqrt(w),
