@@ -263,8 +263,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         self._restart_velocity: np.ndarray | None = None
         self._refined: dict[str, float] | None = None
         self._leap_run: tuple[int, int] | None = None  # (last slot, samples in a row) on a leapt-to clock
-        self._beyond_pi = np.zeros(n_obs, dtype=bool)  # a channel has shown an angle beyond pi
-        self._turn_steps = np.zeros(n_obs, dtype=bool)  # ... or a step of more than pi between samples
+        self._turn_steps = np.zeros(n_obs, dtype=bool)  # a channel has stepped by more than pi between samples
         self._t_decimals = 12  # decimals of the output times (those of the period and of t_0)
         self._pred_cache: tuple[Any, list] | None = None  # the last model rollout (key, states)
         self._gate_ref: tuple[int, np.ndarray, np.ndarray] | None = None  # (k, coordinates, rates) after a gap
@@ -428,7 +427,9 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
                 self._gate_ref = (k, pred, pred_rates)
         except Exception as exc:  # noqa: BLE001 - a stream must go on; the failure is counted and reported
             return self._solver_failed(t, exc, flags)
-        y = self._unwrap(y, pred, gap)
+        # A restart on a new clock follows a gap too (the samples of the leap were dropped): its turn is the
+        # readings', not the last reading's before the leap extrapolated across it.
+        y = self._unwrap(y, pred, gap or "restart" in flags)
         if between:
             st.between += 1
             return StreamStep(t, tuple(flags + ["between"]), self._filtered, self._smoothed, self._refined)
