@@ -80,8 +80,9 @@ def test_calibration_warnings_are_none_for_a_clean_calibration_or_one_without_th
 
 def test_from_calibration_warns_by_name_and_keeps_the_messages() -> None:
     model = pendulum()
-    doc = {"model": "pendulum", "parameters": {"J": _entry(1e-9, lower=1e-9, at_bound=True),
-                                               "b": _entry(2e-3)}, "h": H}
+    p = model.parameters
+    doc = {"model": "pendulum", "parameters": {"J": _entry(1e-9, lower=1e-9, at_bound=True), "b": _entry(2e-3)},
+           "fixed": {n: {"value": p[n].default} for n in p if n not in ("J", "b")}, "h": H}
     with pytest.warns(StreamWarning, match="parameter 'J' = 1e-09 ended on its lower bound 1e-09"):
         est = StreamEstimator.from_calibration(model, doc, lag=0.02, ppr=PPR)
     assert len(est.calibration_warnings) == 1
@@ -166,7 +167,8 @@ def test_smooth_of_the_issues_swing_with_300_ms_missing_ends_on_its_readings_tur
     off, for good, when the restart took the turn nearest the reading before the gap)."""
     t, y = swing
     keep = ~((t > 0.2135) & (t < 0.5135))
-    moved = y[keep][np.searchsorted(t[keep], 0.5135)] - y[keep][np.searchsorted(t[keep], 0.2135)]
+    after = int(np.searchsorted(t[keep], 0.5135))  # the first sample after the gap
+    moved = y[keep][after] - y[keep][after - 1]
     assert abs(moved) > math.pi  # the shortest way from the reading before the gap is a turn off
     out = tmp_path / "out.csv"
     code, err = _smooth(capsys, _calibration(tmp_path / "calib.json"), _write_log(tmp_path / "log.csv", t[keep],

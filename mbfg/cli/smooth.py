@@ -149,8 +149,8 @@ def add_parser(sub: Subparsers) -> None:
                    help="longest gap in the times bridged by the dynamics [s]; a time further than this from the "
                         "last is dropped as a leap (default: %(default)s)")
     p.add_argument("--max-fault-rate", type=_nonnegative_float, default=1.0, metavar="PERCENT",
-                   help="exit with status 1 at the end when solver restarts or jumps (readings left out) are "
-                        "each more than PERCENT %% of the samples: the estimates left the readings "
+                   help="exit with status 1 at the end when the solver restarts, or the jumps (readings left "
+                        "out), are more than PERCENT %% of the samples: the estimates left the readings "
                         "(default: %(default)s)")
     p.add_argument("--input", default="-", metavar="FILE", help="input log ('-', the default: standard input)")
     p.add_argument("--output", default="-", metavar="FILE", help="output CSV ('-', the default: standard output)")
