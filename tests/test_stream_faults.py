@@ -446,3 +446,27 @@ def test_a_bridged_gaps_prediction_a_turn_off_does_not_set_the_turn(model, turni
     worst, est = _long_gap(model, turning_logs, "mismatched", size, 2.0, source, update_every)
     assert est.status.resyncs == 1, est.status.summary()  # the readings were left out against the prediction
     assert worst < 32.0
+
+
+def test_angles_within_one_turn_say_when_a_gap_left_their_turn_to_a_guess(model, turning_logs) -> None:
+    """The spinning log as a source of angles within one turn (wrapped to (-pi, pi]: it has stepped by more
+    than pi before the gap): after a restart the readings cannot say how many turns the gap hid. The turn
+    nearest the last reading is taken and, where the reading lies more than a quarter turn from it, a
+    warning names the channel; the estimates stay on the readings modulo 2 pi."""
+    t, y, clean_filtered, _ = turning_logs["spinning"]
+    wrapped = np.arctan2(np.sin(y), np.cos(y))
+    n = int(round(0.3 / H))
+    first = int(np.argmax(np.abs(np.diff(wrapped)) > math.pi)) + 1  # after the first wrap
+    # A gap whose first sample taken in (after the RESYNC - 1 leaps) lies over a quarter turn from the last one
+    i = next(i for i in range(first + 1, len(t) - n - RESYNC - 300)
+             if abs(math.remainder(y[i + n + RESYNC - 1] - y[i - 1], 2 * math.pi)) > 0.6 * math.pi)
+    heard: list[str] = []
+    est = StreamEstimator(model, lag=LAG, h=H, ppr=PPR, max_gap=0.25, resync=RESYNC, on_warning=heard.append)
+    last = None
+    for j in list(range(i)) + list(range(i + n, i + n + 250)):
+        step = est.push(t[j], [float(wrapped[j])])
+        last = step.filtered if step.filtered is not None else last
+    assert est.status.restarts == 1, est.status.summary()
+    assert any("readings of 'theta' (angles within one turn) do not say how many turns" in m for m in heard), heard
+    j = i + n + 249
+    assert abs(math.remainder(last.coordinates[0] - y[j], 2 * math.pi)) / COUNT < 5.0
