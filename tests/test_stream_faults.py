@@ -1,13 +1,17 @@
 """Fault injection into encoder streams (mbfg.graphs.stream, ``mbfg smooth``): what a real rig sends.
 
 A seeded generator of faults over a simulated pendulum log (1 kHz, 2048
-counts per revolution, spinning over the top at about 12 rad/s): time leaps of
+counts per revolution, swung from the bottom at 12 rad/s, up to 1.8 rad): time leaps of
 +1 s, +60 s and to t = 1e6 s, gaps of 20, 100, 300 and 1000 ms at peak speed,
 bytes that are not UTF-8 on standard input and in ``--input``. Every case, in
 every update mode (one sample per update, and ``update_every`` 10 and 20), asserts:
 the stream goes on, one answer per input line, the fault counted by kind, and
 from 0.2 s of stream time after the fault on, the filtered estimate within 5
-encoder counts of the clean run's.
+encoder counts of the clean run's. The gaps of 300 ms and 1 s are run again on
+logs that move more than half a turn in them (a pendulum spinning over the top,
+one swinging through the bottom from 2.5 rad), restarted after the gap or
+bridged, with readings in rad, in counts and from a wrapping counter: the turn
+after the gap must come from the readings.
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ def model():
 
 @pytest.fixture(scope="module")
 def log(model):
-    """1.6 s of a pendulum spinning over the top: times (n,) [s] and quantized angles (n,) [rad, unwrapped]."""
+    """1.6 s of a pendulum swung from the bottom at 12 rad/s (it turns back at 1.8 rad): times (n,) [s] and
+    quantized angles (n,) [rad, unwrapped]."""
     traj = simulate(model, 1.6, H, initial=model.initial_state({"theta": 0.0}, {"theta": 12.0}))
     y = quantize(unwrap_angles(model, traj.observations), PPR)[:, 0]
     return np.round(np.asarray(traj.t), 9), y
@@ -306,3 +311,162 @@ def test_a_fast_start_is_no_jump_however_many_samples_wait_for_an_update(model, 
     for i in range(100):
         est.push(t[i], [y[i]])
     assert est.status.jumps == 0 and est.status.resyncs == 0, est.status.summary()
+
+
+# ---------------------------------------------------------------- a long gap's turn
+LONG_GAPS = (0.3, 1.0)
+RESYNC = 5
+#: A 16-bit counter that read 31 turns at the start: it wraps to 0 a turn later, within the log.
+COUNTER_MODULUS, COUNTER_START = 65536, 31 * PPR
+
+
+@pytest.fixture(scope="module")
+def turning_logs(model):
+    """Two logs whose motion across a long gap is more than half a turn, the clean run's filtered angle per
+    state index and update mode, and where each gap starts (its first missing sample) per gap length:
+
+    - "spinning": 1.6 s of the pendulum spinning over the top from 24 rad/s (2.2 to 3.7 turns a second),
+      the gap where the shortest way from the last reading before it is a whole turn wrong for the first
+      ``RESYNC`` samples after it;
+    - "swinging": 1.6 s of the pendulum released at rest from 2.5 rad, the samples after t = 0.2135 s missing
+      (it swings through the bottom at 8 rad/s there: 3.3 rad in the 300 ms gap);
+    - "mismatched": 1.6 s of a pendulum whose damping is 4 times the model's, swung from the bottom at 16 rad/s:
+      it turns back at 2.2 rad, where the model goes over the top (1.4 turns in its first second), the samples
+      after t = 0.05 s missing: a bridged gap's prediction is a turn or more off.
+    """
+    out = {}
+    for name, theta0, rate0 in (("spinning", 0.0, 24.0), ("swinging", 2.5, 0.0), ("mismatched", 0.0, 16.0)):
+        truth = model.with_parameters({"b": 4 * model.parameters["b"].default}) if name == "mismatched" else model
+        traj = simulate(truth, 1.6, H, initial=truth.initial_state({"theta": theta0}, {"theta": rate0}))
+        t = np.round(np.asarray(traj.t), 9)
+        y = quantize(unwrap_angles(model, traj.observations), PPR)[:, 0]
+        starts = {}
+        for size in LONG_GAPS:
+            n = int(round(size / H))
+            starts[size] = (_turn_off_start(y, 100, n, RESYNC) if name == "spinning"
+                            else int(np.searchsorted(t, 0.2135 if name == "swinging" else 0.05, side="right")))
+        filtered = {}
+        for mode in MODES:
+            est, filtered[mode] = _estimator(model, mode), {}
+            for i in range(len(t)):
+                for e in est.push(t[i], [y[i]]).added:
+                    filtered[mode][e.k] = e.coordinates[0]
+            last = est.flush()
+            for e in last.added if last is not None else ():
+                filtered[mode][e.k] = e.coordinates[0]
+            assert est.status.faults == 0, est.status.summary()
+        out[name] = (t, y, filtered, starts)
+    return out
+
+
+def _source(y: np.ndarray, source: str) -> tuple[np.ndarray, dict, float]:
+    """Readings of the (unwrapped, quantized) angles y [rad] as ``source`` sends them, the estimator's
+    settings for them, and the whole turns [rad] their estimates carry more than the angles'."""
+    counts = np.round(y / COUNT)
+    if source == "rad":
+        return y, {}, 0.0
+    if source == "counts":
+        return counts, {"counts": True}, 0.0
+    return (counts + COUNTER_START) % COUNTER_MODULUS, {"counts": True, "counter_modulus": COUNTER_MODULUS}, \
+        COUNTER_START * COUNT
+
+
+def _turn_off_start(y: np.ndarray, first: int, n: int, resync: int) -> int:
+    """The first sample from ``first`` on at which a gap of n samples hides a motion that the shortest way from
+    the last reading before it gets a whole turn wrong, for the first ``resync`` samples after the gap (the
+    bridged gap's first, a restart's last): where only the readings can tell the turn."""
+    for i in range(first, len(y) - n - resync):
+        moved = y[i + n : i + n + resync] - y[i - 1]
+        if np.all(np.abs(moved - np.arctan2(np.sin(moved), np.cos(moved))) > math.pi):
+            return i
+    raise AssertionError("no gap start where the shortest way is a turn off")
+
+
+#: (log, max_gap [s]): restarted after the gap (0.25 s) or bridged (2 s).
+TURNING_CASES = [("spinning", 0.25), ("spinning", 2.0), ("swinging", 0.25), ("swinging", 2.0)]
+
+
+def _long_gap(model, turning_logs, motion: str, size: float, max_gap: float, source: str,
+              update_every: int) -> tuple[float, StreamEstimator]:
+    """Stream a turning log with ``size`` seconds missing; the largest |filtered - clean| [counts] from
+    RECOVERY_S after the gap on, and the estimator (its status checked: no solver failure, the gap
+    restarted or bridged as max_gap says)."""
+    t, y, clean_filtered, starts = turning_logs[motion]
+    i, n = starts[size], int(round(size / H))
+    readings, settings, turns = _source(y, source)
+    est = StreamEstimator(model, lag=LAG, h=H, ppr=PPR, update_every=update_every, max_gap=max_gap, resync=RESYNC,
+                          on_warning=lambda m: None, **settings)
+    stop = min(len(t), i + n + int((RECOVERY_S + 0.05) / H))
+    estimates: dict[int, float] = {}
+    for j in list(range(i)) + list(range(i + n, stop)):
+        for e in est.push(t[j], [float(readings[j])]).added:
+            estimates[e.k] = e.coordinates[0] - turns
+    last = est.flush()
+    for e in last.added if last is not None else ():
+        estimates[e.k] = e.coordinates[0] - turns
+    st = est.status
+    assert st.solver_failures == 0, st.summary()
+    if max_gap < size:
+        assert st.restarts == 1 and st.leaps == RESYNC - 1, st.summary()
+    else:
+        assert st.gaps == 1 and st.missing_samples == n and st.leaps == 0, st.summary()
+    worst = _recovered(clean_filtered[update_every], estimates, t[i + n] + RECOVERY_S)
+    print(f"\n{motion}, gap {size:g} s from t = {t[i]:g} s, max_gap {max_gap:g} s, {source}, update_every "
+          f"{update_every}: {st.summary()}; worst {worst:.2f} counts")
+    return worst, est
+
+
+@pytest.mark.parametrize("update_every", MODES)
+@pytest.mark.parametrize("source", ["rad", "counts", "counter"])
+@pytest.mark.parametrize("size", LONG_GAPS, ids=[f"{s:g}s" for s in LONG_GAPS])
+@pytest.mark.parametrize(("motion", "max_gap"), TURNING_CASES,
+                         ids=[f"{m}-{'restart' if g < 1 else 'bridged'}" for m, g in TURNING_CASES])
+def test_a_long_gaps_turn_comes_from_the_readings_and_the_estimate_returns_to_the_clean_runs(
+        model, turning_logs, motion, size, max_gap, source, update_every) -> None:
+    """300 ms and 1 s of samples missing, the window restarted after them (max_gap 0.25 s, 4 samples dropped
+    as leaps) or the gap bridged by the dynamics (max_gap 2 s); readings in rad (a source that counts turns),
+    absolute counts, or a wrapping 16-bit counter: from 0.2 s after the gap on, the filtered angle within 5
+    counts of the clean run's. The shortest way from the last reading before the gap is a turn off there: a
+    restart that took it ended a full turn off the readings for good."""
+    worst, _ = _long_gap(model, turning_logs, motion, size, max_gap, source, update_every)
+    assert worst < 5.0
+
+
+@pytest.mark.parametrize("update_every", MODES)
+@pytest.mark.parametrize("source", ["rad", "counts", "counter"])
+@pytest.mark.parametrize("size", LONG_GAPS, ids=[f"{s:g}s" for s in LONG_GAPS])
+def test_a_bridged_gaps_prediction_a_turn_off_does_not_set_the_turn(model, turning_logs, size, source,
+                                                                   update_every) -> None:
+    """The mismatched log (damping 4 times the model's): across the bridged gap the model goes over the top
+    where the pendulum turned back, its prediction a turn or more off. The turn is the readings': from 0.2 s
+    after the gap on, the filtered angle within 32 counts (1/64 turn) of the clean run's (it was 2048 counts
+    off when the prediction chose the turn of angles that had never passed pi). Not 5 counts: with this
+    model the clean run is itself up to 20 counts off the readings, and the two runs' filtered estimates
+    swing a few counts about each other for half a second after the resync."""
+    worst, est = _long_gap(model, turning_logs, "mismatched", size, 2.0, source, update_every)
+    assert est.status.resyncs == 1, est.status.summary()  # the readings were left out against the prediction
+    assert worst < 32.0
+
+
+def test_angles_within_one_turn_say_when_a_gap_left_their_turn_to_a_guess(model, turning_logs) -> None:
+    """The spinning log as a source of angles within one turn (wrapped to (-pi, pi]: it has stepped by more
+    than pi before the gap): after a restart the readings cannot say how many turns the gap hid. The turn
+    nearest the last reading is taken and, where the reading lies more than a quarter turn from it, a
+    warning names the channel; the estimates stay on the readings modulo 2 pi."""
+    t, y, clean_filtered, _ = turning_logs["spinning"]
+    wrapped = np.arctan2(np.sin(y), np.cos(y))
+    n = int(round(0.3 / H))
+    first = int(np.argmax(np.abs(np.diff(wrapped)) > math.pi)) + 1  # after the first wrap
+    # A gap whose first sample taken in (after the RESYNC - 1 leaps) lies over a quarter turn from the last one
+    i = next(i for i in range(first + 1, len(t) - n - RESYNC - 300)
+             if abs(math.remainder(y[i + n + RESYNC - 1] - y[i - 1], 2 * math.pi)) > 0.6 * math.pi)
+    heard: list[str] = []
+    est = StreamEstimator(model, lag=LAG, h=H, ppr=PPR, max_gap=0.25, resync=RESYNC, on_warning=heard.append)
+    last = None
+    for j in list(range(i)) + list(range(i + n, i + n + 250)):
+        step = est.push(t[j], [float(wrapped[j])])
+        last = step.filtered if step.filtered is not None else last
+    assert est.status.restarts == 1, est.status.summary()
+    assert any("readings of 'theta' (angles within one turn) do not say how many turns" in m for m in heard), heard
+    j = i + n + 249
+    assert abs(math.remainder(last.coordinates[0] - y[j], 2 * math.pi)) / COUNT < 5.0

@@ -53,9 +53,14 @@ returned step):
 
 - a gap (samples missing) up to ``max_gap``: the missing states are bridged
   by impulse factors alone (the dynamics), with the last control held, their
-  values predicted by the model's Spook steps; the new sample's jump gate and
-  the turn of its readings are judged against that prediction where the
-  readings cannot tell (a counter that wraps, angles within one turn);
+  values predicted by the model's Spook steps; the new sample's jump gate is
+  judged against that prediction. The turn of its readings is theirs
+  wherever they carry it (absolute counts, angles from a source that counts
+  turns or has not wrapped), after a bridged gap as after a restart: an
+  extrapolation a turn off would leave the estimate a turn off the readings
+  for good. Only a counter that wraps and angles within one turn that have
+  wrapped before take the turn nearest the prediction (a restart: nearest
+  the last reading), with a warning where that decided it narrowly;
 - a leap (a time more than ``max_gap`` from the last one, forward or back):
   the sample is dropped; after ``resync`` samples in a row on the new clock
   the window restarts there (its smoothed estimate empty until a lag has
@@ -75,6 +80,13 @@ returned step):
   estimate; a restart that fails before it adds a state restarts again without
   it (the readings decide), so a diverged estimate is not carried from restart
   to restart.
+
+Trust: solver restarts and jumps are the signs that the estimate has left the
+readings (a model or calibration that does not fit them);
+:meth:`StreamStatus.rates` gives them per sample, and ``mbfg smooth`` exits
+with status 1 where one exceeds ``--max-fault-rate``.
+:meth:`StreamEstimator.from_calibration` warns by name on parameters the
+calibration's log did not fit (on a bound, not excited, not determined).
 
 Long streams: once JAX and GTSAM are loaded a process holds about half a
 million objects, and each of Python's full garbage collections walks them all:

@@ -69,7 +69,6 @@ class _StreamHost:
     _restart_velocity: np.ndarray | None
     _refined: dict[str, float] | None
     _leap_run: tuple[int, int] | None
-    _beyond_pi: np.ndarray
     _turn_steps: np.ndarray
     _t_decimals: int
     _pred_cache: tuple[Any, list] | None

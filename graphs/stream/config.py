@@ -153,6 +153,78 @@ def read_calibration(path: str | os.PathLike[str] | Mapping[str, Any]) -> dict[s
     return doc
 
 
+def calibration_warnings(doc: Mapping[str, Any], where: str = "calibration") -> list[str]:
+    """What a stream should be told about a calibration (the JSON of ``mbfg calibrate --json``), one message
+    per parameter or combination the calibration log did not fit, and one for a solve that did not converge.
+
+    A parameter counts as not fitted where its entry (or the top-level lists) says it ended on a bound
+    (``at_bound``) or was not excited (``excited`` false, ``not_excited``: its std exceeds its value), and a
+    combination of parameters where ``not_determined`` names it: the stream would use such values as if
+    the data had determined them, and its dynamics may then leave the readings (jumps, solver restarts).
+    Parameters a calibration lists as ``held`` (at given values, not fitted) are not reported; a
+    ``status`` other than "converged" (or ``converged`` false where there is no status) is. Fields a file
+    lacks (older calibrations) are taken as raising nothing."""
+    params = doc.get("parameters")
+    params = params if isinstance(params, Mapping) else {}
+    held_doc = doc.get("held")
+    held = set(held_doc) if isinstance(held_doc, (list, tuple, Mapping)) else set()
+
+    def listed(key: str) -> set[str]:
+        value = doc.get(key)
+        return {str(n) for n in value} if isinstance(value, (list, tuple)) else set()
+
+    at_bound, not_excited = listed("at_bound"), listed("not_excited")
+    out = []
+    for name in list(params) + sorted((at_bound | not_excited) - set(params)):
+        if name in held:
+            continue
+        entry = params.get(name)
+        entry = entry if isinstance(entry, Mapping) else {}
+        value = entry.get("value")
+        shown = f"{name!r} = {value:.6g}" if _number(value) else repr(name)
+        reasons = []
+        if entry.get("at_bound") is True or name in at_bound:
+            side = _bound_side(entry)
+            reasons.append(f"ended on its {side}" if side else "ended on a bound")
+        if entry.get("excited") is False or name in not_excited:
+            std = entry.get("std")
+            reasons.append("was not excited by the calibration log" + (
+                f" (std {std:.3g} > |value|)" if _number(std) else ""))
+        if reasons:
+            out.append(f"{where}: parameter {shown} {' and '.join(reasons)}: the data did not determine it, yet the "
+                       "stream uses it as fitted and its dynamics may leave the readings (jumps, solver restarts); "
+                       "calibrate with it fixed at a known value, or held")
+    for label in listed("not_determined"):
+        out.append(f"{where}: the calibration log did not determine {label}: the stream uses the parameters in it "
+                   "as fitted; calibrate with one of them fixed at a known value")
+    status = doc.get("status")
+    if isinstance(status, str) and status != "converged":
+        reason = doc.get("reason")
+        out.append(f"{where}: the calibration's solve ended {status!r}" + (f" ({reason})" if reason else "")
+                   + ": its parameters are not a converged fit")
+    elif status is None and doc.get("converged") is False:
+        out.append(f"{where}: the calibration did not converge: its parameters are not a converged fit")
+    return out
+
+
+def _bound_side(entry: Mapping[str, Any]) -> str:
+    """'lower bound 1e-10' or 'upper bound ...' for the bound a parameter's entry sits on (its value at or
+    beyond it, as the calibration judges), else ''."""
+    value = entry.get("value")
+    if not _number(value):
+        return ""
+    lower, upper = entry.get("lower"), entry.get("upper")
+    if _number(lower) and value <= lower:
+        return f"lower bound {lower:.6g}"
+    if _number(upper) and value >= upper:
+        return f"upper bound {upper:.6g}"
+    return ""
+
+
+def _number(x: Any) -> TypeGuard[float]:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def _positive(name: str, value: Any) -> float:
     try:
         x = float(value)

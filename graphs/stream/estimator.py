@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -23,13 +24,14 @@ from mbfg.graphs.stream.config import (
     StreamConfig,
     _decimals,
     _usable,
+    calibration_warnings,
     read_calibration,
 )
 from mbfg.graphs.stream.faults import _FaultGate
 from mbfg.graphs.stream.growth import _GraphGrowth
 from mbfg.graphs.stream.readout import _Readout, _wrap
 from mbfg.graphs.stream.replay import _Replay
-from mbfg.graphs.stream.results import DEFAULT_SIGMA, Estimate, StreamStatus, StreamStep
+from mbfg.graphs.stream.results import DEFAULT_SIGMA, Estimate, StreamStatus, StreamStep, StreamWarning
 from mbfg.graphs.stream.window import _ISAM2Window
 from mbfg.rigid import RigidModel, State
 
@@ -187,6 +189,8 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         self._max_gap_slots = max(int(round(self.max_gap / self.period)), 1)
         self.covariance = bool(config.covariance)
         self.on_warning = on_warning
+        #: What :meth:`from_calibration` warned about the calibration (parameters the data did not fit).
+        self.calibration_warnings: tuple[str, ...] = ()
 
         refine = config.refine
         for name in refine:
@@ -263,8 +267,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         self._restart_velocity: np.ndarray | None = None
         self._refined: dict[str, float] | None = None
         self._leap_run: tuple[int, int] | None = None  # (last slot, samples in a row) on a leapt-to clock
-        self._beyond_pi = np.zeros(n_obs, dtype=bool)  # a channel has shown an angle beyond pi
-        self._turn_steps = np.zeros(n_obs, dtype=bool)  # ... or a step of more than pi between samples
+        self._turn_steps = np.zeros(n_obs, dtype=bool)  # a channel has stepped by more than pi between samples
         self._t_decimals = 12  # decimals of the output times (those of the period and of t_0)
         self._pred_cache: tuple[Any, list] | None = None  # the last model rollout (key, states)
         self._gate_ref: tuple[int, np.ndarray, np.ndarray] | None = None  # (k, coordinates, rates) after a gap
@@ -296,6 +299,11 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         ``refine`` get the calibration's standard deviations as prior sigmas.
         A calibration without a usable ``sigma_impulse`` falls back on its
         ``weight``.
+
+        A calibration whose parameters the data did not fit (ended on a bound, not excited, a combination
+        not determined) or whose solve did not converge is taken, and said so by name, once per parameter
+        (:func:`~mbfg.graphs.stream.config.calibration_warnings`), through ``on_warning`` or as a
+        :class:`StreamWarning`; the messages stay in :attr:`calibration_warnings`.
         """
         from mbfg.parameters import result_changes
 
@@ -323,7 +331,14 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         if kwargs.get("refine"):
             settings["refine_sigmas"] = {n: stds.get(n) for n in kwargs["refine"]}
         settings.update({k: v for k, v in kwargs.items() if v is not None})
-        return cls(fitted, **settings)
+        estimator = cls(fitted, **settings)
+        estimator.calibration_warnings = tuple(calibration_warnings(doc, where))
+        for message in estimator.calibration_warnings:
+            if estimator.on_warning is not None:
+                estimator.on_warning(message)
+            else:
+                warnings.warn(message, StreamWarning, stacklevel=2)
+        return estimator
 
     def _window_lag(self) -> float:
         # Keys stamped before t_new - lag are marginalized: m + update_every states stay, so that the smoothed
@@ -428,7 +443,9 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
                 self._gate_ref = (k, pred, pred_rates)
         except Exception as exc:  # noqa: BLE001 - a stream must go on; the failure is counted and reported
             return self._solver_failed(t, exc, flags)
-        y = self._unwrap(y, pred, gap)
+        # A restart on a new clock follows a gap too (the samples of the leap were dropped): its turn is the
+        # readings', not the last reading's before the leap extrapolated across it.
+        y = self._unwrap(y, pred, gap or "restart" in flags)
         if between:
             st.between += 1
             return StreamStep(t, tuple(flags + ["between"]), self._filtered, self._smoothed, self._refined)

@@ -92,12 +92,23 @@ class _FaultGate(_StreamHost):
     def _unwrap(self, y: np.ndarray, pred: np.ndarray | None = None, gap: bool = False) -> np.ndarray:
         """Raw readings -> unwrapped [rad, m]: counter wrap-around, counts to radians, angles modulo 2 pi.
 
-        Between consecutive samples the shortest way round is taken. After a gap the turn is resolved from
-        the reading where it can be: raw counts without a modulus are absolute, and readings in rad from a
-        source that counts turns itself (it has shown angles beyond pi, and never a step of more than pi
-        between consecutive samples) are taken as they come; a wrapping counter, or a source of angles
-        within one turn or with turns that are not motion, needs the model's prediction ``pred`` (n_obs,)
-        [rad, m] of the new state, and the branch nearest it is taken. gap: samples are missing before y."""
+        Between consecutive samples the shortest way round is taken (a step of less than half a turn, or half
+        the counter). After a gap (gap: samples are missing before y, whether the gap is bridged or the window
+        restarts after it) the turn comes from the reading wherever the readings carry it, never from an
+        extrapolation across the gap, however long it was:
+
+        - raw counts without a modulus are absolute: the count moved is the reading's difference;
+        - readings in rad of a channel that has never stepped by more than pi between consecutive samples are
+          taken as they come: a source that counts turns reads the turn itself, and one within one turn that
+          has not wrapped so far reads its own branch (an extrapolation, a full turn off, would stay a
+          turn off the readings for good).
+
+        Only where the readings cannot carry it, angles within one turn that have wrapped before (a step of
+        more than pi between samples) and a counter that wraps after ``counter_modulus`` counts, is the turn
+        (the number of counter wraps; the count within the counter stays the reading's) the one nearest the
+        model's prediction ``pred`` (n_obs,) [rad, m] of the new state across a bridged gap, or without one
+        (a restart) nearest the last reading; a warning (once) says so where the reading lies more than a
+        quarter turn (quarter counter) from that reference."""
         out = y.copy()
         if self._raw_prev is None:
             self._raw_prev = np.full_like(y, np.nan)
@@ -114,27 +125,32 @@ class _FaultGate(_StreamHost):
                     counts = raw
                 elif self.counter_modulus is not None:
                     M = self.counter_modulus
-                    base_counts, base_raw = (prev / self.step_rad, prev_raw)
-                    if guess is not None:  # the counter has wrapped an unknown number of times: the model's turn
-                        d = raw - base_raw - (guess / self.step_rad - base_counts)
-                        counts = guess / self.step_rad + ((d + M / 2) % M - M / 2)
-                    else:
-                        d = raw - base_raw
-                        counts = base_counts + ((d + M / 2) % M - M / 2)  # the shortest way round the counter
+                    base_counts = prev / self.step_rad
+                    # The counter has wrapped an unknown number of times: the wraps nearest the reference (the
+                    # model's turn across a bridged gap, else the last reading), the count within it the reading's.
+                    ref = guess / self.step_rad if gap and guess is not None else base_counts
+                    d = raw - prev_raw - (ref - base_counts)
+                    off = (d + M / 2) % M - M / 2
+                    counts = ref + off
+                    if gap and abs(off) > M / 4:
+                        self._warn_turn(c, f"a counter that wraps after {M} counts", guess is not None,
+                                        f"{abs(off):.0f} counts")
                 else:
                     counts = prev / self.step_rad + (raw - prev_raw)  # absolute counts: no ambiguity
                 value = counts * self.step_rad
             elif self.hinge[c]:
-                if abs(raw) > math.pi + 1e-9:
-                    self._beyond_pi[c] = True
                 if not gap and not math.isnan(prev_raw) and abs(raw - prev_raw) > math.pi:
                     self._turn_steps[c] = True  # turns that are not motion: the source does not count turns
                 if math.isnan(prev):
                     value = raw
-                elif gap and self._beyond_pi[c] and not self._turn_steps[c]:
-                    value = raw  # the source counts turns itself: the reading says which turn
-                elif gap and guess is not None:
-                    value = guess + _wrap_angle(raw - guess)
+                elif gap and not self._turn_steps[c]:
+                    value = raw  # the reading says which turn
+                elif gap:
+                    ref = guess if guess is not None else prev
+                    off = _wrap_angle(raw - ref)
+                    value = ref + off
+                    if abs(off) > math.pi / 2:
+                        self._warn_turn(c, "angles within one turn", guess is not None, f"{abs(off):.3g} rad")
                 else:
                     value = prev + _wrap_angle(raw - prev_raw)  # a reading wrapped to one turn is unwrapped
             else:
@@ -143,6 +159,13 @@ class _FaultGate(_StreamHost):
             self._unwrapped[c] = value
             out[c] = value
         return out
+
+    def _warn_turn(self, c: int, source: str, predicted: bool, far: str) -> None:
+        """Warn (once) that the turn of channel c after a gap is not in its readings and was decided narrowly."""
+        reference = "the model's prediction across the gap" if predicted else "the last reading before the gap"
+        self._warn("turn", f"stream: the readings of {self.model.observations[c]!r} ({source}) do not say how "
+                   f"many turns were made in a gap; the turn nearest {reference} was taken, {far} from the "
+                   "reading: the angles that follow may be a whole turn off")
 
     def _gate(self, y: np.ndarray, k: int, flags: list[str], pred: np.ndarray | None = None) -> np.ndarray:
         """Readings too far from the prediction are left out (``jump``); ``resync`` in a row are believed.

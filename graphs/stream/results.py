@@ -67,6 +67,31 @@ class StreamStatus:
     FAULTS = ("gaps", "nonfinite", "duplicates", "out_of_order", "off_grid", "jumps", "malformed",
               "solver_failures", "missing", "leaps")
 
+    #: The faults whose rate says that the estimate has left the readings (the model or its parameters do not
+    #: fit them, e.g. a calibration that freed what its log did not determine): readings left out as jumps,
+    #: and failed solves that restarted the smoother.
+    RATED = ("solver_failures", "jumps")
+
+    def rates(self) -> dict[str, float]:
+        """Each of :attr:`RATED` per sample pushed (0 before any): e.g. ``{"solver_failures": 0.02,
+        "jumps": 0.21}`` (a jump is one reading left out, so with several channels the rate can pass 1)."""
+        return {name: getattr(self, name) / self.samples if self.samples else 0.0 for name in self.RATED}
+
+    def over_rate(self, limit: float) -> dict[str, float]:
+        """The rates of :meth:`rates` above ``limit`` (a fraction of the samples, e.g. 0.01)."""
+        return {name: rate for name, rate in self.rates().items() if rate > limit}
+
+    def rate_summary(self, limit: float) -> str:
+        """The rated faults as percentages of the samples against ``limit`` (a fraction), e.g.
+        ``solver restarts 2.05 %, jumps 21.3 % of the samples (more than 1 %: the estimates left the
+        readings)``."""
+        words = {"solver_failures": "solver restarts", "jumps": "jumps"}
+        over = self.over_rate(limit)
+        parts = ", ".join(f"{words[n]} {100 * r:.3g} %" for n, r in self.rates().items())
+        if over:
+            return f"{parts} of the samples (more than {100 * limit:g} %: the estimates left the readings)"
+        return f"{parts} of the samples (at most {100 * limit:g} %)"
+
     @property
     def faults(self) -> int:
         """Number of fault events (a gap counts once however many samples it skips)."""

@@ -4,7 +4,7 @@
 
     some_reader | mbfg smooth MODEL --params CALIB.json [--lag S] [--ppr N [--counts [--wrap M]]]
                               [--dt H] [--period P] [--std] [--smoother chain|incremental|batch]
-                              [--columns t,NAMES...] [--max-gap S]
+                              [--columns t,NAMES...] [--max-gap S] [--max-fault-rate PERCENT]
                               [--input FILE|-] [--output FILE|-] [--quiet] | plotter
 
 Input: the standard log format (:mod:`mbfg.logs`): a header line naming ``t``,
@@ -14,7 +14,9 @@ bad line (wrong cells, bytes that are not UTF-8) does not stop the command: it
 is a fault of the stream, handled and counted (:mod:`mbfg.graphs.stream`).
 Output: one CSV line per input data line, flushed at once, so the command can
 sit in a pipe. The JAX functions are compiled before the first line is read;
-Ctrl-C ends a live pipe with the fault summary, the output flushed.
+Ctrl-C ends a live pipe with the fault summary, the output flushed. A calibration whose parameters its log
+did not fit is named in warnings; a stream whose solver restarts or jumps exceed ``--max-fault-rate`` of its
+samples says so and exits with status 1.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
-from mbfg.cli.args import Subparsers, _counts, _positive_float, _whole_number
+from mbfg.cli.args import Subparsers, _counts, _nonnegative_float, _positive_float, _whole_number
 from mbfg.cli.common import _check_output, _eprint, _rigid_model, _start, _wall
 from mbfg.errors import DataError, ModelError
 
@@ -64,6 +66,16 @@ restarts there, flag restart); a non-finite or non-numeric reading is dropped
 reading far from the prediction is left out (a jump); a line with the wrong
 number of cells or bytes that are not UTF-8 is skipped (malformed). A summary
 of these faults goes to stderr at the end, and on Ctrl-C.
+
+Trust: a calibration whose parameters ended on a bound, were not excited by
+its log or form a combination the log did not determine (the flags of
+'mbfg calibrate'), or whose solve did not converge, is named in a warning on
+stderr before the stream starts: the stream uses such values as fitted, and
+its dynamics may leave the readings. Solver restarts and jumps (readings
+left out) are the signs that they did: where either is more than
+--max-fault-rate percent of the samples (default 1 %), the summary says so,
+naming the rates, and the command exits with status 1 once the stream has
+ended (after it wrote every line).
 
 Output (--output, default standard output): a header, then one line per
 input data line, flushed at once:
@@ -136,6 +148,10 @@ def add_parser(sub: Subparsers) -> None:
     p.add_argument("--max-gap", type=_positive_float, default=0.25, metavar="S",
                    help="longest gap in the times bridged by the dynamics [s]; a time further than this from the "
                         "last is dropped as a leap (default: %(default)s)")
+    p.add_argument("--max-fault-rate", type=_nonnegative_float, default=1.0, metavar="PERCENT",
+                   help="exit with status 1 at the end when the solver restarts, or the jumps (readings left "
+                        "out), are more than PERCENT %% of the samples: the estimates left the readings "
+                        "(default: %(default)s)")
     p.add_argument("--input", default="-", metavar="FILE", help="input log ('-', the default: standard input)")
     p.add_argument("--output", default="-", metavar="FILE", help="output CSV ('-', the default: standard output)")
     p.add_argument("--quiet", action="store_true", help="no progress lines (the warnings and summary still go to stderr)")
@@ -452,6 +468,13 @@ def run(args: argparse.Namespace) -> int:
     wall = time.perf_counter() - start
     st = estimator.status
     rate = f", {lines / wall:.0f} samples per wall second" if wall > 0 else ""
-    _eprint(f"mbfg smooth: {'interrupted; ' if interrupted else ''}{st.summary()}; {_wall(args):.1f} s wall in all "
-            f"(compile {warm:.1f} s; reading and estimating {wall:.1f} s{rate})")
-    return 130 if interrupted else 0
+    limit = args.max_fault_rate / 100.0
+    over = st.over_rate(limit)
+    if over:
+        _eprint(f"mbfg smooth: error: the stream's estimates left the readings: {st.rate_summary(limit)}; "
+                "check the calibration (the warnings above name parameters its log did not fit) and the model")
+    _eprint(f"mbfg smooth: {'interrupted; ' if interrupted else ''}{st.summary()}; {st.rate_summary(limit)}; "
+            f"{_wall(args):.1f} s wall in all (compile {warm:.1f} s; reading and estimating {wall:.1f} s{rate})")
+    if interrupted:
+        return 130
+    return 1 if over else 0
