@@ -46,6 +46,13 @@ from mbfg.adapter import FactorGroup
 from mbfg.graphs.stream.band import ConditionalBand
 from mbfg.lie import pose3_retract_np
 
+#: A state's column is determined where its triangular factor's diagonal entry exceeds this fraction of the
+#: column's norm in the rows stacked for its QR: the part of the column independent of the columns before it.
+#: Relative to each column, not to the largest entry of R: with rigid joints (compliance 1e-10 m/N) the joint
+#: rows weigh about 1/eps more than the readings, and a test against max |R| took every column the readings
+#: determine for an undetermined one.
+DETERMINED = 1e-13
+
 
 class ChainError(RuntimeError):
     """A factor the chain cannot hold (it skips a state or touches an eliminated one), or a state the
@@ -126,8 +133,8 @@ def _eliminate_regular(carried: jnp.ndarray, A: jnp.ndarray, b: jnp.ndarray, A_u
     n = carried.shape[0]
     m_u = A_u.shape[1]
 
-    def determined(R: jnp.ndarray) -> jnp.ndarray:
-        return jnp.all(jnp.abs(jnp.diag(R[:n, :n])) > 1e-13 * jnp.max(jnp.abs(R)))
+    def determined(R: jnp.ndarray, M: jnp.ndarray) -> jnp.ndarray:
+        return jnp.all(jnp.abs(jnp.diag(R[:n, :n])) > DETERMINED * jnp.linalg.norm(M[:, :n], axis=0))
 
     # One QR per state: state i's rows are what elimination left on it (n rows), its own unary rows and
     # the binary rows to state i + 1, stacked (the same least squares as two QRs, half the LAPACK calls).
@@ -138,13 +145,15 @@ def _eliminate_regular(carried: jnp.ndarray, A: jnp.ndarray, b: jnp.ndarray, A_u
         A_i, b_i, U_i = rows
         on_i = jnp.concatenate([carry, U_i])
         top = jnp.concatenate([on_i[:, :n], jnp.zeros((n + m_u, n)), on_i[:, n:]], axis=1)
-        R = jnp.linalg.qr(jnp.concatenate([top, jnp.concatenate([A_i, b_i[:, None]], axis=1)]), mode="r")
+        M = jnp.concatenate([top, jnp.concatenate([A_i, b_i[:, None]], axis=1)])
+        R = jnp.linalg.qr(M, mode="r")
         sol = jax.scipy.linalg.solve_triangular(R[:n, :n], R[:n, n:])
-        return R[n : 2 * n, n:], (sol[:, :n], sol[:, n], R[:n, :n], determined(R))
+        return R[n : 2 * n, n:], (sol[:, :n], sol[:, n], R[:n, :n], determined(R, M))
 
     carry, (G, a, R, ok) = jax.lax.scan(step, carried, (A, b, unary_on_i))
-    R_f = jnp.linalg.qr(jnp.concatenate([carry, unary[-1]]), mode="r")[:n]
-    return G, a, R, R_f, jnp.concatenate([ok, determined(R_f)[None]])
+    M_f = jnp.concatenate([carry, unary[-1]])
+    R_f = jnp.linalg.qr(M_f, mode="r")[:n]
+    return G, a, R, R_f, jnp.concatenate([ok, determined(R_f, M_f)[None]])
 
 
 class _ChainWindow:
@@ -387,8 +396,9 @@ class _ChainWindow:
             if not stack:
                 raise ChainError(f"no factor determines state {j} of the window (at {self._states[j].stamp} s): "
                                  "it is undetermined")
-            R: np.ndarray = np.linalg.qr(np.vstack(stack), mode="r")  # type: ignore[assignment]  # mode "r": R only
-            if R.shape[0] < n or np.any(np.abs(np.diag(R[:n, :n])) <= 1e-13 * np.abs(R).max()):
+            M = np.vstack(stack)
+            R: np.ndarray = np.linalg.qr(M, mode="r")  # type: ignore[assignment]  # mode "r": R only
+            if R.shape[0] < n or np.any(np.abs(np.diag(R[:n, :n])) <= DETERMINED * np.linalg.norm(M[:, :n], axis=0)):
                 raise ChainError(f"the factors leave state {j} of the window (at {self._states[j].stamp} s) "
                                  "undetermined")
             if j == last:
