@@ -137,6 +137,7 @@ def _tree(robot: Any, where: str) -> tuple[str, list[Any]]:
     """The root link and the joints parents-first (document order where the tree allows it)."""
     links = [link.name for link in robot.links]
     _unique("link", links, where)
+    known = set(links)
     _unique("joint", [j.name for j in robot.joints], where)
     parent_joint: dict[str, Any] = {}
     for j in robot.joints:
@@ -148,7 +149,7 @@ def _tree(robot: Any, where: str) -> tuple[str, list[Any]]:
             raise ModelError(f"{where}: joint {j.name!r} has unknown type {j.type!r}; expected one of "
                              f"{', '.join(_KNOWN)}")
         for role, link in (("parent", j.parent), ("child", j.child)):
-            if link not in links:
+            if link not in known:
                 raise ModelError(f"{where}: joint {j.name!r} names unknown {role} link {link!r}")
         if j.child in parent_joint:
             raise ModelError(f"{where}: link {j.child!r} is the child of joints {parent_joint[j.child].name!r} and "
@@ -161,16 +162,25 @@ def _tree(robot: Any, where: str) -> tuple[str, list[Any]]:
                              f"{_cycle(links[0], parent_joint)}")
         raise ModelError(f"{where}: {len(roots)} root links ({', '.join(roots)}); expected one (the fixed base): "
                          f"connect the others to it with joints")
-    placed, order, pending = {roots[0]}, [], list(robot.joints)
-    while pending:
-        ready = [j for j in pending if j.parent in placed]
-        if not ready:
-            raise ModelError(f"{where}: a loop: {_cycle(pending[0].child, parent_joint)} (not reachable from the "
-                             f"root link {roots[0]!r})")
-        for j in ready:
-            placed.add(j.child)
-        order += ready
-        pending = [j for j in pending if j not in ready]
+    # Parents first, by generation (the file's order within one): a breadth-first walk from the root,
+    # linear in the number of joints (a pass over all pending joints per generation was quadratic in a chain).
+    children: dict[str, list[int]] = {}
+    for i, j in enumerate(robot.joints):
+        children.setdefault(j.parent, []).append(i)
+    depth: dict[int, int] = {}
+    frontier, level = [roots[0]], 0
+    while frontier:
+        nxt = []
+        for link in frontier:
+            for i in children.get(link, ()):
+                depth[i] = level
+                nxt.append(robot.joints[i].child)
+        frontier, level = nxt, level + 1
+    if len(depth) < len(robot.joints):
+        stray = next(j for i, j in enumerate(robot.joints) if i not in depth)
+        raise ModelError(f"{where}: a loop: {_cycle(stray.child, parent_joint)} (not reachable from the "
+                         f"root link {roots[0]!r})")
+    order = [robot.joints[i] for i in sorted(depth, key=lambda i: (depth[i], i))]
     return roots[0], order
 
 
@@ -244,10 +254,19 @@ def _check_tensor(I: np.ndarray, where: str, strict: bool) -> np.ndarray:
     return J
 
 
+def _links_by_name(robot: Any) -> dict[str, Any]:
+    """The robot's links by name, built once per robot (per body it made model loading quadratic)."""
+    cached = getattr(robot, "_mbfg_links_by_name", None)
+    if cached is None:
+        cached = {link.name: link for link in robot.links}
+        robot._mbfg_links_by_name = cached
+    return cached
+
+
 def _mass_properties(head: str, links: list[str], T: dict[str, np.ndarray], robot: Any,
                      where: str) -> _MassProperties:
     """Combined mass, CoM and principal inertia of ``links`` (``head`` first; ``T`` their frames in head's)."""
-    by_name = {link.name: link for link in robot.links}
+    by_name = _links_by_name(robot)
     parts = []  # (mass, CoM in the head frame, inertia about that CoM in head axes)
     for name in links:
         inertial = by_name[name].inertial
@@ -338,8 +357,10 @@ def _build(robot: Any, where: str, motors: Sequence[str], name: str | None) -> R
             moving.append(j)
     if not moving:
         raise ModelError(f"{where}: no revolute, continuous or prismatic joint: nothing moves")
-    props = {j.child: _mass_properties(j.child, [k for k in head if head[k] == j.child], T, robot, where)
-             for j in moving}
+    groups: dict[str, list[str]] = {}  # head link -> its links, the head first (parents-first order)
+    for k, h in head.items():
+        groups.setdefault(h, []).append(k)
+    props = {j.child: _mass_properties(j.child, groups[j.child], T, robot, where) for j in moving}
 
     names: dict[str, str] = {}  # parameter name -> the URDF name it came from
 
