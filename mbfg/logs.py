@@ -131,8 +131,10 @@ def write_log(
         lines.append(",".join("" if math.isnan(v) else _format(v) for v in cells))
     text = "\n".join(lines) + "\n"
     if isinstance(path_or_buffer, (str, os.PathLike)):
+        from mbfg.atomic import replacing
+
         try:
-            with open(path_or_buffer, "w", encoding="utf-8", newline="") as fh:
+            with replacing(path_or_buffer) as fh:  # whole or not at all: a killed run leaves the old file
                 fh.write(text)
         except OSError as exc:
             raise DataError(f"{os.fspath(path_or_buffer)}: cannot write the log ({exc.strerror or exc})") from None

@@ -30,10 +30,12 @@ from mbfg.cli.args import (
 from mbfg.cli.common import (
     _check_figure,
     _check_output,
+    _check_outputs,
     _check_time_step,
     _compile_notice,
     _eprint,
     _json_safe,
+    _model_input,
     _model_with_params,
     _parse_free,
     _sample_period,
@@ -323,16 +325,20 @@ def why_not_converged(history: list[dict[str, float]], piecewise: bool) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """The ``calibrate`` subcommand (see :data:`DESCRIPTION`)."""
+    from mbfg.atomic import replacing
     from mbfg.calibration import calibrate
     from mbfg.cli.recordings import read_recording
 
     _start(args)
     if args.out == "-":
         raise DataError("--out -: use --json to print the result on standard output")
+    inputs = [_model_input(args.model), ("LOG", args.log), ("--params", args.params)]
     if args.out:
-        _check_output(args.out, "JSON")
+        _check_output(args.out, "JSON", inputs=inputs)
     plot = args.plot
     if plot:
+        _check_output(plot, "figure", "--plot", inputs=inputs)
+        _check_outputs([("--out", args.out), ("--plot", plot)])
         _check_figure(plot, "plotting a calibration")  # a missing matplotlib is said now, not after the fit
     model = _model_with_params(args.model, args.params)
     free = _parse_free(model, args.free) if args.free is not None else None
@@ -373,7 +379,7 @@ def run(args: argparse.Namespace) -> int:
                      | ({"base": base.to_dict()} if base is not None else {}))
     if args.out:
         try:
-            with open(args.out, "w", encoding="utf-8") as fh:
+            with replacing(args.out) as fh:  # whole or not at all: a killed run leaves the old file
                 json.dump(doc, fh, indent=2)
                 fh.write("\n")
         except OSError as exc:

@@ -14,6 +14,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,8 +47,14 @@ def _wall(args: argparse.Namespace) -> float:
     return time.perf_counter() - args.started
 
 
-def _check_output(out: str, kind: str = "CSV", option: str = "--out") -> None:
-    """Fail before the (possibly long) solve if the output file (of ``option``) cannot be written."""
+def _check_output(out: str, kind: str = "CSV", option: str = "--out",
+                  inputs: Sequence[tuple[str, str | None]] = ()) -> None:
+    """Fail before the (possibly long) solve if the output file (of ``option``) cannot be written, or is one of
+    the command's ``inputs`` ((option or argument name, path) pairs; None and '-' skipped): the same resolved
+    path or the same inode, so that a run never truncates what it reads (``--output in.csv`` read its own
+    output back as input and grew without end)."""
+    from mbfg.atomic import is_special, same_file
+
     if out == "-":
         return
     path = Path(out)
@@ -56,6 +63,30 @@ def _check_output(out: str, kind: str = "CSV", option: str = "--out") -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise DataError(f"{option} {out}: folder {str(parent)!r} does not exist")
+    for name, source in inputs:
+        if source and source != "-" and not is_special(source) and same_file(out, source):
+            raise DataError(f"{option} {out}: is the same file as {name} {source}, which the command reads; "
+                            f"give {option} another file name (nothing was written)")
+
+
+def _check_outputs(outputs: Sequence[tuple[str, str | None]]) -> None:
+    """No two of a command's output files ((option, path) pairs) are one file: the second would overwrite
+    the first."""
+    from mbfg.atomic import same_file
+
+    given = [(option, path) for option, path in outputs if path and path != "-"]
+    for i, (option, path) in enumerate(given):
+        for other, earlier in given[:i]:
+            if same_file(path, earlier):
+                raise DataError(f"{option} {path}: is the same file as {other} {earlier}; give each output its "
+                                f"own file name")
+
+
+def _model_input(name: str) -> tuple[str, str | None]:
+    """The ("MODEL", path) input pair of a MODEL argument, path None for a built-in model name."""
+    from mbfg.models import BUILTIN
+
+    return ("MODEL", None if name in BUILTIN else name)
 
 
 def _check_figure(path: str, what: str, option: str = "--plot") -> None:
@@ -83,10 +114,12 @@ def _check_figure(path: str, what: str, option: str = "--plot") -> None:
 
 def _save_figure(fig: Any, path: str, option: str = "--plot") -> None:
     """Write a figure drawn without a path to ``path`` and close it (a command draws one figure)."""
+    from mbfg.atomic import replacing_path
     from mbfg.plots import pyplot, save
 
     try:
-        save(fig, path)
+        with replacing_path(path, Path(path).suffix) as tmp:  # never a half-written figure over an old one
+            save(fig, tmp)
     except OSError as exc:
         raise DataError(f"{option} {path}: cannot write the figure ({exc.strerror or exc})") from None
     finally:
@@ -94,12 +127,16 @@ def _save_figure(fig: Any, path: str, option: str = "--plot") -> None:
 
 
 def _write_csv(frame: pd.DataFrame, out: str) -> None:
+    """``frame`` as CSV to ``out`` ('-': standard output), written whole or not at all (:mod:`mbfg.atomic`)."""
+    from mbfg.atomic import replacing
+
     if out == "-":
         frame.to_csv(sys.stdout, index=False)
         sys.stdout.flush()
         return
     try:
-        frame.to_csv(out, index=False)
+        with replacing(out) as fh:
+            frame.to_csv(fh, index=False)
     except OSError as exc:
         raise DataError(f"--out {out}: cannot write the CSV file ({exc.strerror or exc})") from None
 

@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mbfg.cli.args import CONTROL_NOTE, Subparsers, _assignment, _iterations, _positive_float, _positive_int
-from mbfg.cli.common import _calibration_settings, _check_output, _eprint, _model_with_params, _start, _wall
+from mbfg.cli.common import (
+    _calibration_settings,
+    _check_output,
+    _eprint,
+    _model_input,
+    _model_with_params,
+    _start,
+    _wall,
+)
 from mbfg.errors import ModelError
 
 if TYPE_CHECKING:
@@ -184,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.logs import write_log
 
     _start(args)
-    _check_output(args.out)
+    _check_output(args.out, inputs=[_model_input(args.model), ("--params", args.params)])
     model = _model_with_params(args.model, args.params)
     control.check_controllable(model)
     h = args.dt or (_calibration_settings(args.params).get("h") if args.params else None) or 1e-3

@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.graphs import simulate_forward
 
     _start(args)
-    _check_output(args.out)
+    _check_output(args.out, inputs=[("MECHANISM", args.mechanism)])
     mech = load_mechanism(args.mechanism)
     window = None if args.batch else args.lag
     n_steps = int(round(args.duration / args.dt))

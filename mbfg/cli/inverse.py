@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.graphs import solve_inverse_dynamics
 
     _start(args)
-    _check_output(args.out)
+    _check_output(args.out, inputs=[("MECHANISM", args.mechanism), ("TRAJECTORY", args.trajectory)])
     mech = load_mechanism(args.mechanism)
     imposed = _parse_coordinates(mech, args.coordinate)
     names = [mech.coordinate_names[i] for i in imposed]

@@ -25,7 +25,7 @@ from mbfg.cli.args import (
     _positive_float,
     _seed,
 )
-from mbfg.cli.common import _check_output, _eprint, _rigid_model, _start, _wall
+from mbfg.cli.common import _check_output, _eprint, _model_input, _rigid_model, _start, _wall
 from mbfg.errors import DataError, ModelError
 
 if TYPE_CHECKING:
@@ -197,7 +197,8 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.spook import simulate, unwrap_angles
 
     _start(args)
-    _check_output(args.out)
+    _check_output(args.out, inputs=[_model_input(args.model), ("--params", args.params),
+                                    ("--controls", args.controls)])
     model = _rigid_model(args.model)
     values = model.parameters
     if args.params:

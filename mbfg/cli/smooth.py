@@ -13,13 +13,16 @@ one sample per line (or no header, with ``--columns``). Unlike ``read_log``, a
 bad line (wrong cells, bytes that are not UTF-8) does not stop the command: it
 is a fault of the stream, handled and counted (:mod:`mbfg.graphs.stream`).
 Output: one CSV line per input data line, flushed at once, so the command can
-sit in a pipe. The JAX functions are compiled before the first line is read;
+sit in a pipe (to a file, --output, the lines go to a temporary file beside it,
+renamed to the file's name when the input ends or on Ctrl-C: a failed or killed
+run leaves the old file as it was). The JAX functions are compiled before the first line is read;
 Ctrl-C ends a live pipe with the fault summary, the output flushed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import gc
 import io
@@ -32,7 +35,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from mbfg.cli.args import Subparsers, _counts, _positive_float, _whole_number
-from mbfg.cli.common import _check_output, _eprint, _rigid_model, _start, _wall
+from mbfg.cli.common import _check_output, _eprint, _model_input, _rigid_model, _start, _wall
 from mbfg.errors import DataError, ModelError
 
 if TYPE_CHECKING:
@@ -187,13 +190,41 @@ def _open_input(path: str) -> BinaryIO | TextIO:
         raise DataError(f"--input {path}: cannot read ({exc.strerror or exc})") from None
 
 
-def _open_output(path: str) -> TextIO:
+def _open_output(path: str, stack: contextlib.ExitStack) -> TextIO:
+    """The output stream: standard output, or a temporary file beside ``path`` that :func:`_close_output` renames
+    to ``path`` once the run ends (:mod:`mbfg.atomic`: a failed or killed run leaves the old file)."""
+    from mbfg.atomic import replacing
+
     if path == "-":
         return sys.stdout
     try:
-        return open(path, "w", encoding="utf-8", newline="")
+        return stack.enter_context(replacing(path))
     except OSError as exc:
         raise DataError(f"--output {path}: cannot write ({exc.strerror or exc})") from None
+
+
+def _write_error(path: str, exc: OSError) -> DataError:
+    where = "standard output" if path == "-" else f"--output {path}"
+    return DataError(f"{where}: cannot write ({exc.strerror or exc}); the estimates so far are lost"
+                     + ("" if path == "-" else f", {path} is as it was"))
+
+
+def _close_output(out: TextIO | None, stack: contextlib.ExitStack, complete: bool, path: str) -> None:
+    """End the output: flushed (standard output), or the file renamed to ``path`` when ``complete`` (the input
+    read to its end, or Ctrl-C), else removed. DataError when the last write or the rename fails."""
+    if out is None:
+        return
+    if out is sys.stdout:
+        with contextlib.suppress(OSError, ValueError):
+            out.flush()
+        return
+    if not complete:
+        stack.__exit__(RuntimeError, RuntimeError("the run failed"), None)  # the temporary file removed
+        return
+    try:
+        stack.close()
+    except OSError as exc:
+        raise _write_error(path, exc) from None
 
 
 def _columns(where: str, header: list[str], model: RigidModel) -> tuple[int, list[int], list[int]]:
@@ -323,7 +354,9 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.graphs.stream import StreamEstimator
 
     _start(args)
-    _check_output(args.output, "CSV", "--output")  # a missing folder is reported before the compile
+    # A missing folder, or the output being an input, is reported before the compile.
+    _check_output(args.output, "CSV", "--output",
+                  inputs=[_model_input(args.model), ("--params", args.params), ("--input", args.input)])
     model = _rigid_model(args.model)
     if args.counts and args.ppr is None:
         raise ModelError("--counts needs --ppr N, the encoder's counts per revolution")
@@ -343,6 +376,8 @@ def run(args: argparse.Namespace) -> int:
     if args.input != "-" and os.path.isfile(args.input):
         _check_file_header(args.input, columns, model)
     out: TextIO | None = None  # opened by output(), once the input's header is checked
+    outputs = contextlib.ExitStack()  # holds the output file until it is complete
+    complete = False
     n = len(model.observations)
     # Compile before the first sample: in a live pipe, seconds of compiling would build a backlog.
     if not args.quiet:
@@ -369,9 +404,14 @@ def run(args: argparse.Namespace) -> int:
         truncated."""
         nonlocal out
         if out is None:
-            out = _open_output(args.output)
-            out.write(",".join(_header(model, args.std)) + "\n")
-            out.flush()
+            out = _open_output(args.output, outputs)
+            try:
+                out.write(",".join(_header(model, args.std)) + "\n")
+                out.flush()
+            except BrokenPipeError:
+                raise
+            except OSError as exc:
+                raise _write_error(args.output, exc) from None
         return out
 
     may_have_header = columns is not None  # with --columns the stream may still start with a header line
@@ -425,8 +465,13 @@ def run(args: argparse.Namespace) -> int:
                    _format(step.smoothed.t) if step.smoothed is not None else "",
                    *_cells(step.smoothed, n, args.std), "|".join(step.flags)]
             dest = output()
-            dest.write(",".join(row) + "\n")
-            dest.flush()
+            try:
+                dest.write(",".join(row) + "\n")
+                dest.flush()
+            except BrokenPipeError:
+                raise
+            except OSError as exc:  # a full disk, /dev/full
+                raise _write_error(args.output, exc) from None
             now = time.perf_counter()
             if not args.quiet and now - last_report > 5.0:
                 last_report = now
@@ -434,21 +479,18 @@ def run(args: argparse.Namespace) -> int:
         if header is None:
             raise _empty(source)
         output()  # a header and no samples: the output's header, as for any log
+        complete = True
     except KeyboardInterrupt:
         # Ctrl-C ends a live pipe ('tail -n +1 -f log.csv | mbfg smooth ...'): what was estimated is
         # written and flushed, and the summary follows.
-        interrupted = True
+        interrupted = complete = True
     finally:
         estimator.flush()  # the samples still waiting for an update (--update-every), for the summary
-        if out is not None:
-            try:
-                out.flush()
-            except (OSError, ValueError):
-                pass
-            if out is not sys.stdout:
-                out.close()
-        if inp is not sys.stdin and inp is not getattr(sys.stdin, "buffer", None):
-            inp.close()
+        try:
+            _close_output(out, outputs, complete, args.output)
+        finally:
+            if inp is not sys.stdin and inp is not getattr(sys.stdin, "buffer", None):
+                inp.close()
     wall = time.perf_counter() - start
     st = estimator.status
     rate = f", {lines / wall:.0f} samples per wall second" if wall > 0 else ""

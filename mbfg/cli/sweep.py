@@ -20,7 +20,9 @@ from mbfg.cli.args import MARKLUND_2025, Subparsers, _iterations, _positive_floa
 from mbfg.cli.common import (
     _check_figure,
     _check_output,
+    _check_outputs,
     _check_time_step,
+    _model_input,
     _model_with_params,
     _parse_free,
     _save_figure,
@@ -157,8 +159,11 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.sweep import sweep
 
     _start(args)
-    _check_output(args.out)
+    inputs = [_model_input(args.model), ("--params", args.params), *(("LOG", path) for path in args.logs)]
+    _check_output(args.out, inputs=inputs)  # the results file is read too (resumed), but never a recording
     if args.plot:
+        _check_output(args.plot, "figure", "--plot", inputs=[*inputs, ("--out", args.out)])
+        _check_outputs([("--out", args.out), ("--plot", args.plot)])
         _check_figure(args.plot, "plotting a sweep")  # a missing matplotlib is said now, not after the sweep
     model = _model_with_params(args.model, args.params)
     free = _parse_free(model, args.free) if args.free is not None else None
