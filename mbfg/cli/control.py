@@ -189,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
     from mbfg import control
     from mbfg.graphs.control import RecedingHorizon
     from mbfg.graphs.control_linearized import LinearizedHorizon
+    from mbfg.limits import MAX_HORIZON, check_count, steps_of
     from mbfg.logs import write_log
 
     _start(args)
@@ -196,7 +197,8 @@ def run(args: argparse.Namespace) -> int:
     model = _model_with_params(args.model, args.params)
     control.check_controllable(model)
     h = args.dt or (_calibration_settings(args.params).get("h") if args.params else None) or 1e-3
-    n_steps = int(round(args.duration / h))
+    n_steps = int(round(steps_of(args.duration, h, "--duration", "--dt")))
+    check_count("--horizon", args.horizon, MAX_HORIZON, "each solve is a least squares over every step of it")
     if n_steps < 1:
         raise ModelError(f"--duration {args.duration:g} s is shorter than one time step {h:g} s")
     rates: dict[str, float] = {}

@@ -110,12 +110,13 @@ def run(args: argparse.Namespace) -> int:
     """The ``forward`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.datasets import load_mechanism
     from mbfg.graphs import simulate_forward
+    from mbfg.limits import steps_of
 
     _start(args)
     _check_output(args.out, inputs=[("MECHANISM", args.mechanism)])
     mech = load_mechanism(args.mechanism)
     window = None if args.batch else args.lag
-    n_steps = int(round(args.duration / args.dt))
+    n_steps = int(round(steps_of(args.duration, args.dt, "--duration", "--dt")))
     if n_steps < 1:
         raise ModelError(f"--duration {args.duration} s is shorter than one time step --dt {args.dt} s")
     if not args.quiet:

@@ -349,6 +349,25 @@ def _check_file_header(path: str, columns: list[str] | None, model: RigidModel) 
         raise _empty(path)
 
 
+def _check_sizes(args: argparse.Namespace) -> None:
+    """--update-every, --lag and --max-gap against the stream's limits (:mod:`mbfg.limits`), named as options,
+    before the calibration's model is built and compiled (the estimator checks the same under its arguments'
+    names)."""
+    from mbfg.cli.common import _calibration_settings
+    from mbfg.limits import MAX_STEPS, MAX_UPDATE_EVERY, check_count, check_window
+
+    check_count("--update-every", args.update_every, MAX_UPDATE_EVERY, "each update compiles a scan of that many "
+                "steps; the lines between updates wait for it")
+    settings = _calibration_settings(args.params)
+    h = args.dt if args.dt is not None else settings.get("h")
+    if h is not None:
+        check_window(args.lag, h, "--lag", "--dt" if args.dt is not None else f"the calibration's h =")
+    period = args.period if args.period is not None else h
+    if period is not None and not args.max_gap / period <= MAX_STEPS:
+        raise ModelError(f"--max-gap {args.max_gap:g} s is {args.max_gap / period:.3g} sample periods of "
+                         f"{period:g} s; at most {MAX_STEPS:.0e} (a bridged gap is stepped through by the model)")
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``smooth`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.graphs.stream import StreamEstimator
@@ -362,6 +381,7 @@ def run(args: argparse.Namespace) -> int:
         raise ModelError("--counts needs --ppr N, the encoder's counts per revolution")
     if args.wrap is not None and not args.counts:
         raise ModelError("--wrap needs --counts (only a raw counter wraps around)")
+    _check_sizes(args)
     estimator = StreamEstimator.from_calibration(
         model, args.params, lag=args.lag, ppr=args.ppr, counts=args.counts, counter_modulus=args.wrap, h=args.dt,
         weight=args.weight, max_gap=args.max_gap,
