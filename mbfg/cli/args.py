@@ -70,8 +70,27 @@ def _nonnegative_float(text: str) -> float:
 
 
 def add_resample_option(parser: argparse.ArgumentParser) -> None:
-    """``--resample H`` (:data:`RESAMPLE_HELP`) on ``parser``: ``args.resample``, None or a time-step > 0 [s]."""
+    """``--resample H`` (:data:`RESAMPLE_HELP`) on ``parser``: ``args.resample``, None or a time-step > 0 [s];
+    and ``--columns`` (:data:`COLUMNS_HELP`): ``args.columns``, None or the log's column names to read."""
     parser.add_argument("--resample", type=_positive_float, default=None, metavar="H", help=RESAMPLE_HELP)
+    parser.add_argument("--columns", type=_column_list, default=None, metavar="T,NAMES...", help=COLUMNS_HELP)
+
+
+#: The help of ``--columns`` (calibrate, crossval, sweep).
+COLUMNS_HELP = (
+    "the log's columns to read, in the order of the model's t, observations and controls (e.g. --columns "
+    "time,angle for the pendulum's t,theta); the others are ignored. Without it a standard log must have "
+    "exactly the model's columns: one with other columns (a log of another model?) is refused"
+)
+
+
+def _column_list(text: str) -> list[str]:
+    names = [c.strip() for c in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated column names, e.g. t,theta, got {text!r}")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"a column is named twice in {text!r}")
+    return names
 
 
 def _whole_number(minimum: int, what: str, too_small: str) -> Callable[[str], int]:

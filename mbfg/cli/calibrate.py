@@ -350,7 +350,7 @@ def run(args: argparse.Namespace) -> int:
         )
     priors = _parse_priors(model, names, args.prior) if args.prior is not None else None
     hold = _parse_hold(model, names, args.hold) if args.hold is not None else None
-    log = read_recording(args.log, model, args.resample, args.quiet, "mbfg calibrate")
+    log = read_recording(args.log, model, args.resample, args.quiet, "mbfg calibrate", args.columns)
     weight = model.weight if args.weight is None else args.weight
     _check_time_step(log, args.dt, f"--dt {args.dt:g}" if args.dt is not None else "")
     if not args.quiet:

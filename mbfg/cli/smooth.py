@@ -8,8 +8,8 @@
                               [--input FILE|-] [--output FILE|-] [--quiet] | plotter
 
 Input: the standard log format (:mod:`mbfg.logs`): a header line naming ``t``,
-the model's observations and its controls (other columns are ignored), then
-one sample per line (or no header, with ``--columns``). Unlike ``read_log``, a
+the model's observations and its controls (a header with other columns is refused unless ``--columns``
+names them: they are then ignored), then one sample per line (or no header, with ``--columns``). Unlike ``read_log``, a
 bad line (wrong cells, bytes that are not UTF-8) does not stop the command: it
 is a fault of the stream, handled and counted (:mod:`mbfg.graphs.stream`).
 Output: one CSV line per input data line, flushed at once, so the command can
@@ -51,8 +51,9 @@ weights the dynamics, are used too; --weight W weights them as the calibration
 did instead).
 
 Input (--input, default standard input): the standard log format, read line
-by line as it arrives: a header 't,<observations...>,<controls...>' (other
-columns are ignored), then one sample per line; or, with --columns naming
+by line as it arrives: a header 't,<observations...>,<controls...>' (a
+header with other columns is refused, unless --columns names them all: the
+others are then ignored), then one sample per line; or, with --columns naming
 them, samples without a header line. Readings are angles [rad]
 (or CoM coordinates [m]); --ppr N says the encoders have N counts per
 revolution (their quantization noise, step^2/12, is then the observation
@@ -331,6 +332,13 @@ def _first_line(source: str, lineno: int, cells: list[str] | None, columns: list
         raise DataError(f"{source}, line {lineno}: not a CSV header (not UTF-8 text, or not CSV)")
     names = [c.strip() for c in cells]
     _columns(f"{source}, line {lineno}", names, model)
+    wanted = {"t", *model.observations, *model.controls}
+    extra = [name for name in names if name not in wanted]
+    if extra:
+        raise DataError(f"{source}, line {lineno}: column(s) {', '.join(extra)} are not columns of {model.name!r}, "
+                        f"which reads {', '.join(['t', *model.observations, *model.controls])}: a log of another "
+                        f"model? Use the model the log is of, or name the input's columns with --columns "
+                        f"(e.g. --columns {','.join(names)}: the model's are read, the others ignored)")
     return names
 
 
@@ -361,7 +369,7 @@ def _check_sizes(args: argparse.Namespace) -> None:
     settings = _calibration_settings(args.params)
     h = args.dt if args.dt is not None else settings.get("h")
     if h is not None:
-        check_window(args.lag, h, "--lag", "--dt" if args.dt is not None else f"the calibration's h =")
+        check_window(args.lag, h, "--lag", "--dt" if args.dt is not None else "the calibration's h =")
     period = args.period if args.period is not None else h
     if period is not None and not args.max_gap / period <= MAX_STEPS:
         raise ModelError(f"--max-gap {args.max_gap:g} s is {args.max_gap / period:.3g} sample periods of "

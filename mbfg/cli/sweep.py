@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     for path in args.logs:
         if path in logs:
             raise DataError(f"{path}: recording given twice")
-        logs[path] = read_recording(path, model, args.resample, args.quiet, "mbfg sweep")
+        logs[path] = read_recording(path, model, args.resample, args.quiet, "mbfg sweep", args.columns)
     for h in args.dt or []:
         # An h no recording can use is a user error (exit 2); one that only some can use fails their cells.
         if all(_fails(log, h) for log in logs.values()):
