@@ -39,10 +39,10 @@ from mbfg import control, keys, spook
 from mbfg._jax import jax, jnp
 from mbfg.adapter import noise_model
 from mbfg.errors import ModelError
-from mbfg.limits import MAX_HORIZON, MAX_STEPS, check_count
 from mbfg.factors._rigid import fixed_values, state_values
 from mbfg.factors.control import ACTIVATION_RATE, horizon_type, rate_matrix
 from mbfg.factors.prior import partial_prior_factor, prior_factor
+from mbfg.limits import MAX_HORIZON, MAX_STEPS, check_count
 from mbfg.logs import quantize
 from mbfg.progress import Progress
 from mbfg.rigid import RigidModel, State
