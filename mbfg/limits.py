@@ -14,7 +14,7 @@ import os
 
 from mbfg.errors import LimitError
 
-__all__ = ["MAX_HORIZON", "MAX_STEPS", "MAX_UPDATE_EVERY", "MAX_WINDOW", "check_count", "check_steps", "check_window",
+__all__ = ["MAX_COORDINATE", "MAX_GRAVITY", "MAX_HORIZON", "MAX_PARAMETER", "MAX_STEPS", "MAX_TIME", "MAX_UPDATE_EVERY", "MAX_WINDOW", "check_count", "check_steps", "check_window",
            "memory_budget", "simulation_bytes", "steps_of"]
 
 #: Most steps of one run (simulate, control, forward dynamics): a day at 1 kHz is 8.64e7. At the stepper's
@@ -27,6 +27,22 @@ MAX_WINDOW = 10**5
 MAX_UPDATE_EVERY = 10**4
 #: Most steps of a receding horizon: each solve is a least squares over every step of it.
 MAX_HORIZON = 10**4
+
+
+#: Largest coordinate an input may give [rad or m]: ``--init``, a URDF origin, a trajectory value. A float64 near
+#: 1e6 still resolves 1.2e-10 (finer than any encoder); far beyond it the coordinate swallows the motion
+#: (``--init theta=1e308`` wrote a log frozen at 1e308, as 1e308 + sin(...) == 1e308). 1e6 rad is 159,000 turns
+#: of a multi-turn encoder, 1e6 m no rig's travel.
+MAX_COORDINATE = 1e6
+#: Largest time a log may give [s]: 31,700 years, so a Unix clock (1.7e9 s) passes; a time of 1e308 made the
+#: sample period NaN or 0 and the estimation blame the wrong row.
+MAX_TIME = 1e12
+#: Largest gravity [m/s^2] a planar mechanism takes: 1,000 g, beyond any rig or centrifuge test; 1e300 overflowed
+#: the solver's linear system to inf and NaN.
+MAX_GRAVITY = 1e4
+#: Largest magnitude of a scalar parameter value (SI units): the solver squares values and their products, and
+#: J = 1e308 made the noise sigmas NaN. No mass, inertia, friction, gain or stiffness of a rig comes near it.
+MAX_PARAMETER = 1e12
 
 
 def memory_budget() -> int:

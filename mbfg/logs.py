@@ -36,6 +36,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from mbfg.errors import DataError
+from mbfg.limits import MAX_TIME
 
 __all__ = ["Log", "add_noise", "quantize", "quantize_linear", "read_log", "round_time", "sample_period", "write_log"]
 
@@ -80,9 +81,9 @@ class Log:
             if arr.shape != (n, len(names)):
                 raise DataError(f"{where}: {field}: expected shape ({n}, {len(names)}) (one row per time, one column "
                                 f"per name in {list(names)}), got {arr.shape}")
-        bad = np.flatnonzero(~np.isfinite(t))
+        bad = np.flatnonzero(~(np.abs(t) <= MAX_TIME))
         if bad.size:
-            raise DataError(f"{where}: t[{bad[0]}] = {t[bad[0]]} is not a finite time [s]")
+            raise DataError(f"{where}: t[{bad[0]}] = {t[bad[0]]} is not a finite time [s] within +-{MAX_TIME:g} s")
         back = np.flatnonzero(~(np.diff(t) > 0))
         if back.size:
             i = int(back[0]) + 1
@@ -306,6 +307,9 @@ def _read_table(
                                else f"a {kind} value must be finite")
                         ) from None
                     raise DataError(f"{where}, column {name!r}: expected a number, got {cell!r}") from None
+            if not abs(values[0]) <= MAX_TIME:
+                raise DataError(f"{where}, column {time!r}: time {cells[picks[0]].strip()} s is beyond +-{MAX_TIME:g} s "
+                                f"(31,700 years); expected the sample's time in seconds")
             if rows and not values[0] > rows[-1][0]:
                 raise DataError(
                     f"{where}, column {time!r}: time {cells[picks[0]].strip()} s is not after the previous row's "

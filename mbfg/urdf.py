@@ -106,6 +106,7 @@ def _parse(data: bytes, where: str) -> Any:
         raise ModelError(f"{where}: not well-formed XML: {exc}") from None
     if root.tag != "robot":
         raise ModelError(f"{where}: expected a URDF <robot> element, got <{root.tag}> (line {root.sourceline})")
+    _refuse_macros(root, where)
     # yourdfpy reads a missing ixx, iyy or izz as 1 kg m^2 and a missing product as 0.
     for link in root.findall("link"):
         inertia = link.find("inertial/inertia")
@@ -121,6 +122,20 @@ def _parse(data: bytes, where: str) -> Any:
                                   build_collision_scene_graph=False, load_collision_meshes=False)
     except Exception as exc:  # yourdfpy raises KeyError, ValueError, AttributeError ... on bad attributes
         raise ModelError(f"{where}: not a valid URDF ({type(exc).__name__}: {exc})") from None
+
+
+def _refuse_macros(root: Any, where: str) -> None:
+    """ModelError for a file that needs a preprocessor: xacro macros, properties or includes, or XInclude.
+    yourdfpy ignores them silently, and the robot read would miss whatever they add."""
+    for element in root.iter():
+        tag = element.tag if isinstance(element.tag, str) else ""
+        namespace = tag[1:].partition("}")[0] if tag.startswith("{") else ""
+        local = tag.rpartition("}")[2]
+        if "xacro" in namespace or "XInclude" in namespace or local == "include":
+            shown = f"{element.prefix}:{local}" if element.prefix else local
+            raise ModelError(f"{where}: line {element.sourceline}: <{shown}> needs a preprocessor (xacro or XInclude); "
+                             f"mbfg reads plain URDF. Expand it first, e.g. 'xacro {os.path.basename(where)} > "
+                             f"robot.urdf', and give mbfg the result")
 
 
 def _limits(joint: Any) -> dict[str, float]:
@@ -201,8 +216,18 @@ def _cycle(link: str, parent_joint: dict[str, Any]) -> str:
     return " -> ".join([*reversed(cycle), cycle[-1]])
 
 
-def _transform(T: np.ndarray | None) -> np.ndarray:
-    return np.eye(4) if T is None else np.asarray(T, dtype=float)
+def _transform(T: np.ndarray | None, what: str = "", where: str = "") -> np.ndarray:
+    """The 4x4 transform of an ``<origin>`` (identity for none); ModelError ``where: what ...`` when it is not
+    finite (an xyz of 1e309 is inf) or its offset is beyond :data:`mbfg.limits.MAX_COORDINATE` [m]."""
+    from mbfg.limits import MAX_COORDINATE
+
+    if T is None:
+        return np.eye(4)
+    M = np.asarray(T, dtype=float)
+    if what and not (np.all(np.isfinite(M)) and np.all(np.abs(M[:3, 3]) <= MAX_COORDINATE)):
+        raise ModelError(f"{where}: {what} <origin> is not finite or beyond +-{MAX_COORDINATE:g} m "
+                         f"(xyz {' '.join(f'{v:g}' for v in M[:3, 3])}); expected finite xyz [m] and rpy [rad]")
+    return M
 
 
 def axis_rotation(axis: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -276,9 +301,12 @@ def _mass_properties(head: str, links: list[str], T: dict[str, np.ndarray], robo
             raise ModelError(f"{where}: link {name!r}: <inertial> lacks <{'mass' if inertial.mass is None else 'inertia'}>")
         m = float(inertial.mass)
         if not (np.isfinite(m) and m >= 0.0):
-            raise ModelError(f"{where}: link {name!r}: mass must be > 0 kg, got {m:g}")
-        T_hi = T[name] @ _transform(inertial.origin)
-        I = T_hi[:3, :3] @ np.asarray(inertial.inertia, dtype=float) @ T_hi[:3, :3].T
+            raise ModelError(f"{where}: link {name!r}: mass must be a finite number > 0 kg, got {m:g}")
+        T_hi = T[name] @ _transform(inertial.origin, f"link {name!r} <inertial>", where)
+        inertia = np.asarray(inertial.inertia, dtype=float)
+        if not np.all(np.isfinite(inertia)):
+            raise ModelError(f"{where}: link {name!r}: <inertia> has a value that is not finite; expected kg m^2")
+        I = T_hi[:3, :3] @ inertia @ T_hi[:3, :3].T
         _check_tensor(I, f"{where}: link {name!r}:", strict=False)
         parts.append((m, T_hi[:3, 3], I))
     merged = f" (nor do the links fixed to it: {', '.join(links[1:])})" if len(links) > 1 else ""
@@ -350,8 +378,9 @@ def _build(robot: Any, where: str, motors: Sequence[str], name: str | None) -> R
     T: dict[str, np.ndarray] = {root: np.eye(4)}
     moving = []
     for j in order:
+        origin = _transform(j.origin, f"joint {j.name!r}", where)
         if j.type == "fixed":
-            head[j.child], T[j.child] = head[j.parent], T[j.parent] @ _transform(j.origin)
+            head[j.child], T[j.child] = head[j.parent], T[j.parent] @ origin
         else:
             head[j.child], T[j.child] = j.child, np.eye(4)
             moving.append(j)
@@ -392,13 +421,26 @@ def _build(robot: Any, where: str, motors: Sequence[str], name: str | None) -> R
     notes: list[str] = []
     for j in moving:
         rotary = MOVING[j.type] is Hinge
-        axis = np.asarray(j.axis, dtype=float)
-        if not (np.all(np.isfinite(axis)) and np.linalg.norm(axis) > 1e-12):
+        axis = np.asarray(j.axis, dtype=float).reshape(-1)
+        if axis.shape != (3,):
+            raise ModelError(f"{where}: joint {j.name!r}: <axis xyz> has {axis.size} numbers; expected 3, its "
+                             f"direction x y z")
+        if not np.all(np.isfinite(axis)):
+            raise ModelError(f"{where}: joint {j.name!r}: <axis xyz> is not finite ({' '.join(f'{v:g}' for v in axis)})"
+                             f"; expected its direction x y z")
+        if not np.linalg.norm(axis) > 1e-12:
             raise ModelError(f"{where}: joint {j.name!r}: <axis xyz> has zero length; expected its direction")
+        limits = _limits(j)
+        for key, value in limits.items():
+            if not np.isfinite(value):
+                raise ModelError(f"{where}: joint {j.name!r}: <limit {key}> is {value:g}; expected a finite number")
+        if limits.get("lower", -np.inf) > limits.get("upper", np.inf):
+            raise ModelError(f"{where}: joint {j.name!r}: <limit lower> {limits['lower']:g} is above <limit upper> "
+                             f"{limits['upper']:g}")
         R_align = axis_rotation(axis)
         # Frame a: the joint frame (the URDF joint origin) in the parent's body; frame b: the child link
         # frame, which is the joint frame at zero coordinate.
-        T_hj = T[j.parent] @ _transform(j.origin)
+        T_hj = T[j.parent] @ _transform(j.origin, f"joint {j.name!r}", where)
         if head[j.parent] == WORLD:
             p = T_hj[:3, 3]
             a = Frame(WORLD, (float(p[0]), float(p[1]), float(p[2])), T_hj[:3, :3] @ R_align)

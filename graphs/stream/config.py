@@ -135,19 +135,21 @@ def read_calibration(path: str | os.PathLike[str] | Mapping[str, Any]) -> dict[s
     Raises:
         ModelError: the file cannot be read, is not JSON, or has no ``parameters`` object.
     """
-    import json
 
     if isinstance(path, Mapping):
         doc, where = dict(path), "calibration"
     else:
         where = os.fspath(path)
+        from mbfg.parameters import json_document
+
         try:
             with open(where, encoding="utf-8") as fh:
-                doc = json.load(fh)
+                text = fh.read()
         except OSError as exc:
             raise ModelError(f"{where}: cannot read the calibration ({exc.strerror or exc})") from None
-        except (ValueError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
             raise ModelError(f"{where}: not a calibration JSON file ({exc})") from None
+        doc = json_document(text, where)  # a key given twice is refused, not resolved to the last
     if not isinstance(doc, dict) or not isinstance(doc.get("parameters"), dict):
         raise ModelError(
             f"{where}: expected the JSON object of 'mbfg calibrate --json' with a 'parameters' object "

@@ -323,6 +323,25 @@ def why_not_converged(history: list[dict[str, float]], piecewise: bool) -> str:
             "the table's sigma_y at or above the sensor's noise")
 
 
+def _check_restarts(args: argparse.Namespace, model: RigidModel, names: list[str]) -> None:
+    """--soft-start, --restart-weight and --restart-search checked together, named as options (calibrate()
+    checks the same under its argument names), before the log is read."""
+    if args.soft_start is not None and not args.soft_start > 1:
+        raise ModelError(f"--soft-start {args.soft_start:g}: expected a factor > 1, e.g. 100")
+    if args.soft_start is not None and args.restart_weight is not None:
+        raise ModelError("--soft-start and --restart-weight: give one of them; each starts a second solve")
+    if args.restart_search:
+        if args.restart_weight is None:
+            raise ModelError(f"--restart-search {args.restart_search}: a search picks the starts of a restart; "
+                             f"give --restart-weight W2 too")
+        unbounded = model.parameters.unbounded(names)
+        if unbounded:
+            par = model.parameters[unbounded[0]]
+            raise ModelError(f"--restart-search {args.restart_search}: free parameter {unbounded[0]!r} has the "
+                             f"bounds [{par.lower}, {par.upper}]; a search samples the free parameters' bounds, so "
+                             f"each needs finite ones (set them in a --params file, or search without it)")
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``calibrate`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.atomic import replacing
@@ -349,6 +368,7 @@ def run(args: argparse.Namespace) -> int:
             f"(its parameters: {', '.join(model.parameters)})"
         )
     priors = _parse_priors(model, names, args.prior) if args.prior is not None else None
+    _check_restarts(args, model, names)
     hold = _parse_hold(model, names, args.hold) if args.hold is not None else None
     log = read_recording(args.log, model, args.resample, args.quiet, "mbfg calibrate", args.columns)
     weight = model.weight if args.weight is None else args.weight

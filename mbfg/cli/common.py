@@ -290,20 +290,20 @@ def _json_safe(value: Any) -> Any:
 def _calibration_settings(path: str) -> dict[str, Any]:
     """h, weight, model and the estimated parameters' names (``free``) recorded in a calibration JSON
     (``mbfg calibrate --out``); {} for other files."""
+    from mbfg.parameters import check_calibration_settings, json_document
+
     if not path.endswith(".json"):
         return {}
     try:
         with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+            text = fh.read()
     except (OSError, ValueError):
         return {}  # load_parameter_file reports unreadable files
+    doc = json_document(text, f"--params {path}")
     if not isinstance(doc, dict) or not isinstance(doc.get("parameters"), dict):
         return {}
-    out: dict[str, Any] = {}
-    for key in ("h", "weight"):
-        value = doc.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
-            out[key] = float(value)
+    check_calibration_settings(doc, f"--params {path}")  # a wrong h or weight is not replaced by a default
+    out: dict[str, Any] = {key: float(doc[key]) for key in ("h", "weight") if doc.get(key) is not None}
     if isinstance(doc.get("model"), str):
         out["model"] = doc["model"]
     out["free"] = [str(name) for name in doc["parameters"]]
