@@ -14,7 +14,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterator
-from typing import IO
+from typing import TextIO
 
 __all__ = ["is_special", "replacing", "replacing_path", "same_file"]
 
@@ -78,7 +78,7 @@ def replacing_path(path: str | os.PathLike[str], suffix: str = "") -> Iterator[s
 
 
 @contextlib.contextmanager
-def replacing(path: str | os.PathLike[str], *, encoding: str = "utf-8", newline: str = "") -> Iterator[IO[str]]:
+def replacing(path: str | os.PathLike[str], *, encoding: str = "utf-8", newline: str = "") -> Iterator[TextIO]:
     """A text file to write that becomes ``path`` when the block ends without an exception (flushed and synced
     to disk first); the old ``path`` is kept when the block raises or the process dies first. A special file is
     opened and written in place.

@@ -62,9 +62,10 @@ class Parameter:
             return
         if not (isinstance(self.default, (int, float, np.floating)) and math.isfinite(float(self.default))):
             raise ModelError(f"parameter {self.name!r}: value must be a finite number, got {self.default!r}")
-        object.__setattr__(self, "default", float(self.default))
-        if abs(self.default) > MAX_PARAMETER:
-            raise ModelError(f"parameter {self.name!r}: value {self.default:g} [{self.unit}] is beyond +-"
+        value = float(self.default)
+        object.__setattr__(self, "default", value)
+        if abs(value) > MAX_PARAMETER:
+            raise ModelError(f"parameter {self.name!r}: value {value:g} [{self.unit}] is beyond +-"
                              f"{MAX_PARAMETER:g}: the estimation squares values and would overflow (no rig's mass, "
                              f"inertia, friction or gain comes near it)")
         if self.lower > self.upper:

@@ -387,8 +387,8 @@ def _build(robot: Any, where: str, motors: Sequence[str], name: str | None) -> R
     if not moving:
         raise ModelError(f"{where}: no revolute, continuous or prismatic joint: nothing moves")
     groups: dict[str, list[str]] = {}  # head link -> its links, the head first (parents-first order)
-    for k, h in head.items():
-        groups.setdefault(h, []).append(k)
+    for link_name, group_head in head.items():
+        groups.setdefault(group_head, []).append(link_name)
     props = {j.child: _mass_properties(j.child, groups[j.child], T, robot, where) for j in moving}
 
     names: dict[str, str] = {}  # parameter name -> the URDF name it came from
@@ -430,13 +430,13 @@ def _build(robot: Any, where: str, motors: Sequence[str], name: str | None) -> R
                              f"; expected its direction x y z")
         if not np.linalg.norm(axis) > 1e-12:
             raise ModelError(f"{where}: joint {j.name!r}: <axis xyz> has zero length; expected its direction")
-        limits = _limits(j)
-        for key, value in limits.items():
+        given = _limits(j)
+        for key, value in given.items():
             if not np.isfinite(value):
                 raise ModelError(f"{where}: joint {j.name!r}: <limit {key}> is {value:g}; expected a finite number")
-        if limits.get("lower", -np.inf) > limits.get("upper", np.inf):
-            raise ModelError(f"{where}: joint {j.name!r}: <limit lower> {limits['lower']:g} is above <limit upper> "
-                             f"{limits['upper']:g}")
+        if given.get("lower", -np.inf) > given.get("upper", np.inf):
+            raise ModelError(f"{where}: joint {j.name!r}: <limit lower> {given['lower']:g} is above <limit upper> "
+                             f"{given['upper']:g}")
         R_align = axis_rotation(axis)
         # Frame a: the joint frame (the URDF joint origin) in the parent's body; frame b: the child link
         # frame, which is the joint frame at zero coordinate.
