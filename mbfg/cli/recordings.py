@@ -191,6 +191,14 @@ def read_recording(
         fmt = None
     elif fmt is None:
         extra = [name for name in header or () if name and name not in standard]
+        missing = [name for name in standard if header is not None and name not in present]
+        if extra and missing:
+            raise DataError(
+                f"{path}: no column {', '.join(map(repr, missing))} of {model.name!r} (it reads "
+                f"{', '.join(standard)}); the log has {', '.join(extra)} instead: a log of another model? Use the "
+                f"model the log is of, or say which columns to read with --columns (e.g. --columns "
+                f"{','.join(standard)} with the log's names)"
+            )
         if extra:
             raise DataError(
                 f"{path}: column(s) {', '.join(extra)} are not columns of {model.name!r}, which reads "
