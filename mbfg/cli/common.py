@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -63,6 +64,9 @@ def _check_output(out: str, kind: str = "CSV", option: str = "--out",
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise DataError(f"{option} {out}: folder {str(parent)!r} does not exist")
+    if not is_special(out) and not os.access(parent, os.W_OK | os.X_OK):
+        # The file is written beside its final name and renamed (mbfg.atomic): the folder must take a new file.
+        raise DataError(f"{option} {out}: cannot write in folder {str(parent)!r} (permission denied)")
     for name, source in inputs:
         if source and source != "-" and not is_special(source) and same_file(out, source):
             raise DataError(f"{option} {out}: is the same file as {name} {source}, which the command reads; "
