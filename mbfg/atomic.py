@@ -87,8 +87,16 @@ def replacing(path: str | os.PathLike[str], *, encoding: str = "utf-8", newline:
         OSError: from creating, writing, syncing or renaming the file (the old ``path`` kept).
     """
     with replacing_path(path) as tmp:
-        with open(tmp, "w", encoding=encoding, newline=newline) as fh:
+        fh = open(tmp, "w", encoding=encoding, newline=newline)
+        try:
             yield fh
             fh.flush()
             if not is_special(tmp):
                 os.fsync(fh.fileno())
+        except BaseException:
+            # Closing flushes what is buffered, which fails again on a full disk: the first error is the one
+            # to report, not a second one chained to it.
+            with contextlib.suppress(OSError):
+                fh.close()
+            raise
+        fh.close()

@@ -579,3 +579,17 @@ def test_write_log_to_a_full_device_is_our_error() -> None:
         pytest.skip("no /dev/full on this system")
     with pytest.raises(DataError, match=r"^/dev/full: cannot write the log \(No space left on device\)"):
         write_log("/dev/full", [0.0, 1.0], {"theta": [0.0, 0.1]})
+
+
+def test_smooth_to_a_full_device_is_one_error_naming_the_option(capsys, tmp_path: Path) -> None:
+    """``smooth --output /dev/full`` raised three chained OSErrors; now one line naming --output (after the
+    stream's compile: a special file is written in place, and only the write can tell it is full)."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    (tmp_path / "calib.json").write_text(GOOD_CALIBRATION)
+    (tmp_path / "log.csv").write_text(PENDULUM_LOG)
+    argv = ["smooth", "pendulum", "--params", f"{tmp_path}/calib.json", "--input", f"{tmp_path}/log.csv", "--output",
+            "/dev/full", "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "mbfg: error: --output /dev/full: cannot write (No space left on device)" in err and "Traceback" not in err

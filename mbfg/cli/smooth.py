@@ -205,9 +205,13 @@ def _open_output(path: str, stack: contextlib.ExitStack) -> TextIO:
 
 
 def _write_error(path: str, exc: OSError) -> DataError:
-    where = "standard output" if path == "-" else f"--output {path}"
-    return DataError(f"{where}: cannot write ({exc.strerror or exc}); the estimates so far are lost"
-                     + ("" if path == "-" else f", {path} is as it was"))
+    """A failed write of the output (a full disk, /dev/full) as the one error the command reports."""
+    from mbfg.atomic import is_special
+
+    if path == "-" or is_special(path):
+        return DataError(f"{'standard output' if path == '-' else '--output ' + path}: cannot write "
+                         f"({exc.strerror or exc})")
+    return DataError(f"--output {path}: cannot write ({exc.strerror or exc}); {path} is as it was")
 
 
 def _close_output(out: TextIO | None, stack: contextlib.ExitStack, complete: bool, path: str) -> None:
