@@ -501,6 +501,13 @@ def _horizon(horizon):
     return RecedingHorizon(_rigid_model("furuta-viscous"), 1e-3, horizon, rates={"theta": 1.0})
 
 
+def _forward(duration):
+    from mbfg.datasets import load_mechanism
+    from mbfg.graphs import simulate_forward
+
+    return simulate_forward(load_mechanism("fourbar"), 1e-3, duration)
+
+
 API_CASES = [
     pytest.param(lambda m: Log(np.array([0, np.nan, 2e-3]), np.zeros((3, 1)), np.zeros((3, 0)), ("theta",), ()),
                  DataError, ["t[1] = nan", "not a finite time"], id="log-t-nan"),
@@ -541,6 +548,10 @@ API_CASES = [
     pytest.param(lambda m: _from_calibration(m, json.loads(_calibration_with(weight=0))), ModelError,
                  ["'weight'", "got 0"], id="from-calibration-weight-zero"),
     pytest.param(lambda m: _horizon(10**6), LimitError, ["horizon 1e+06", "at most"], id="control-horizon-1e6"),
+    pytest.param(lambda m: _horizon(1).run(_rigid_model("furuta-viscous").initial_state(), 10**12), LimitError,
+                 ["steps 1e+12", "at most"], id="control-run-1e12-steps"),
+    pytest.param(lambda m: _forward(1e12), LimitError, ["duration 1e+12", "dt 0.001", "1e+15 steps"],
+                 id="forward-dynamics-1e12-s"),
     pytest.param(lambda m: load_model(3), ModelError, ["name:", "int"], id="load-model-an-int"),
     pytest.param(lambda m: m.with_parameters({"J": 1e308}), ModelError, ["'J'", "1e+308"], id="parameter-1e308"),
 ]
@@ -593,3 +604,16 @@ def test_smooth_to_a_full_device_is_one_error_naming_the_option(capsys, tmp_path
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "mbfg: error: --output /dev/full: cannot write (No space left on device)" in err and "Traceback" not in err
+
+
+def test_warm_up_after_the_first_sample_is_refused_not_a_silent_reset(model) -> None:
+    """warm_up() mid-stream reset the window without a word; it compiles on synthetic samples, so it belongs
+    before the first push."""
+    from mbfg.graphs.stream import StreamEstimator
+
+    est = StreamEstimator(model, h=1e-3, lag=0.005)
+    for k in range(3):
+        est.push(k * 1e-3, [0.0])
+    with pytest.raises(ModelError, match=r"^warm_up: the stream has had 3 samples; .* before the first push"):
+        est.warm_up()
+    assert est.status.samples == 3  # nothing was reset
