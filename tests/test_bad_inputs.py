@@ -7,7 +7,11 @@ file left behind.
 
 Kept quick: every command runs in this process (``mbfg.cli.main``) with tiny durations, and the checks run
 before the stepper compiles, except the noise overflow and the partial parameter dict (one pendulum scan of
-10 steps) and the three ``smooth`` inputs (one stream compile, shared through the process).
+10 steps) and the ``smooth`` inputs that reach the stream (one stream compile, shared through the process).
+
+The second half is issue 53's battery (a hostile tester's): outputs that are inputs, sizes beyond memory and
+time, numbers out of range in every kind of file, logs of another model, messages in the command line's words;
+each list there is one category.
 """
 
 from __future__ import annotations
@@ -313,6 +317,14 @@ def _calibration_with(**fields: object) -> str:
     return json.dumps(doc)
 
 
+def _fourbar(old: str, new: str) -> str:
+    from mbfg.datasets import mechanism_path
+
+    text = mechanism_path("fourbar").read_text()
+    assert old in text
+    return text.replace(old, new, 1)
+
+
 def _urdf(old: str, new: str) -> dict[str, str]:
     assert old in CHAIN_URDF
     return {"r.urdf": CHAIN_URDF.replace(old, new, 1)}
@@ -401,6 +413,10 @@ NUMBERS = [
                  ["{d}/r.urdf", "<xi:include>"], id="urdf-xinclude"),
     pytest.param(["models", "{d}/r.urdf"], _urdf('<mass value="1"/>', '<mass value="1e300"/>'),
                  ["{d}/r.urdf", "'m_l1'", "1e+300"], id="urdf-mass-1e300"),
+    pytest.param(["mechanisms", "{d}/m.yaml"], {"m.yaml": _fourbar("{x: L1, y: 0}", "{x: 1e300, y: 0}")},
+                 ["{d}/m.yaml", "points[1].x", "1e+300 m is beyond"], id="mbse-yaml-point-1e300"),
+    pytest.param(["mechanisms", "{d}/m.yaml"], {"m.yaml": _fourbar("mass: 2.0", "mass: 1e300")},
+                 ["{d}/m.yaml", "planar_bodies[1].mass", "1e+300"], id="mbse-yaml-mass-1e300"),
 ]
 
 COLUMNS = [
