@@ -633,3 +633,21 @@ def test_warm_up_after_the_first_sample_is_refused_not_a_silent_reset(model) -> 
     with pytest.raises(ModelError, match=r"^warm_up: the stream has had 3 samples; .* before the first push"):
         est.warm_up()
     assert est.status.samples == 3  # nothing was reset
+
+
+def test_smooth_output_that_is_the_file_on_standard_input_is_refused(tmp_path: Path) -> None:
+    """``mbfg smooth ... --output in.csv < in.csv``: the input comes by standard input, not --input, and is still
+    the output file (the same inode): refused before anything is written (a process of its own, so that its
+    standard input is the file)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "calib.json").write_text(GOOD_CALIBRATION)
+    (tmp_path / "in.csv").write_text(PENDULUM_LOG)
+    with open(tmp_path / "in.csv", "rb") as stdin:
+        run = subprocess.run([sys.executable, "-m", "mbfg", "smooth", "pendulum", "--params",
+                              str(tmp_path / "calib.json"), "--output", str(tmp_path / "in.csv"), "--quiet"],
+                             stdin=stdin, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2, run.stderr
+    assert f"--output {tmp_path}/in.csv: is the file on standard input (--input -)" in run.stderr
+    assert (tmp_path / "in.csv").read_text() == PENDULUM_LOG

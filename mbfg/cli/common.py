@@ -68,9 +68,23 @@ def _check_output(out: str, kind: str = "CSV", option: str = "--out",
         # The file is written beside its final name and renamed (mbfg.atomic): the folder must take a new file.
         raise DataError(f"{option} {out}: cannot write in folder {str(parent)!r} (permission denied)")
     for name, source in inputs:
+        if source == "-" and _is_standard_input(out):
+            raise DataError(f"{option} {out}: is the file on standard input ({name} -), which the command reads; "
+                            f"give {option} another file name (nothing was written)")
         if source and source != "-" and not is_special(source) and same_file(out, source):
             raise DataError(f"{option} {out}: is the same file as {name} {source}, which the command reads; "
                             f"give {option} another file name (nothing was written)")
+
+
+def _is_standard_input(path: str) -> bool:
+    """Whether standard input is the regular file ``path`` (``mbfg smooth ... --output in.csv < in.csv``)."""
+    import stat
+
+    try:
+        given, target = os.fstat(sys.stdin.fileno()), os.stat(path)
+    except (OSError, ValueError, AttributeError):  # no such file yet, or a stdin without a descriptor
+        return False
+    return stat.S_ISREG(given.st_mode) and (given.st_dev, given.st_ino) == (target.st_dev, target.st_ino)
 
 
 def _check_outputs(outputs: Sequence[tuple[str, str | None]]) -> None:
