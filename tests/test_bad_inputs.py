@@ -374,6 +374,8 @@ LIMITS = [
                  id="smooth-lag-1e5-s"),
     pytest.param([*SMOOTH_IN, "--max-gap", "1e308"], SMOOTH_FILES, ["--max-gap 1e+308", "at most"],
                  id="smooth-max-gap-1e308-overflow"),
+    pytest.param([*CALIBRATE, "--resample", "1e-300"], LOG_FILES,
+                 ["{d}/log.csv: a recording of 0.019 s", "--resample 1e-300", "at most"], id="calibrate-resample-1e-300"),
 ]
 
 NUMBERS = [

@@ -237,6 +237,9 @@ def read_recording(
             if not quiet:
                 print(f"{command}: {path}: read {len(log.t)} rows as {what}", file=sys.stderr, flush=True)
             return log
+    from mbfg.limits import steps_of
+
+    steps_of(float(log.t[-1] - log.t[0]), float(resample), f"{path}: a recording of", "--resample")  # rows to make
     resampled = resample_uniform(log, float(resample))
     if not quiet:
         _, sampling = _irregular(log.t)
