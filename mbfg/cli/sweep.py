@@ -5,7 +5,8 @@ matrix, on a local or remote Dask cluster (:mod:`mbfg.sweep`).
 
     mbfg sweep MODEL LOG... [--dt H,...] [--weight W,...] [--eps E,...] [--free NAME,...] [--params FILE]
                [--scheduler ADDR | --workers N] [--no-crossval] [--simulate S] [--retry-failed]
-               [--jax-cache DIR] --out SWEEP.csv [--plot FIG.png] [--resample H] [--quiet]
+               [--allow-failures] [--jax-cache DIR] --out SWEEP.csv [--plot FIG.png] [--resample H]
+               [--columns T,NAMES...] [--quiet]
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ cross-validation's state estimation), sigma_observation, sigma_impulse,
 wall_s, compile_s, worker, then value:NAME and std:NAME per free parameter.
 The file is rewritten after every finished task; running the same command
 again skips the rows it already has (--retry-failed runs failed ones again),
-so an interrupted sweep resumes.
+so an interrupted sweep resumes. When a row failed the command exits with
+status 1 (--allow-failures: 0), so that a script sees it.
 
 Workers reuse compiled JAX functions: each keeps the model for the whole
 sweep, and JAX's persistent compilation cache lives in --jax-cache (default:
