@@ -61,6 +61,8 @@ def replacing_path(path: str | os.PathLike[str], suffix: str = "") -> Iterator[s
         OSError: the folder is not writable (from creating the temporary file) or the rename failed.
     """
     target = os.fspath(path)
+    if os.path.islink(target):  # write the file the link points to, not a new file in place of the link
+        target = os.path.realpath(target)
     if is_special(target):
         yield target
         return

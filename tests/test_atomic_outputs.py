@@ -130,3 +130,11 @@ def test_same_file_by_path_symlink_and_hard_link(tmp_path: Path) -> None:
     assert same_file(a, tmp_path / "hard.csv") and same_file(a, tmp_path / "soft.csv")
     assert not same_file(a, tmp_path / "b.csv")  # the same bytes, another file
     assert not same_file(a, tmp_path / "missing.csv")
+
+
+def test_an_output_given_by_a_symbolic_link_replaces_the_file_it_points_to(tmp_path: Path) -> None:
+    real = tmp_path / "real.csv"
+    real.write_text(OLD)
+    (tmp_path / "link.csv").symlink_to(real)
+    write_log(tmp_path / "link.csv", [0.0], {"theta": [0.25]})
+    assert (tmp_path / "link.csv").is_symlink() and real.read_text() == "t,theta\n0.0,0.25\n"
