@@ -42,6 +42,7 @@ from mbfg.errors import ModelError
 from mbfg.factors._rigid import fixed_values, state_values
 from mbfg.factors.control import ACTIVATION_RATE, horizon_type, rate_matrix
 from mbfg.factors.prior import partial_prior_factor, prior_factor
+from mbfg.limits import MAX_HORIZON, MAX_STEPS, check_count
 from mbfg.logs import quantize
 from mbfg.progress import Progress
 from mbfg.rigid import RigidModel, State
@@ -156,6 +157,7 @@ class RecedingHorizon:
             raise ModelError(f"time-step h must be a positive number of seconds, got {h}")
         if int(horizon) != horizon or horizon < 1:
             raise ModelError(f"horizon must be a whole number of steps >= 1, got {horizon}")
+        check_count("horizon", horizon, MAX_HORIZON, "each solve is a least squares over every step of it")
         rates, forces = dict(rates or {}), dict(forces or {})
         if not rates and not forces:
             raise ModelError(f"{model.name}: no target; name a rate ({', '.join(control.rate_names(model))}) "
@@ -286,6 +288,9 @@ class RecedingHorizon:
         Raises:
             ModelError: an estimator of another model or another sample period.
         """
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+            raise ModelError(f"steps: expected a whole number of steps >= 1, got {steps!r}")
+        check_count("steps", steps, MAX_STEPS, "a day at 1 kHz is 8.64e7 steps; each step is one solve")
         model = self.model
         plant = self._p_jax if plant_parameters is None else {k: jnp.asarray(v) for k, v in plant_parameters.items()}
         sim = _jitted_plant(model)

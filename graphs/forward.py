@@ -36,6 +36,7 @@ from mbfg.factors import (
     trapezoidal_factor,
     velocity_factor,
 )
+from mbfg.limits import steps_of
 from mbfg.planar import PlanarMechanism, best_independent_coordinates
 from mbfg.progress import Progress
 
@@ -305,6 +306,7 @@ def simulate_forward(
     """
     if not (np.isfinite(dt) and np.isfinite(duration) and 0 < dt <= duration):
         raise ModelError(f"dt and duration must be finite with 0 < dt <= duration, got dt={dt}, duration={duration}")
+    steps_of(duration, dt, "duration", "dt")  # a run of at most mbfg.limits.MAX_STEPS, before any allocation
     if coordinates not in ("dependent", "independent"):
         raise ModelError(f"coordinates must be 'dependent' or 'independent', got {coordinates!r}")
     if window is not None and window < 1:

@@ -35,6 +35,7 @@ from mbfg.factors.dynamics import INVERSE_DEPENDENT
 from mbfg.factors.equality import SOFT_EQUALITY
 from mbfg.factors.integrators import TRAPEZOIDAL
 from mbfg.factors.prior import PARTIAL_PRIOR
+from mbfg.limits import MAX_COORDINATE
 from mbfg.planar import PlanarMechanism
 from mbfg.progress import Progress
 
@@ -332,6 +333,11 @@ def _check_samples(t: np.ndarray, values: np.ndarray, where: Callable[[int], str
     bad = np.flatnonzero(~np.isfinite(values).all(axis=1) | ~np.isfinite(t))
     if bad.size:
         raise DataError(f"{where(int(bad[0]))}: non-finite value (nan or inf)")
+    far = np.flatnonzero((np.abs(values) > MAX_COORDINATE).any(axis=1))
+    if far.size:  # 1e308 overflowed the solver's linear system (GTSAM: "Indeterminate linear system")
+        row = int(far[0])
+        raise DataError(f"{where(row)}: value {values[row][np.abs(values[row]) > MAX_COORDINATE][0]:g} is beyond "
+                        f"+-{MAX_COORDINATE:g} [m or rad]; expected a coordinate of the mechanism")
     dt = np.diff(t)
     if np.any(dt <= 0):
         row = int(np.flatnonzero(dt <= 0)[0]) + 1
@@ -357,7 +363,7 @@ def load_mbse_trajectory(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.n
     rows: list[list[float]] = []
     lines: list[int] = []  # the file's line number of each row
     try:
-        with open(path) as fh:
+        with open(path, encoding="utf-8-sig") as fh:  # a byte-order mark is accepted, as logs accept one
             for lineno, line in enumerate(fh, start=1):
                 text = line.strip()
                 if not text or text.startswith("%") or text.startswith("#"):
@@ -371,6 +377,8 @@ def load_mbse_trajectory(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.n
                     raise DataError(f"{path}: line {lineno}: {len(rows[-1])} columns, expected {len(rows[0])}")
     except OSError as exc:
         raise DataError(f"{path}: cannot read trajectory: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not a text (UTF-8) trajectory file ({exc.reason} at byte {exc.start})") from None
     if not rows:
         raise DataError(f"{path}: no data rows")
     data = np.array(rows)

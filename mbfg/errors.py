@@ -17,3 +17,7 @@ class ModelError(MbfgError):
 
 class DataError(MbfgError):
     """A log or trajectory file is malformed."""
+
+
+class LimitError(MbfgError):
+    """A run length, window, horizon or count beyond what memory or time allow (:mod:`mbfg.limits`)."""

@@ -36,6 +36,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from mbfg.errors import DataError
+from mbfg.limits import MAX_TIME
 
 __all__ = ["Log", "add_noise", "quantize", "quantize_linear", "read_log", "round_time", "sample_period", "write_log"]
 
@@ -55,6 +56,48 @@ class Log:
     observations: tuple[str, ...]
     controls: tuple[str, ...]
     source: str = "<log>"
+
+    def __post_init__(self) -> None:
+        """Check what a log built in Python holds, as :func:`read_log` checks a file: ``t`` (n,) finite and
+        strictly increasing, ``y`` (n, len(observations)) of numbers or NaN (a missing reading), ``u``
+        (n, len(controls)) finite; DataError naming the field and the row (0-based, as NumPy indexes it)."""
+        where = f"Log({self.source})"
+        for field, names in (("observations", self.observations), ("controls", self.controls)):
+            if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+                raise DataError(f"{where}: {field}: expected a tuple of column names, got {names!r}")
+            object.__setattr__(self, field, tuple(names))
+        arrays = {}
+        for field in ("t", "y", "u"):
+            try:
+                arrays[field] = np.asarray(getattr(self, field), dtype=float)
+            except (TypeError, ValueError):
+                raise DataError(f"{where}: {field}: expected an array of numbers, got "
+                                f"{type(getattr(self, field)).__name__}") from None
+        t, y, u = arrays["t"], arrays["y"], arrays["u"]
+        if t.ndim != 1:
+            raise DataError(f"{where}: t: expected shape (n,), got {t.shape}")
+        n = len(t)
+        for field, arr, names in (("y", y, self.observations), ("u", u, self.controls)):
+            if arr.shape != (n, len(names)):
+                raise DataError(f"{where}: {field}: expected shape ({n}, {len(names)}) (one row per time, one column "
+                                f"per name in {list(names)}), got {arr.shape}")
+        bad = np.flatnonzero(~(np.abs(t) <= MAX_TIME))
+        if bad.size:
+            raise DataError(f"{where}: t[{bad[0]}] = {t[bad[0]]} is not a finite time [s] within +-{MAX_TIME:g} s")
+        back = np.flatnonzero(~(np.diff(t) > 0))
+        if back.size:
+            i = int(back[0]) + 1
+            raise DataError(f"{where}: t[{i}] = {float(t[i])!r} s is not after t[{i - 1}] = {float(t[i - 1])!r} s; times must be "
+                            f"strictly increasing")
+        for field, arr, names, allowed in (("y", y, self.observations, "NaN for a missing reading"),
+                                           ("u", u, self.controls, "every control must be finite")):
+            bad_cells = np.argwhere(np.isinf(arr) if field == "y" else ~np.isfinite(arr))
+            if bad_cells.size:
+                row, col = (int(k) for k in bad_cells[0])
+                raise DataError(f"{where}: {field}[{row}, {col}] ({names[col]!r} at t = {float(t[row])!r} s) = "
+                                f"{arr[row, col]}: not finite ({allowed})")
+        for field, arr in arrays.items():
+            object.__setattr__(self, field, arr)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -131,8 +174,10 @@ def write_log(
         lines.append(",".join("" if math.isnan(v) else _format(v) for v in cells))
     text = "\n".join(lines) + "\n"
     if isinstance(path_or_buffer, (str, os.PathLike)):
+        from mbfg.atomic import replacing
+
         try:
-            with open(path_or_buffer, "w", encoding="utf-8", newline="") as fh:
+            with replacing(path_or_buffer) as fh:  # whole or not at all: a killed run leaves the old file
                 fh.write(text)
         except OSError as exc:
             raise DataError(f"{os.fspath(path_or_buffer)}: cannot write the log ({exc.strerror or exc})") from None
@@ -262,6 +307,9 @@ def _read_table(
                                else f"a {kind} value must be finite")
                         ) from None
                     raise DataError(f"{where}, column {name!r}: expected a number, got {cell!r}") from None
+            if not abs(values[0]) <= MAX_TIME:
+                raise DataError(f"{where}, column {time!r}: time {cells[picks[0]].strip()} s is beyond +-{MAX_TIME:g} s "
+                                f"(31,700 years); expected the sample's time in seconds")
             if rows and not values[0] > rows[-1][0]:
                 raise DataError(
                     f"{where}, column {time!r}: time {cells[picks[0]].strip()} s is not after the previous row's "
@@ -282,6 +330,8 @@ def read_log(
     path: str | os.PathLike[str] | TextIO,
     observations: Sequence[str],
     controls: Sequence[str] = (),
+    *,
+    time: str = "t",
 ) -> Log:
     """Read a log, keeping the columns ``t``, ``observations`` and ``controls`` (others are ignored).
 
@@ -289,6 +339,7 @@ def read_log(
         path: CSV file path (or an open text stream).
         observations: the observation columns to read, in the order wanted in ``y``.
         controls: the control columns to read, in the order wanted in ``u``.
+        time: the time column's name [s] (``t`` in the standard format).
 
     Returns:
         A :class:`Log`; empty observation cells are NaN (missing readings, kept as such).
@@ -319,7 +370,7 @@ def read_log(
         if text.startswith("\ufeff"):
             text = text[1:]
 
-    t, y, u, _ = _read_table(source, text, "t", observations, controls)
+    t, y, u, _ = _read_table(source, text, time, observations, controls)
     return Log(t=t, y=y, u=u, observations=observations, controls=controls, source=source)
 
 

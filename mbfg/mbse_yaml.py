@@ -62,6 +62,7 @@ import yaml
 from mbfg._fields import checked_mapping
 from mbfg.errors import ModelError
 from mbfg.expressions import BODY_LENGTH_NAME, CONSTANTS, FUNCTIONS, POINT_COORDINATE_NAME, evaluate_expression
+from mbfg.limits import MAX_COORDINATE, MAX_PARAMETER
 from mbfg.planar import Body, PlanarMechanism, Point, RelativeAngle
 
 __all__ = [
@@ -201,8 +202,14 @@ class _Builder:
             raise self.error(entry, f"expected a list of {what}, got {type(value).__name__} {value!r}")
         return value
 
-    def number(self, value: Any, entry: str, variables: Mapping[str, float]) -> float:
-        return evaluate_expression(value, variables, where=self.where(entry))
+    def number(self, value: Any, entry: str, variables: Mapping[str, float], limit: float = MAX_PARAMETER,
+               unit: str = "") -> float:
+        """The value of ``entry`` (a number or an expression), finite and of magnitude at most ``limit``:
+        beyond it the solvers' squares overflow (a mass of 1e300) or float64 cannot resolve the motion."""
+        number = evaluate_expression(value, variables, where=self.where(entry))
+        if abs(number) > limit:
+            raise self.error(entry, f"{number:g}{unit} is beyond +-{limit:g}{unit}; expected a value of a mechanism")
+        return number
 
     def index(self, value: Any, entry: str, variables: Mapping[str, float], n_points: int) -> int:
         """A 0-based point index: an integer (or an expression giving one) in 0..n_points-1."""
@@ -261,8 +268,8 @@ class _Builder:
             entry = f"points[{k}]"
             spec = self.mapping(item, entry, _POINT_KEYS, ("x", "y"))
             variables = {**params, **coords}
-            x = self.number(spec["x"], f"{entry}.x", variables)
-            y = self.number(spec["y"], f"{entry}.y", variables)
+            x = self.number(spec["x"], f"{entry}.x", variables, MAX_COORDINATE, " m")
+            y = self.number(spec["y"], f"{entry}.y", variables, MAX_COORDINATE, " m")
             fixed = spec.get("fixed", False)
             if not isinstance(fixed, bool):
                 raise self.error(f"{entry}.fixed", f"expected true or false, got {fixed!r}")

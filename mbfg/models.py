@@ -339,9 +339,14 @@ BUILTIN: dict[str, Callable[[], RigidModel]] = {
 }
 
 
-def load_model(name: str) -> RigidModel:
-    """A built-in model by name, or a model file by path: YAML (see :mod:`mbfg.model_file`) or URDF
-    (``.urdf``, see :mod:`mbfg.urdf`)."""
+def load_model(name: str | os.PathLike[str]) -> RigidModel:
+    """A built-in model by name, or a model file by path (str or :class:`pathlib.Path`): YAML (see
+    :mod:`mbfg.model_file`) or URDF (``.urdf``, see :mod:`mbfg.urdf`)."""
+    if isinstance(name, os.PathLike):
+        name = os.fspath(name)
+    if not isinstance(name, str):
+        raise ModelError(f"name: expected a built-in model name or the path of a model file, got "
+                         f"{type(name).__name__} {name!r:.60}")
     if name in BUILTIN:
         return BUILTIN[name]()
     if name.lower().endswith(".urdf"):

@@ -25,6 +25,7 @@ import numpy as np
 
 from mbfg._jax import jnp
 from mbfg.errors import ModelError
+from mbfg.limits import MAX_PARAMETER
 
 SCALAR = "scalar"
 ROTATION = "rotation"
@@ -61,7 +62,12 @@ class Parameter:
             return
         if not (isinstance(self.default, (int, float, np.floating)) and math.isfinite(float(self.default))):
             raise ModelError(f"parameter {self.name!r}: value must be a finite number, got {self.default!r}")
-        object.__setattr__(self, "default", float(self.default))
+        value = float(self.default)
+        object.__setattr__(self, "default", value)
+        if abs(value) > MAX_PARAMETER:
+            raise ModelError(f"parameter {self.name!r}: value {value:g} [{self.unit}] is beyond +-"
+                             f"{MAX_PARAMETER:g}: the estimation squares values and would overflow (no rig's mass, "
+                             f"inertia, friction or gain comes near it)")
         if self.lower > self.upper:
             raise ModelError(
                 f"parameter {self.name!r}: lower bound {self.lower} is above the upper bound {self.upper}"
@@ -243,6 +249,41 @@ def free_names(parameters: Mapping[str, Any], names: Any, argument: str = "free"
     return out
 
 
+#: A calibration result's settings, each a positive number where given (null: not recorded).
+CALIBRATION_SETTINGS = {"h": "a time-step [s]", "period": "a sample period [s]", "weight": "a state error weight"}
+
+
+def check_calibration_settings(doc: Mapping[str, Any], where: str) -> None:
+    """ModelError ``where: field 'h' ...`` for a setting of :data:`CALIBRATION_SETTINGS` that is given but not a
+    finite number > 0: a command must not replace a wrong "h": -0.001 or "weight": 0 by its default unsaid."""
+    for key, what in CALIBRATION_SETTINGS.items():
+        value = doc.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+            raise ModelError(f"{where}: field {key!r}: expected {what}, a finite number > 0, got {value!r}")
+
+
+def json_document(text: str, where: str) -> Any:
+    """Parse JSON ``text`` (of file ``where``) refusing a key given twice in one object, which ``json`` would
+    silently resolve to the last (YAML parameter files refuse duplicates too)."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise ModelError(f"{where}: key {key!r} appears twice in one JSON object; keep one")
+            out[key] = value
+        return out
+
+    try:
+        return json.loads(text, object_pairs_hook=unique)
+    except ValueError as exc:
+        if isinstance(exc, ModelError):
+            raise
+        raise ModelError(f"{where}: not valid JSON ({exc})") from None
+
+
 def is_calibration_result(doc: Any) -> bool:
     """Whether a parsed file is the JSON of ``mbfg calibrate`` (top-level ``parameters`` and ``model``)."""
     return isinstance(doc, Mapping) and isinstance(doc.get("parameters"), Mapping) and "model" in doc
@@ -259,6 +300,10 @@ def result_changes(doc: Mapping[str, Any], model: Any | None, where: str) -> dic
     that lacks a parameter of the model, raises :class:`ModelError` naming it: falling back on a
     built-in default would score or smooth with a model the calibration never saw.
     """
+    if not isinstance(doc.get("model"), str):
+        raise ModelError(f"{where}: no 'model' field naming the model calibrated; expected the JSON of 'mbfg "
+                         f"calibrate --out' (or CalibrationResult.to_dict())")
+    check_calibration_settings(doc, where)
     if model is not None and doc.get("model") != model.name:
         raise ModelError(f"{where}: a calibration of model {doc.get('model')!r}, not of {model.name!r}; "
                          f"use it with {doc.get('model')!r} or calibrate {model.name!r}")
@@ -317,10 +362,7 @@ def load_parameter_file(path: str | os.PathLike[str], model: Any | None = None) 
     except UnicodeDecodeError as exc:
         raise ModelError(f"{path}: not a text (UTF-8) parameter file ({exc.reason})") from None
     if path.endswith(".json"):
-        try:
-            doc = json.loads(text)
-        except ValueError as exc:
-            raise ModelError(f"{path}: not valid JSON ({exc})") from None
+        doc = json_document(text, path)
     else:
         doc = _parse_yaml(text, path)
     if is_calibration_result(doc):

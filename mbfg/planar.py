@@ -345,7 +345,12 @@ class PlanarMechanism:
 
     # -- physics ---------------------------------------------------------------------
     def gravity_forces(self, g: float = 9.81) -> np.ndarray:
-        """Generalized gravity forces Q_g (n,) [N] for gravity g [m/s^2] along -y."""
+        """Generalized gravity forces Q_g (n,) [N] for gravity g [m/s^2] along -y; ModelError for a g that is not
+        finite or beyond :data:`mbfg.limits.MAX_GRAVITY` (1e300 overflowed the solvers' linear systems)."""
+        from mbfg.limits import MAX_GRAVITY
+
+        if not (isinstance(g, (int, float, np.integer, np.floating)) and abs(float(g)) <= MAX_GRAVITY):
+            raise ModelError(f"g: expected a gravity [m/s^2] of magnitude at most {MAX_GRAVITY:g} (1,000 g), got {g!r}")
         Q = np.zeros(self.n + 1)  # last slot collects fixed-point rows
         for body in self.bodies:
             A_cog = self._body_map(body)  # (2, 4) maps [ri, rj] -> r_cog

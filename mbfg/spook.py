@@ -278,7 +278,10 @@ def simulate(
         ModelError: an argument of the wrong type or shape, a bad time-step or duration, controls that are not
             finite, an unknown parameter name or a value outside its bounds, a malformed initial state, or a
             simulation that diverges; the message names the argument.
+        LimitError: more steps than :data:`mbfg.limits.MAX_STEPS`, or a trajectory beyond the memory budget.
     """
+    from mbfg.limits import check_steps, simulation_bytes, steps_of
+
     if not isinstance(model, RigidModel):
         raise ModelError(f"model: expected a RigidModel (e.g. mbfg.pendulum() or mbfg.load_model('pendulum')), "
                          f"got {type(model).__name__}")
@@ -290,8 +293,12 @@ def simulate(
         raise ModelError(f"duration: must be at least one time-step (h = {h} s), got {duration}")
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise ModelError(f"chunk: expected a whole number of steps >= 1, got {chunk!r}")
-    n = int(round(duration / h))
     nu = len(model.controls)
+    # Before any allocation: the trajectory keeps states, observations and controls of every step.
+    n_steps = steps_of(duration, h)
+    check_steps(n_steps, simulation_bytes(len(model.bodies), len(model.observations), nu), "the simulation",
+                "duration, h")
+    n = int(round(n_steps))
     if controls is None:
         controls = np.zeros((n, nu))
     try:

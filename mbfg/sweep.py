@@ -295,7 +295,7 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
     if own_client and scheduler:
         try:
             client = Client(scheduler, timeout="20s")
-        except OSError as exc:
+        except (OSError, ValueError, TypeError) as exc:  # distributed raises ValueError for a malformed address
             raise DataError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
     elif own_client:
         cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,

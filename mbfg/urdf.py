@@ -106,6 +106,7 @@ def _parse(data: bytes, where: str) -> Any:
         raise ModelError(f"{where}: not well-formed XML: {exc}") from None
     if root.tag != "robot":
         raise ModelError(f"{where}: expected a URDF <robot> element, got <{root.tag}> (line {root.sourceline})")
+    _refuse_macros(root, where)
     # yourdfpy reads a missing ixx, iyy or izz as 1 kg m^2 and a missing product as 0.
     for link in root.findall("link"):
         inertia = link.find("inertial/inertia")
@@ -123,6 +124,20 @@ def _parse(data: bytes, where: str) -> Any:
         raise ModelError(f"{where}: not a valid URDF ({type(exc).__name__}: {exc})") from None
 
 
+def _refuse_macros(root: Any, where: str) -> None:
+    """ModelError for a file that needs a preprocessor: xacro macros, properties or includes, or XInclude.
+    yourdfpy ignores them silently, and the robot read would miss whatever they add."""
+    for element in root.iter():
+        tag = element.tag if isinstance(element.tag, str) else ""
+        namespace = tag[1:].partition("}")[0] if tag.startswith("{") else ""
+        local = tag.rpartition("}")[2]
+        if "xacro" in namespace or "XInclude" in namespace or local == "include":
+            shown = f"{element.prefix}:{local}" if element.prefix else local
+            raise ModelError(f"{where}: line {element.sourceline}: <{shown}> needs a preprocessor (xacro or XInclude); "
+                             f"mbfg reads plain URDF. Expand it first, e.g. 'xacro {os.path.basename(where)} > "
+                             f"robot.urdf', and give mbfg the result")
+
+
 def _limits(joint: Any) -> dict[str, float]:
     if joint.limit is None:
         return {}
@@ -137,6 +152,7 @@ def _tree(robot: Any, where: str) -> tuple[str, list[Any]]:
     """The root link and the joints parents-first (document order where the tree allows it)."""
     links = [link.name for link in robot.links]
     _unique("link", links, where)
+    known = set(links)
     _unique("joint", [j.name for j in robot.joints], where)
     parent_joint: dict[str, Any] = {}
     for j in robot.joints:
@@ -148,7 +164,7 @@ def _tree(robot: Any, where: str) -> tuple[str, list[Any]]:
             raise ModelError(f"{where}: joint {j.name!r} has unknown type {j.type!r}; expected one of "
                              f"{', '.join(_KNOWN)}")
         for role, link in (("parent", j.parent), ("child", j.child)):
-            if link not in links:
+            if link not in known:
                 raise ModelError(f"{where}: joint {j.name!r} names unknown {role} link {link!r}")
         if j.child in parent_joint:
             raise ModelError(f"{where}: link {j.child!r} is the child of joints {parent_joint[j.child].name!r} and "
@@ -161,16 +177,25 @@ def _tree(robot: Any, where: str) -> tuple[str, list[Any]]:
                              f"{_cycle(links[0], parent_joint)}")
         raise ModelError(f"{where}: {len(roots)} root links ({', '.join(roots)}); expected one (the fixed base): "
                          f"connect the others to it with joints")
-    placed, order, pending = {roots[0]}, [], list(robot.joints)
-    while pending:
-        ready = [j for j in pending if j.parent in placed]
-        if not ready:
-            raise ModelError(f"{where}: a loop: {_cycle(pending[0].child, parent_joint)} (not reachable from the "
-                             f"root link {roots[0]!r})")
-        for j in ready:
-            placed.add(j.child)
-        order += ready
-        pending = [j for j in pending if j not in ready]
+    # Parents first, by generation (the file's order within one): a breadth-first walk from the root,
+    # linear in the number of joints (a pass over all pending joints per generation was quadratic in a chain).
+    children: dict[str, list[int]] = {}
+    for i, j in enumerate(robot.joints):
+        children.setdefault(j.parent, []).append(i)
+    depth: dict[int, int] = {}
+    frontier, level = [roots[0]], 0
+    while frontier:
+        nxt = []
+        for link in frontier:
+            for i in children.get(link, ()):
+                depth[i] = level
+                nxt.append(robot.joints[i].child)
+        frontier, level = nxt, level + 1
+    if len(depth) < len(robot.joints):
+        stray = next(j for i, j in enumerate(robot.joints) if i not in depth)
+        raise ModelError(f"{where}: a loop: {_cycle(stray.child, parent_joint)} (not reachable from the "
+                         f"root link {roots[0]!r})")
+    order = [robot.joints[i] for i in sorted(depth, key=lambda i: (depth[i], i))]
     return roots[0], order
 
 
@@ -191,8 +216,18 @@ def _cycle(link: str, parent_joint: dict[str, Any]) -> str:
     return " -> ".join([*reversed(cycle), cycle[-1]])
 
 
-def _transform(T: np.ndarray | None) -> np.ndarray:
-    return np.eye(4) if T is None else np.asarray(T, dtype=float)
+def _transform(T: np.ndarray | None, what: str = "", where: str = "") -> np.ndarray:
+    """The 4x4 transform of an ``<origin>`` (identity for none); ModelError ``where: what ...`` when it is not
+    finite (an xyz of 1e309 is inf) or its offset is beyond :data:`mbfg.limits.MAX_COORDINATE` [m]."""
+    from mbfg.limits import MAX_COORDINATE
+
+    if T is None:
+        return np.eye(4)
+    M = np.asarray(T, dtype=float)
+    if what and not (np.all(np.isfinite(M)) and np.all(np.abs(M[:3, 3]) <= MAX_COORDINATE)):
+        raise ModelError(f"{where}: {what} <origin> is not finite or beyond +-{MAX_COORDINATE:g} m "
+                         f"(xyz {' '.join(f'{v:g}' for v in M[:3, 3])}); expected finite xyz [m] and rpy [rad]")
+    return M
 
 
 def axis_rotation(axis: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -244,10 +279,19 @@ def _check_tensor(I: np.ndarray, where: str, strict: bool) -> np.ndarray:
     return J
 
 
+def _links_by_name(robot: Any) -> dict[str, Any]:
+    """The robot's links by name, built once per robot (per body it made model loading quadratic)."""
+    cached = getattr(robot, "_mbfg_links_by_name", None)
+    if cached is None:
+        cached = {link.name: link for link in robot.links}
+        robot._mbfg_links_by_name = cached
+    return cached
+
+
 def _mass_properties(head: str, links: list[str], T: dict[str, np.ndarray], robot: Any,
                      where: str) -> _MassProperties:
     """Combined mass, CoM and principal inertia of ``links`` (``head`` first; ``T`` their frames in head's)."""
-    by_name = {link.name: link for link in robot.links}
+    by_name = _links_by_name(robot)
     parts = []  # (mass, CoM in the head frame, inertia about that CoM in head axes)
     for name in links:
         inertial = by_name[name].inertial
@@ -257,9 +301,12 @@ def _mass_properties(head: str, links: list[str], T: dict[str, np.ndarray], robo
             raise ModelError(f"{where}: link {name!r}: <inertial> lacks <{'mass' if inertial.mass is None else 'inertia'}>")
         m = float(inertial.mass)
         if not (np.isfinite(m) and m >= 0.0):
-            raise ModelError(f"{where}: link {name!r}: mass must be > 0 kg, got {m:g}")
-        T_hi = T[name] @ _transform(inertial.origin)
-        I = T_hi[:3, :3] @ np.asarray(inertial.inertia, dtype=float) @ T_hi[:3, :3].T
+            raise ModelError(f"{where}: link {name!r}: mass must be a finite number > 0 kg, got {m:g}")
+        T_hi = T[name] @ _transform(inertial.origin, f"link {name!r} <inertial>", where)
+        inertia = np.asarray(inertial.inertia, dtype=float)
+        if not np.all(np.isfinite(inertia)):
+            raise ModelError(f"{where}: link {name!r}: <inertia> has a value that is not finite; expected kg m^2")
+        I = T_hi[:3, :3] @ inertia @ T_hi[:3, :3].T
         _check_tensor(I, f"{where}: link {name!r}:", strict=False)
         parts.append((m, T_hi[:3, 3], I))
     merged = f" (nor do the links fixed to it: {', '.join(links[1:])})" if len(links) > 1 else ""
@@ -331,15 +378,18 @@ def _build(robot: Any, where: str, motors: Sequence[str], name: str | None) -> R
     T: dict[str, np.ndarray] = {root: np.eye(4)}
     moving = []
     for j in order:
+        origin = _transform(j.origin, f"joint {j.name!r}", where)
         if j.type == "fixed":
-            head[j.child], T[j.child] = head[j.parent], T[j.parent] @ _transform(j.origin)
+            head[j.child], T[j.child] = head[j.parent], T[j.parent] @ origin
         else:
             head[j.child], T[j.child] = j.child, np.eye(4)
             moving.append(j)
     if not moving:
         raise ModelError(f"{where}: no revolute, continuous or prismatic joint: nothing moves")
-    props = {j.child: _mass_properties(j.child, [k for k in head if head[k] == j.child], T, robot, where)
-             for j in moving}
+    groups: dict[str, list[str]] = {}  # head link -> its links, the head first (parents-first order)
+    for link_name, group_head in head.items():
+        groups.setdefault(group_head, []).append(link_name)
+    props = {j.child: _mass_properties(j.child, groups[j.child], T, robot, where) for j in moving}
 
     names: dict[str, str] = {}  # parameter name -> the URDF name it came from
 
@@ -371,13 +421,26 @@ def _build(robot: Any, where: str, motors: Sequence[str], name: str | None) -> R
     notes: list[str] = []
     for j in moving:
         rotary = MOVING[j.type] is Hinge
-        axis = np.asarray(j.axis, dtype=float)
-        if not (np.all(np.isfinite(axis)) and np.linalg.norm(axis) > 1e-12):
+        axis = np.asarray(j.axis, dtype=float).reshape(-1)
+        if axis.shape != (3,):
+            raise ModelError(f"{where}: joint {j.name!r}: <axis xyz> has {axis.size} numbers; expected 3, its "
+                             f"direction x y z")
+        if not np.all(np.isfinite(axis)):
+            raise ModelError(f"{where}: joint {j.name!r}: <axis xyz> is not finite ({' '.join(f'{v:g}' for v in axis)})"
+                             f"; expected its direction x y z")
+        if not np.linalg.norm(axis) > 1e-12:
             raise ModelError(f"{where}: joint {j.name!r}: <axis xyz> has zero length; expected its direction")
+        given = _limits(j)
+        for key, value in given.items():
+            if not np.isfinite(value):
+                raise ModelError(f"{where}: joint {j.name!r}: <limit {key}> is {value:g}; expected a finite number")
+        if given.get("lower", -np.inf) > given.get("upper", np.inf):
+            raise ModelError(f"{where}: joint {j.name!r}: <limit lower> {given['lower']:g} is above <limit upper> "
+                             f"{given['upper']:g}")
         R_align = axis_rotation(axis)
         # Frame a: the joint frame (the URDF joint origin) in the parent's body; frame b: the child link
         # frame, which is the joint frame at zero coordinate.
-        T_hj = T[j.parent] @ _transform(j.origin)
+        T_hj = T[j.parent] @ _transform(j.origin, f"joint {j.name!r}", where)
         if head[j.parent] == WORLD:
             p = T_hj[:3, 3]
             a = Frame(WORLD, (float(p[0]), float(p[1]), float(p[2])), T_hj[:3, :3] @ R_align)

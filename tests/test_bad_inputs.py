@@ -7,13 +7,18 @@ file left behind.
 
 Kept quick: every command runs in this process (``mbfg.cli.main``) with tiny durations, and the checks run
 before the stepper compiles, except the noise overflow and the partial parameter dict (one pendulum scan of
-10 steps) and the three ``smooth`` inputs (one stream compile, shared through the process).
+10 steps) and the ``smooth`` inputs that reach the stream (one stream compile, shared through the process).
+
+The second half is issue 53's battery (a hostile tester's): outputs that are inputs, sizes beyond memory and
+time, numbers out of range in every kind of file, logs of another model, messages in the command line's words;
+each list there is one category.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +27,9 @@ import pytest
 from mbfg import furuta, pendulum
 from mbfg.calibration import calibrate
 from mbfg.cli import _rigid_model, main
-from mbfg.errors import DataError, MbfgError, ModelError
-from mbfg.logs import Log
+from mbfg.errors import DataError, LimitError, MbfgError, ModelError
+from mbfg.logs import Log, write_log
+from mbfg.models import load_model
 from mbfg.parameters import load_parameter_file
 from mbfg.rigid import State
 from mbfg.spook import simulate
@@ -269,3 +275,381 @@ def test_load_parameter_file_checks_a_calibrations_bounds(tmp_path: Path, model)
     changes = load_parameter_file(path, model)
     assert changes["b"] == {"value": 0.002, "lower": 0.001, "upper": 0.01}
     assert model.with_parameters(changes).parameters["b"].upper == 0.01
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Issue 53: a hostile tester's battery. Every case is refused before a program is compiled (the checks run where
+# the input enters), so the whole battery takes seconds. The categories (each list below is one):
+#   CLOBBER   an output that is one of the command's inputs, or another of its outputs
+#   LIMITS    durations, windows, counts and horizons beyond what memory and time allow
+#   NUMBERS   numeric inputs not finite or out of range: options, parameter files, calibration JSON, URDF,
+#             trajectory rows, log times
+#   COLUMNS   a log with columns the model does not have (issue 52 item 6), --columns that do not fit
+#   NAMES     refusals that must name the command line's options (not the Python arguments) or the right thing
+# and API_CASES for the Python API (the exception type and the words of its message).
+# --------------------------------------------------------------------------------------------------------------
+
+PENDULUM_LOG = "t,theta\n" + "".join(f"{k / 1000!r},{0.1 * k / 1000!r}\n" for k in range(20))
+FURUTA_LOG = "t,theta,alpha,u\n" + "".join(f"{k / 1000!r},0.0,0.0,0.0\n" for k in range(20))
+CHAIN_URDF = """<?xml version="1.0"?>
+<robot name="two">
+  <link name="base"/>
+  <link name="l1"><inertial><origin xyz="0 0 -0.05"/><mass value="1"/>
+    <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.0005"/></inertial></link>
+  <link name="l2"><inertial><origin xyz="0 0 -0.05"/><mass value="1"/>
+    <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.0005"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><origin xyz="0 0 0"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
+  <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0 0 -0.1"/>
+    <axis xyz="1 0 0"/><limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
+</robot>
+"""
+CALIBRATE = ("calibrate", "pendulum", "{d}/log.csv", "--free", "J,b", "--quiet")
+LOG_FILES = {"log.csv": PENDULUM_LOG}
+SMOOTH_FILES = {"calib.json": GOOD_CALIBRATION, "log.csv": PENDULUM_LOG}
+SMOOTH_IN = (*SMOOTH, "--input", "{d}/log.csv")
+TRAJECTORY = "% t theta1\n0 0\n0.005 0.001\n0.01 0.002\n"
+
+
+def _calibration_with(**fields: object) -> str:
+    doc = json.loads(GOOD_CALIBRATION)
+    doc.update(fields)
+    return json.dumps(doc)
+
+
+def _fourbar(old: str, new: str) -> str:
+    from mbfg.datasets import mechanism_path
+
+    text = mechanism_path("fourbar").read_text()
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+def _urdf(old: str, new: str) -> dict[str, str]:
+    assert old in CHAIN_URDF
+    return {"r.urdf": CHAIN_URDF.replace(old, new, 1)}
+
+
+CLOBBER = [
+    pytest.param([*SMOOTH, "--input", "{d}/log.csv", "--output", "{d}/log.csv"], SMOOTH_FILES,
+                 ["--output {d}/log.csv", "same file as --input"], id="smooth-output-is-its-input"),
+    pytest.param([*SMOOTH, "--input", "{d}/log.csv", "--output", "{d}/calib.json"], SMOOTH_FILES,
+                 ["--output {d}/calib.json", "same file as --params"], id="smooth-output-is-its-calibration"),
+    pytest.param([*CALIBRATE, "--out", "{d}/log.csv"], LOG_FILES, ["--out {d}/log.csv", "same file as LOG"],
+                 id="calibrate-out-is-its-log"),
+    pytest.param([*CALIBRATE, "--out", "{d}/r.json", "--plot", "{d}/r.json"], LOG_FILES,
+                 ["--plot {d}/r.json", "same file as --out"], id="calibrate-plot-is-its-out"),
+    pytest.param([*CALIBRATE, "--out", "{d}/./sub/../log.csv"], {**LOG_FILES, "sub/.keep": ""},
+                 ["same file as LOG"], id="calibrate-out-is-its-log-by-another-path"),
+    pytest.param([*SIM, "--params", "{d}/p.yaml", "--out", "{d}/p.yaml"], {"p.yaml": "J: 0.002\n"},
+                 ["--out {d}/p.yaml", "same file as --params"], id="simulate-out-is-its-params"),
+    pytest.param(["sweep", "pendulum", "{d}/log.csv", "--free", "J", "--out", "{d}/log.csv"], LOG_FILES,
+                 ["--out {d}/log.csv", "same file as LOG"], id="sweep-out-is-a-recording"),
+    pytest.param(["inverse", "fourbar-crank", "{d}/traj.txt", "--coordinate", "theta1", "--out", "{d}/traj.txt"],
+                 {"traj.txt": TRAJECTORY}, ["--out {d}/traj.txt", "same file as TRAJECTORY"],
+                 id="inverse-out-is-its-trajectory"),
+    pytest.param(["forward", "{d}/m.yaml", "--duration", "0.01", "--out", "{d}/m.yaml"], {"m.yaml": "x: 1\n"},
+                 ["--out {d}/m.yaml", "same file as MECHANISM"], id="forward-out-is-its-mechanism"),
+    pytest.param(["control", "furuta-viscous", "--params", "{d}/p.yaml", "--target", "theta=1", "--out",
+                  "{d}/p.yaml"], {"p.yaml": "K: 0.04\n"}, ["--out {d}/p.yaml", "same file as --params"],
+                 id="control-out-is-its-params"),
+    pytest.param(["simulate", "{d}/r.urdf", "--duration", "0.01", "--dt", "0.001", "--out", "{d}/r.urdf"],
+                 {"r.urdf": CHAIN_URDF}, ["--out {d}/r.urdf", "same file as MODEL"], id="simulate-out-is-its-model"),
+]
+
+LIMITS = [
+    pytest.param(["simulate", "pendulum", "--duration", "1e9", "--dt", "0.001", "--out", "{d}/x.csv"], {},
+                 ["--duration 1e+09", "--dt 0.001", "1e+12 steps", "at most"], id="simulate-duration-1e9-7TiB"),
+    pytest.param(["simulate", "pendulum", "--duration", "1e308", "--dt", "0.1", "--out", "{d}/x.csv"], {},
+                 ["--duration 1e+308", "inf steps"], id="simulate-duration-1e308-overflow"),
+    pytest.param(["forward", "fourbar", "--duration", "1e12", "--out", "{d}/x.csv"], {},
+                 ["--duration 1e+12", "1e+15 steps"], id="forward-duration-1e12"),
+    pytest.param(["control", "furuta-viscous", "--target", "theta=1", "--duration", "1e12", "--out", "{d}/x.csv"],
+                 {}, ["--duration 1e+12", "1e+15 steps"], id="control-duration-1e12"),
+    pytest.param(["control", "furuta-viscous", "--target", "theta=1", "--horizon", "1000000", "--out", "{d}/x.csv"],
+                 {}, ["--horizon 1e+06", "at most"], id="control-horizon-1e6"),
+    pytest.param([*SMOOTH_IN, "--update-every", "1000000"], SMOOTH_FILES, ["--update-every 1e+06", "at most"],
+                 id="smooth-update-every-1e6-15GB"),
+    pytest.param([*SMOOTH_IN, "--lag", "1e5"], SMOOTH_FILES, ["--lag 100000", "1e+08 states", "at most"],
+                 id="smooth-lag-1e5-s"),
+    pytest.param([*SMOOTH_IN, "--max-gap", "1e308"], SMOOTH_FILES, ["--max-gap 1e+308", "at most"],
+                 id="smooth-max-gap-1e308-overflow"),
+    pytest.param([*CALIBRATE, "--resample", "1e-300"], LOG_FILES,
+                 ["{d}/log.csv: a recording of 0.019 s", "--resample 1e-300", "at most"], id="calibrate-resample-1e-300"),
+]
+
+NUMBERS = [
+    pytest.param(["forward", "fourbar", "--gravity", "1e300", "--duration", "0.01", "--out", "{d}/x.csv"], {},
+                 ["--gravity", "1e300", "at most"], id="forward-gravity-1e300"),
+    pytest.param(["inverse", "fourbar-crank", "{d}/traj.txt", "--coordinate", "theta1", "--out", "{d}/x.csv"],
+                 {"traj.txt": "% t theta1\n0 0\n0.005 1e308\n0.01 0.002\n"}, ["{d}/traj.txt: line 3", "1e+308"],
+                 id="inverse-trajectory-row-1e308"),
+    pytest.param([*CALIBRATE, "--params", "{d}/p.yaml"], {**LOG_FILES, "p.yaml": "J: 1e308\n"},
+                 ["--params {d}/p.yaml", "'J'", "1e+308"], id="calibrate-params-J-1e308"),
+    pytest.param([*SIM, "--params", "{d}/p.json", "--out", "{d}/x.csv"], {"p.json": '{"J": 0.002, "J": 0.003}'},
+                 ["{d}/p.json", "'J'", "twice"], id="simulate-json-params-duplicate-key"),
+    pytest.param(["crossval", "pendulum", "{d}/log.csv", "--params", "{d}/c.json", "--quiet"],
+                 {**LOG_FILES, "c.json": _calibration_with(h=-0.001)}, ["{d}/c.json", "'h'", "-0.001"],
+                 id="crossval-calibration-h-negative"),
+    pytest.param(["crossval", "pendulum", "{d}/log.csv", "--params", "{d}/c.json", "--quiet"],
+                 {**LOG_FILES, "c.json": _calibration_with(h="fast")}, ["{d}/c.json", "'h'", "'fast'"],
+                 id="crossval-calibration-h-a-word"),
+    pytest.param(["crossval", "pendulum", "{d}/log.csv", "--params", "{d}/c.json", "--quiet"],
+                 {**LOG_FILES, "c.json": _calibration_with(weight=0)}, ["{d}/c.json", "'weight'", "got 0"],
+                 id="crossval-calibration-weight-zero"),
+    pytest.param([*CALIBRATE], {"log.csv": "t,theta\n0,0\n0.001,0\n1e308,0\n"},
+                 ["{d}/log.csv, row 3 (line 4)", "1e308", "beyond"], id="calibrate-log-time-1e308"),
+    pytest.param(["models", "{d}/r.urdf"], _urdf('<axis xyz="0 1 0"/>', '<axis xyz="0 1"/>'),
+                 ["{d}/r.urdf", "'j1'", "<axis xyz> has 2 numbers"], id="urdf-axis-two-numbers"),
+    pytest.param(["models", "{d}/r.urdf"], _urdf('<axis xyz="0 1 0"/>', '<axis xyz="nan 1 0"/>'),
+                 ["{d}/r.urdf", "'j1'", "not finite"], id="urdf-axis-nan"),
+    pytest.param(["models", "{d}/r.urdf"], _urdf('<origin xyz="0 0 -0.1"/>', '<origin xyz="0 0 1e309"/>'),
+                 ["{d}/r.urdf", "joint 'j2' <origin>", "not finite"], id="urdf-origin-1e309"),
+    pytest.param(["models", "{d}/r.urdf"], _urdf('lower="-3" upper="3"', 'lower="2" upper="-2"'),
+                 ["{d}/r.urdf", "'j1'", "<limit lower> 2 is above <limit upper> -2"], id="urdf-limit-crossed"),
+    pytest.param(["models", "{d}/r.urdf"], _urdf('<robot name="two">', '<robot name="two" xmlns:xacro='
+                                                 '"http://www.ros.org/wiki/xacro"><xacro:include filename="a.xacro"/>'),
+                 ["{d}/r.urdf", "<xacro:include>", "xacro"], id="urdf-xacro-include"),
+    pytest.param(["models", "{d}/r.urdf"], _urdf('<robot name="two">', '<robot name="two" xmlns:xi='
+                                                 '"http://www.w3.org/2001/XInclude"><xi:include href="a.urdf"/>'),
+                 ["{d}/r.urdf", "<xi:include>"], id="urdf-xinclude"),
+    pytest.param(["models", "{d}/r.urdf"], _urdf('<mass value="1"/>', '<mass value="1e300"/>'),
+                 ["{d}/r.urdf", "'m_l1'", "1e+300"], id="urdf-mass-1e300"),
+    pytest.param(["mechanisms", "{d}/m.yaml"], {"m.yaml": _fourbar("{x: L1, y: 0}", "{x: 1e300, y: 0}")},
+                 ["{d}/m.yaml", "points[1].x", "1e+300 m is beyond"], id="mbse-yaml-point-1e300"),
+    pytest.param(["mechanisms", "{d}/m.yaml"], {"m.yaml": _fourbar("mass: 2.0", "mass: 1e300")},
+                 ["{d}/m.yaml", "planar_bodies[1].mass", "1e+300"], id="mbse-yaml-mass-1e300"),
+]
+
+COLUMNS = [
+    pytest.param(["calibrate", "pendulum", "{d}/f.csv", "--free", "J", "--quiet"], {"f.csv": FURUTA_LOG},
+                 ["{d}/f.csv", "alpha, u", "'pendulum'", "--columns"], id="calibrate-log-of-another-model"),
+    pytest.param(["crossval", "pendulum", "{d}/f.csv", "--params", "{d}/calib.json", "--quiet"],
+                 {"f.csv": FURUTA_LOG, "calib.json": GOOD_CALIBRATION}, ["{d}/f.csv", "alpha, u", "--columns"],
+                 id="crossval-log-of-another-model"),
+    pytest.param(["sweep", "pendulum", "{d}/f.csv", "--free", "J", "--out", "{d}/s.csv"], {"f.csv": FURUTA_LOG},
+                 ["{d}/f.csv", "alpha, u", "--columns"], id="sweep-log-of-another-model"),
+    pytest.param([*SMOOTH, "--input", "{d}/f.csv"], {"f.csv": FURUTA_LOG, "calib.json": GOOD_CALIBRATION},
+                 ["{d}/f.csv, line 1", "alpha, u", "--columns"], id="smooth-log-of-another-model"),
+    pytest.param([*CALIBRATE, "--columns", "t,theta,alpha"], LOG_FILES,
+                 ["--columns t,theta,alpha", "3 names", "needs 2"], id="calibrate-columns-too-many"),
+    pytest.param(["calibrate", "pendulum", "{d}/f.csv", "--free", "J", "--columns", "t,phi", "--quiet"],
+                 {"f.csv": FURUTA_LOG}, ["{d}/f.csv", "'phi'"], id="calibrate-columns-names-a-missing-column"),
+    pytest.param(["calibrate", "furuta", "{d}/log.csv", "--free", "K", "--quiet"], LOG_FILES,
+                 ["{d}/log.csv", "'alpha'"], id="calibrate-log-missing-a-column"),
+]
+
+NAMES = [
+    pytest.param([*CALIBRATE, "--restart-search", "4"], LOG_FILES, ["--restart-search 4", "--restart-weight"],
+                 id="calibrate-restart-search-alone"),
+    pytest.param([*CALIBRATE, "--soft-start", "100", "--restart-weight", "1e6"], LOG_FILES,
+                 ["--soft-start", "--restart-weight", "one of them"], id="calibrate-soft-start-and-restart"),
+    pytest.param(["sweep", "pendulum", "{d}/one.csv", "--free", "J", "--out", "{d}/s.csv"],
+                 {"one.csv": "t,theta\n0,0\n"}, ["{d}/one.csv", "at least 3 rows"], id="sweep-one-row-log"),
+    pytest.param(["sweep", "pendulum", "{d}/log.csv", "--free", "J", "--scheduler", "not an address", "--out",
+                  "{d}/s.csv"], LOG_FILES, ["--scheduler", "Dask scheduler address"], id="sweep-scheduler-not-an-address"),
+]
+
+
+@pytest.mark.parametrize(("argv", "files", "needles"), [*CLOBBER, *LIMITS, *NUMBERS, *COLUMNS, *NAMES])
+def test_hostile_command_exits_2_naming_the_culprit(capsys, tmp_path: Path, argv: list[str], files: dict[str, str],
+                                                   needles: list[str]) -> None:
+    """Exit status 2, one 'mbfg: error:' (or argparse) line with the words, no traceback, every input file as it
+    was and no output file of the command left behind."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    code = main([a.format(d=tmp_path) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "error: " in err and "Traceback" not in err, err
+    for needle in needles:
+        assert needle.format(d=tmp_path) in err, (needle, err)
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert after == before, "an input was changed or an output was written"
+
+
+def test_an_output_that_is_a_hard_link_to_the_input_is_refused(capsys, tmp_path: Path) -> None:
+    """The same inode under another name (a hard link) is the same file: refused as the path itself is."""
+    (tmp_path / "log.csv").write_text(PENDULUM_LOG)
+    os.link(tmp_path / "log.csv", tmp_path / "alias.csv")
+    (tmp_path / "sym.csv").symlink_to(tmp_path / "log.csv")
+    for out in ("alias.csv", "sym.csv"):
+        code = main([a.format(d=tmp_path) for a in (*CALIBRATE, "--out", f"{{d}}/{out}")])
+        err = capsys.readouterr().err
+        assert code == 2 and f"--out {tmp_path}/{out}: is the same file as LOG" in err, err
+    assert (tmp_path / "log.csv").read_text() == PENDULUM_LOG
+
+
+def test_sweep_with_a_failed_cell_exits_1_unless_failures_are_allowed(capsys, monkeypatch, tmp_path: Path) -> None:
+    """'1 failed' with exit status 0 looked like success to a script; the sweep itself is replaced by its result
+    (one ok row, one failed), so this checks the command's exit logic, not Dask."""
+    import pandas as pd
+
+    from mbfg import sweep as sweep_module
+
+    frame = pd.DataFrame({"status": ["ok", "failed"], "error": ["", "h: no"]})
+    monkeypatch.setattr(sweep_module, "sweep", lambda *a, **k: sweep_module.SweepResult(frame, 2, 0.1))
+    (tmp_path / "log.csv").write_text(PENDULUM_LOG)
+    argv = ["sweep", "pendulum", f"{tmp_path}/log.csv", "--free", "J", "--no-crossval", "--out", f"{tmp_path}/s.csv"]
+    assert main(argv) == 1
+    assert "1 of 2 rows failed" in capsys.readouterr().err
+    assert main([*argv, "--allow-failures"]) == 0
+
+
+# -- Python API ------------------------------------------------------------------------------------------------
+
+
+def _stream(model, **settings):
+    from mbfg.graphs.stream import StreamEstimator
+
+    return StreamEstimator(model, h=1e-3, **settings)
+
+
+def _from_calibration(model, calibration):
+    from mbfg.graphs.stream import StreamEstimator
+
+    return StreamEstimator.from_calibration(model, calibration)
+
+
+def _horizon(horizon):
+    from mbfg.graphs.control import RecedingHorizon
+
+    return RecedingHorizon(_rigid_model("furuta-viscous"), 1e-3, horizon, rates={"theta": 1.0})
+
+
+def _forward(duration):
+    from mbfg.datasets import load_mechanism
+    from mbfg.graphs import simulate_forward
+
+    return simulate_forward(load_mechanism("fourbar"), 1e-3, duration)
+
+
+API_CASES = [
+    pytest.param(lambda m: Log(np.array([0, np.nan, 2e-3]), np.zeros((3, 1)), np.zeros((3, 0)), ("theta",), ()),
+                 DataError, ["t[1] = nan", "not a finite time"], id="log-t-nan"),
+    pytest.param(lambda m: Log(np.arange(3) * 1e-3, np.zeros((2, 1)), np.zeros((3, 0)), ("theta",), ()),
+                 DataError, ["y:", "(3, 1)", "(2, 1)"], id="log-y-shorter-than-t"),
+    pytest.param(lambda m: Log(np.arange(3) * 1e-3, np.array([[0], [np.inf], [0]]), np.zeros((3, 0)), ("theta",),
+                               ()), DataError, ["y[1, 0]", "'theta'", "inf"], id="log-reading-inf"),
+    pytest.param(lambda m: Log(np.arange(3) * 1e-3, np.zeros((3, 2)), np.zeros((3, 0)), ("theta",), ()),
+                 DataError, ["y:", "(3, 1)", "(3, 2)", "['theta']"], id="log-two-columns-one-name"),
+    pytest.param(lambda m: Log(np.array([0, 2e-3, 1e-3]), np.zeros((3, 1)), np.zeros((3, 0)), ("theta",), ()),
+                 DataError, ["t[2] = 0.001 s is not after t[1] = 0.002 s"], id="log-times-descending"),
+    pytest.param(lambda m: calibrate(m, Log(np.arange(5) * 1e-3, np.zeros((5, 2)), np.zeros((5, 0)),
+                                            ("theta", "alpha"), ()), quiet=True),
+                 DataError, ["observation columns", "do not match"], id="calibrate-log-of-another-model"),
+    pytest.param(lambda m: m.initial_state({"theta": "x"}), ModelError, ["coordinates['theta']", "'x'"],
+                 id="initial-state-a-string"),
+    pytest.param(lambda m: m.initial_state({"theta": float("nan")}), ModelError, ["coordinates['theta']", "nan"],
+                 id="initial-state-nan"),
+    pytest.param(lambda m: simulate(m, 1e12, 1e-3), LimitError, ["duration 1e+12", "h 0.001", "1e+15 steps"],
+                 id="simulate-1e12-s"),
+    pytest.param(lambda m: simulate(m, 1e308, 0.1), LimitError, ["duration 1e+308", "inf steps"],
+                 id="simulate-1e308-s"),
+    pytest.param(lambda m: _stream(m, sigma_observation=[1e-3, 1e-3, 1e-3]), ModelError,
+                 ["sigma_observation", "one per observation (1: theta)"], id="stream-sigma-three-values"),
+    pytest.param(lambda m: _stream(m, update_every=10**6), LimitError, ["update_every 1e+06", "at most"],
+                 id="stream-update-every-1e6"),
+    pytest.param(lambda m: _stream(m, lag=1e5), LimitError, ["lag 100000", "window", "at most"],
+                 id="stream-lag-1e5-s"),
+    pytest.param(lambda m: _stream(m, max_gap=1e308), LimitError, ["max_gap 1e+308"], id="stream-max-gap-1e308"),
+    pytest.param(lambda m: _stream(None), ModelError, ["model: expected a RigidModel", "NoneType"],
+                 id="stream-model-none"),
+    pytest.param(lambda m: _from_calibration(None, json.loads(GOOD_CALIBRATION)), ModelError,
+                 ["model: expected a RigidModel"], id="from-calibration-model-none"),
+    pytest.param(lambda m: _from_calibration(m, None), ModelError, ["calibration: expected"],
+                 id="from-calibration-none"),
+    pytest.param(lambda m: _from_calibration(m, {"parameters": {}}), ModelError, ["no 'model' field"],
+                 id="from-calibration-without-model"),
+    pytest.param(lambda m: _from_calibration(m, json.loads(_calibration_with(weight=0))), ModelError,
+                 ["'weight'", "got 0"], id="from-calibration-weight-zero"),
+    pytest.param(lambda m: _horizon(10**6), LimitError, ["horizon 1e+06", "at most"], id="control-horizon-1e6"),
+    pytest.param(lambda m: _horizon(1).run(_rigid_model("furuta-viscous").initial_state(), 10**12), LimitError,
+                 ["steps 1e+12", "at most"], id="control-run-1e12-steps"),
+    pytest.param(lambda m: _forward(1e12), LimitError, ["duration 1e+12", "dt 0.001", "1e+15 steps"],
+                 id="forward-dynamics-1e12-s"),
+    pytest.param(lambda m: load_model(3), ModelError, ["name:", "int"], id="load-model-an-int"),
+    pytest.param(lambda m: m.with_parameters({"J": 1e308}), ModelError, ["'J'", "1e+308"], id="parameter-1e308"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "needles"), API_CASES)
+def test_hostile_api_call_raises_our_error_naming_the_argument(model, call, error: type[MbfgError],
+                                                               needles: list[str]) -> None:
+    with pytest.raises(error) as info:
+        call(model)
+    for needle in needles:
+        assert needle in str(info.value), (needle, str(info.value))
+
+
+def test_api_boundary_numbers_outside_the_command_line(tmp_path: Path) -> None:
+    """The same checks where the API reads files: a URDF (by path and as text), a trajectory, planar gravity."""
+    from mbfg.graphs import load_mbse_trajectory
+    from mbfg.urdf import urdf_from_string
+
+    with pytest.raises(ModelError, match=r"^r\.urdf: joint 'j1': <axis xyz> has 2 numbers"):
+        urdf_from_string(CHAIN_URDF.replace('<axis xyz="0 1 0"/>', '<axis xyz="0 1"/>'), source="r.urdf")
+    (tmp_path / "r.urdf").write_text(CHAIN_URDF)
+    assert load_model(tmp_path / "r.urdf").observations == ("j1", "j2")  # a Path, not only a str
+    (tmp_path / "bom.txt").write_bytes(b"\xef\xbb\xbf" + TRAJECTORY.encode())
+    t, values = load_mbse_trajectory(tmp_path / "bom.txt")  # a byte-order mark is accepted, as logs accept one
+    np.testing.assert_array_equal(t, [0.0, 0.005, 0.01])
+    from mbfg.datasets import load_mechanism
+
+    with pytest.raises(ModelError, match=r"^g: expected a gravity .* at most 10000"):
+        load_mechanism("fourbar").gravity_forces(1e300)
+
+
+def test_write_log_to_a_full_device_is_our_error() -> None:
+    """/dev/full: the write fails (no space); one DataError naming the file, not chained OSErrors."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    with pytest.raises(DataError, match=r"^/dev/full: cannot write the log \(No space left on device\)"):
+        write_log("/dev/full", [0.0, 1.0], {"theta": [0.0, 0.1]})
+
+
+def test_smooth_to_a_full_device_is_one_error_naming_the_option(capsys, tmp_path: Path) -> None:
+    """``smooth --output /dev/full`` raised three chained OSErrors; now one line naming --output (after the
+    stream's compile: a special file is written in place, and only the write can tell it is full)."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    (tmp_path / "calib.json").write_text(GOOD_CALIBRATION)
+    (tmp_path / "log.csv").write_text(PENDULUM_LOG)
+    argv = ["smooth", "pendulum", "--params", f"{tmp_path}/calib.json", "--input", f"{tmp_path}/log.csv", "--output",
+            "/dev/full", "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "mbfg: error: --output /dev/full: cannot write (No space left on device)" in err and "Traceback" not in err
+
+
+def test_warm_up_after_the_first_sample_is_refused_not_a_silent_reset(model) -> None:
+    """warm_up() mid-stream reset the window without a word; it compiles on synthetic samples, so it belongs
+    before the first push."""
+    from mbfg.graphs.stream import StreamEstimator
+
+    est = StreamEstimator(model, h=1e-3, lag=0.005)
+    for k in range(3):
+        est.push(k * 1e-3, [0.0])
+    with pytest.raises(ModelError, match=r"^warm_up: the stream has had 3 samples; .* before the first push"):
+        est.warm_up()
+    assert est.status.samples == 3  # nothing was reset
+
+
+def test_smooth_output_that_is_the_file_on_standard_input_is_refused(tmp_path: Path) -> None:
+    """``mbfg smooth ... --output in.csv < in.csv``: the input comes by standard input, not --input, and is still
+    the output file (the same inode): refused before anything is written (a process of its own, so that its
+    standard input is the file)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "calib.json").write_text(GOOD_CALIBRATION)
+    (tmp_path / "in.csv").write_text(PENDULUM_LOG)
+    with open(tmp_path / "in.csv", "rb") as stdin:
+        run = subprocess.run([sys.executable, "-m", "mbfg", "smooth", "pendulum", "--params",
+                              str(tmp_path / "calib.json"), "--output", str(tmp_path / "in.csv"), "--quiet"],
+                             stdin=stdin, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2, run.stderr
+    assert f"--output {tmp_path}/in.csv: is the file on standard input (--input -)" in run.stderr
+    assert (tmp_path / "in.csv").read_text() == PENDULUM_LOG

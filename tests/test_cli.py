@@ -376,82 +376,46 @@ def _assert_user_error(code: int, err: str, *needles: str) -> None:
         assert needle in err, f"{needle!r} not in {err!r}"
 
 
-def test_error_missing_mechanism_file(capsys, tmp_path):
-    missing = tmp_path / "missing.yaml"
-    code, _, err = _run(capsys, "forward", missing, "--duration", "0.01", "--out", tmp_path / "q.csv")
-    _assert_user_error(code, err, "missing.yaml", "not found", "fourbar")
-    assert not (tmp_path / "q.csv").exists()
+_INVERSE = ("inverse", "fourbar-crank", "{d}/traj.txt", "--coordinate", "theta1", "--out", "{d}/f.csv")
+_BUILTIN = ("inverse", "fourbar-crank", "builtin:fourbar-crank", "--out", "{d}/f.csv", "--coordinate")
+
+# The planar commands' user errors (the 3D commands' are in test_bad_inputs.py): (argv, files to write first,
+# substrings of the message); "{d}" is the test's folder. Each is refused before anything is solved.
+PLANAR_ERRORS = [
+    pytest.param(["forward", "{d}/missing.yaml", "--duration", "0.01", "--out", "{d}/q.csv"], {},
+                 ["missing.yaml", "not found", "fourbar"], id="forward-missing-mechanism-file"),
+    pytest.param(["mechanisms", "{d}/bad.yaml"],
+                 {"bad.yaml": mechanism_path("fourbar").read_text().replace("mass: 2.0", "mass: -2.0")},
+                 ["bad.yaml", "planar_bodies[1].mass"], id="mechanisms-malformed-entry"),
+    pytest.param([*_BUILTIN, "phi"], {}, ["'phi'", "theta1"], id="inverse-unknown-coordinate-name"),
+    pytest.param([*_BUILTIN, "7"], {}, ["index 7"], id="inverse-coordinate-index-out-of-range"),
+    pytest.param([*_BUILTIN, "x1,theta1"], {}, ["1 degree(s) of freedom", "x1, theta1"],
+                 id="inverse-wrong-number-of-imposed-coordinates"),
+    pytest.param(list(_INVERSE), {"traj.txt": "% t theta\n0.0 0.0\n0.005 abc\n0.010 0.0002\n"},
+                 ["traj.txt", "line 3", "abc"], id="inverse-malformed-trajectory-line"),
+    # The line is the file's (1-based, comment lines counted): the bad time is on line 5, data row 3.
+    pytest.param(list(_INVERSE), {"traj.txt": "% t theta\n% rad\n0.0 0.0\n0.005 0.0001\n0.012 0.0002\n0.015 0\n"},
+                 ["{d}/traj.txt: line 5: time step is not uniform"], id="inverse-trajectory-time-step-line"),
+    pytest.param(list(_INVERSE), {"traj.txt": "% t theta\n0.0 0.0\n0.005 inf\n0.010 0.0002\n"},
+                 ["{d}/traj.txt: line 3: non-finite value"], id="inverse-trajectory-inf"),
+    pytest.param(list(_INVERSE), {"traj.txt": "0.0 0.0 1.0\n0.005 0.0 1.0\n0.010 0.0 1.0\n"},
+                 ["traj.txt", "2 value column(s)", "theta1"], id="inverse-trajectory-columns-do-not-match"),
+    pytest.param(["inverse", "fourbar-crank", "{d}/nope.txt", "--coordinate", "theta1", "--out", "{d}/f.csv"], {},
+                 ["nope.txt", "not found"], id="inverse-missing-trajectory-file"),
+    pytest.param(["inverse", "fourbar-crank", "builtin:nope", "--coordinate", "theta1", "--out", "{d}/f.csv"], {},
+                 ["builtin:nope", "builtin:fourbar-crank"], id="inverse-unknown-builtin-trajectory"),
+    pytest.param(["forward", "fourbar", "--out", "{d}/no/such/q.csv"], {}, ["does not exist"],
+                 id="forward-output-folder-missing"),
+]
 
 
-def test_error_malformed_mechanism_names_the_entry(capsys, tmp_path):
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(mechanism_path("fourbar").read_text().replace("mass: 2.0", "mass: -2.0"))
-    code, _, err = _run(capsys, "mechanisms", bad)
-    _assert_user_error(code, err, "bad.yaml", "planar_bodies[1].mass")
-
-
-def test_error_unknown_coordinate_name(capsys, tmp_path, crank_slice):
-    code, _, err = _run(
-        capsys, "inverse", "fourbar-crank", crank_slice, "--coordinate", "phi", "--out", tmp_path / "f.csv"
-    )
-    _assert_user_error(code, err, "'phi'", "theta1")
-
-
-def test_error_coordinate_index_out_of_range(capsys, tmp_path, crank_slice):
-    code, _, err = _run(capsys, "inverse", "fourbar-crank", crank_slice, "--coordinate", "7",
-                        "--out", tmp_path / "f.csv")
-    _assert_user_error(code, err, "index 7")
-
-
-def test_error_malformed_trajectory_line(capsys, tmp_path):
-    traj = tmp_path / "traj.txt"
-    traj.write_text("% t theta\n0.0 0.0\n0.005 abc\n0.010 0.0002\n")
-    code, _, err = _run(capsys, "inverse", "fourbar-crank", traj, "--coordinate", "theta1", "--out", tmp_path / "f.csv")
-    _assert_user_error(code, err, "traj.txt", "line 3", "abc")
-
-
-def test_error_trajectory_time_names_the_file_and_its_line(capsys, tmp_path):
-    """The line is the file's (1-based, comment lines counted): the bad time is on line 5, data row 3."""
-    traj = tmp_path / "traj.txt"
-    traj.write_text("% t theta\n% rad\n0.0 0.0\n0.005 0.0001\n0.012 0.0002\n0.015 0.0003\n")
-    code, _, err = _run(capsys, "inverse", "fourbar-crank", traj, "--coordinate", "theta1", "--out", tmp_path / "f.csv")
-    _assert_user_error(code, err, f"{traj}: line 5: time step is not uniform")
-    traj.write_text("% t theta\n0.0 0.0\n0.005 inf\n0.010 0.0002\n")
-    code, _, err = _run(capsys, "inverse", "fourbar-crank", traj, "--coordinate", "theta1", "--out", tmp_path / "f.csv")
-    _assert_user_error(code, err, f"{traj}: line 3: non-finite value")
-
-
-def test_error_trajectory_columns_do_not_match_coordinates(capsys, tmp_path):
-    traj = tmp_path / "traj.txt"
-    traj.write_text("0.0 0.0 1.0\n0.005 0.0 1.0\n0.010 0.0 1.0\n")
-    code, _, err = _run(capsys, "inverse", "fourbar-crank", traj, "--coordinate", "theta1", "--out", tmp_path / "f.csv")
-    _assert_user_error(code, err, "traj.txt", "2 value column(s)", "theta1")
-
-
-def test_error_missing_trajectory_file(capsys, tmp_path):
-    code, _, err = _run(
-        capsys, "inverse", "fourbar-crank", tmp_path / "nope.txt", "--coordinate", "theta1", "--out", tmp_path / "f.csv"
-    )
-    _assert_user_error(code, err, "nope.txt", "not found")
-
-
-def test_error_wrong_number_of_imposed_coordinates(capsys, tmp_path, crank_slice):
-    code, _, err = _run(
-        capsys, "inverse", "fourbar-crank", crank_slice, "--coordinate", "x1,theta1", "--out", tmp_path / "f.csv"
-    )
-    _assert_user_error(code, err, "1 degree(s) of freedom", "x1, theta1")
-
-
-def test_error_unknown_builtin_trajectory(capsys, tmp_path):
-    code, _, err = _run(
-        capsys, "inverse", "fourbar-crank", "builtin:nope", "--coordinate", "theta1", "--out", tmp_path / "f.csv"
-    )
-    _assert_user_error(code, err, "builtin:nope", "builtin:fourbar-crank")
-
-
-def test_error_output_folder_missing_is_reported_before_solving(capsys, tmp_path):
-    code, _, err = _run(capsys, "forward", "fourbar", "--out", tmp_path / "no" / "such" / "q.csv")
-    _assert_user_error(code, err, "does not exist")
+@pytest.mark.parametrize(("argv", "files", "needles"), PLANAR_ERRORS)
+def test_planar_user_error_exits_2_naming_the_culprit(capsys, tmp_path, argv, files, needles):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    code, _, err = _run(capsys, *(a.format(d=tmp_path) for a in argv))
+    _assert_user_error(code, err, *(n.format(d=tmp_path) for n in needles))
+    assert not (tmp_path / "f.csv").exists() and not (tmp_path / "q.csv").exists()
 
 
 # --------------------------------------------------------------------------------------

@@ -70,7 +70,7 @@ def test_calibrate_command_passes_soft_start_and_its_check_names_the_option(tmp_
     log = tmp_path / "log.csv"
     log.write_text("t,theta\n0,0.1\n0.001,0.1\n0.002,0.1\n", encoding="utf-8")
     assert main(["calibrate", "pendulum", str(log), "--soft-start", "0.5", "--quiet"]) == 2
-    assert "soft_start: expected a factor > 1" in capsys.readouterr().err
+    assert "mbfg: error: --soft-start 0.5: expected a factor > 1" in capsys.readouterr().err
 
 
 def test_the_bias_calibrations_start_from_softer_joints_too(monkeypatch):

@@ -254,7 +254,7 @@ def test_headerless_stream_with_columns_then_ctrl_c_prints_the_summary_and_flush
             # Ctrl-C during it ends the command before the stream (a different test).
             deadline = time.monotonic() + 600
             while time.monotonic() < deadline:  # the pipe stays open, like tail -f; then Ctrl-C
-                if out.exists() and len(out.read_text().splitlines()) >= n + 1:
+                if _lines_written(out) >= n + 1:
                     break
                 time.sleep(0.05)
             # Ctrl-C reaches a one-threaded process's only thread; os.kill may hand the signal to this
@@ -278,6 +278,18 @@ def test_headerless_stream_with_columns_then_ctrl_c_prints_the_summary_and_flush
     header, rows = _cli_rows(out)
     assert header[:2] == ["t", "theta"] and len(rows) == n
     assert abs(float(rows[-1][1]) - y[n - 1]) < 5 * COUNT
+
+
+def _lines_written(out: Path) -> int:
+    """Lines in a running smooth's output: the temporary file beside ``out`` it writes until the run ends (then
+    renamed to ``out``), or ``out``."""
+    count = 0
+    for path in [out, *out.parent.glob(f".{out.name}.*.part")]:
+        try:
+            count = max(count, len(path.read_text().splitlines()))
+        except FileNotFoundError:  # renamed in between
+            continue
+    return count
 
 
 @pytest.mark.parametrize("update_every", MODES)

@@ -12,7 +12,8 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from mbfg.errors import ModelError
+from mbfg.errors import LimitError, ModelError
+from mbfg.limits import MAX_STEPS, MAX_UPDATE_EVERY, check_count, check_window
 
 #: Relinearization thresholds per kind of variable (see :class:`StreamEstimator`).
 DEFAULT_RELINEARIZE_THRESHOLD: dict[str, float] = {"pose": 0.05, "velocity": 10.0, "parameters": 0.05}
@@ -74,6 +75,10 @@ class StreamConfig:
             raise ModelError(f"stream: time-step h = {h:g} s must be a whole multiple of the sample period {period:g} s")
         _positive("stream lag", self.lag)
         _whole("update_every", self.update_every, 1)
+        # Sizes before any allocation or compile: the window's states, each update's scan.
+        check_window(float(self.lag), h, "stream: lag", "h")
+        check_count("stream: update_every", self.update_every, MAX_UPDATE_EVERY,
+                    "each update compiles a scan of that many steps")
         refine = (self.refine,) if isinstance(self.refine, str) else tuple(self.refine)
         object.__setattr__(self, "refine", refine)
         smoother = self.smoother
@@ -101,6 +106,10 @@ class StreamConfig:
             _positive("stream jump threshold", self.jump)
         _whole("resync", self.resync, 1)
         _positive("stream max_gap", self.max_gap)
+        if not float(self.max_gap) / period <= MAX_STEPS:  # a gap is bridged by stepping the model through it
+            raise LimitError(f"stream: max_gap {float(self.max_gap):g} s is {float(self.max_gap) / period:.3g} "
+                             f"sample periods of {period:g} s; at most {MAX_STEPS:.0e} (a bridged gap is stepped "
+                             f"through by the model)")
         object.__setattr__(self, "thresholds", _threshold_kinds(self.relinearize_threshold))
 
 
@@ -126,19 +135,21 @@ def read_calibration(path: str | os.PathLike[str] | Mapping[str, Any]) -> dict[s
     Raises:
         ModelError: the file cannot be read, is not JSON, or has no ``parameters`` object.
     """
-    import json
 
     if isinstance(path, Mapping):
         doc, where = dict(path), "calibration"
     else:
         where = os.fspath(path)
+        from mbfg.parameters import json_document
+
         try:
             with open(where, encoding="utf-8") as fh:
-                doc = json.load(fh)
+                text = fh.read()
         except OSError as exc:
             raise ModelError(f"{where}: cannot read the calibration ({exc.strerror or exc})") from None
-        except (ValueError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
             raise ModelError(f"{where}: not a calibration JSON file ({exc})") from None
+        doc = json_document(text, where)  # a key given twice is refused, not resolved to the last
     if not isinstance(doc, dict) or not isinstance(doc.get("parameters"), dict):
         raise ModelError(
             f"{where}: expected the JSON object of 'mbfg calibrate --json' with a 'parameters' object "

@@ -142,6 +142,9 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         on_warning: Callable[[str], None] | None = None,
         **settings: Any,
     ) -> None:
+        if not isinstance(model, RigidModel):
+            raise ModelError(f"model: expected a RigidModel (e.g. mbfg.load_model('pendulum')), got "
+                             f"{type(model).__name__}")
         self.model = model
         try:
             config = replace(config, **settings) if config is not None else StreamConfig(**settings)
@@ -174,7 +177,11 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
             else:
                 sig = np.full(n_obs, calibration_sigma if calibration_sigma else DEFAULT_SIGMA)
         else:
-            sig = np.broadcast_to(np.asarray(config.sigma_observation, dtype=float), (n_obs,)).copy()
+            try:
+                sig = np.broadcast_to(np.asarray(config.sigma_observation, dtype=float), (n_obs,)).copy()
+            except (TypeError, ValueError):
+                raise ModelError(f"sigma_observation: expected a number or one per observation ({n_obs}: "
+                                 f"{', '.join(model.observations)}), got {config.sigma_observation!r}") from None
         if not np.all(np.isfinite(sig)) or np.any(sig <= 0):
             raise ModelError(f"stream: observation noise must be positive, got {config.sigma_observation!r}")
         self.sigma_observation = sig
@@ -307,6 +314,12 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         """
         from mbfg.parameters import result_changes
 
+        if not isinstance(model, RigidModel):
+            raise ModelError(f"model: expected a RigidModel (e.g. mbfg.load_model('pendulum')), got "
+                             f"{type(model).__name__}")
+        if not isinstance(calibration, (str, os.PathLike, Mapping)):
+            raise ModelError(f"calibration: expected the path of a calibration JSON or its dict, got "
+                             f"{type(calibration).__name__}")
         doc = read_calibration(calibration)
         where = "calibration" if isinstance(calibration, Mapping) else os.fspath(calibration)
         changes = result_changes(doc, model, where)  # the whole parameter set; a tilt as a rotation vector
@@ -484,7 +497,11 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         """Compile what the stream will call (the first state, one update of ``update_every`` samples, a
         bridged gap) on synthetic samples at the model's initial state, then forget them: the first real
         sample is then answered at once instead of after seconds of JAX compiling. Returns the seconds
-        it took. Call it before the stream begins (it resets the stream)."""
+        it took. Call it before the stream begins: after the first sample it raises ModelError (it would
+        reset the stream, the window and its estimates lost)."""
+        if self.status.samples:
+            raise ModelError(f"warm_up: the stream has had {self.status.samples} samples; warm_up compiles on "
+                             f"synthetic samples and resets the stream, so call it before the first push")
         start = time.perf_counter()
         from mbfg.graphs.stream.readout import joint_coordinates
 

@@ -13,6 +13,9 @@ import math
 from collections.abc import Callable
 from typing import TypeAlias
 
+from mbfg.limits import MAX_COORDINATE as _MAX_COORDINATE
+from mbfg.limits import MAX_GRAVITY
+
 #: What ``add_subparsers`` returns: each subcommand module's ``add_parser(sub)`` registers itself on it.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -69,9 +72,37 @@ def _nonnegative_float(text: str) -> float:
     return value
 
 
+def _gravity(text: str) -> float:
+    """Gravity [m/s^2]: a finite number of magnitude at most :data:`mbfg.limits.MAX_GRAVITY`."""
+    value = _finite_float(text)
+    if abs(value) > MAX_GRAVITY:
+        raise argparse.ArgumentTypeError(f"expected a gravity of magnitude at most {MAX_GRAVITY:g} m/s^2 (1,000 g), "
+                                         f"got {text!r}")
+    return value
+
+
 def add_resample_option(parser: argparse.ArgumentParser) -> None:
-    """``--resample H`` (:data:`RESAMPLE_HELP`) on ``parser``: ``args.resample``, None or a time-step > 0 [s]."""
+    """``--resample H`` (:data:`RESAMPLE_HELP`) on ``parser``: ``args.resample``, None or a time-step > 0 [s];
+    and ``--columns`` (:data:`COLUMNS_HELP`): ``args.columns``, None or the log's column names to read."""
     parser.add_argument("--resample", type=_positive_float, default=None, metavar="H", help=RESAMPLE_HELP)
+    parser.add_argument("--columns", type=_column_list, default=None, metavar="T,NAMES...", help=COLUMNS_HELP)
+
+
+#: The help of ``--columns`` (calibrate, crossval, sweep).
+COLUMNS_HELP = (
+    "the log's columns to read, in the order of the model's t, observations and controls (e.g. --columns "
+    "time,angle for the pendulum's t,theta); the others are ignored. Without it a standard log must have "
+    "exactly the model's columns: one with other columns (a log of another model?) is refused"
+)
+
+
+def _column_list(text: str) -> list[str]:
+    names = [c.strip() for c in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated column names, e.g. t,theta, got {text!r}")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"a column is named twice in {text!r}")
+    return names
 
 
 def _whole_number(minimum: int, what: str, too_small: str) -> Callable[[str], int]:
@@ -97,10 +128,8 @@ _samples = _whole_number(0, "a whole number of samples", "0 samples or more")
 _halvings = _whole_number(0, "a whole number of halvings", "0 halvings or more")
 
 
-#: Largest joint coordinate ``--init`` takes [rad or m]. A float64 near 1e6 still resolves 1.2e-10 (finer
-#: than any encoder); far beyond it the coordinate swallows the motion: ``--init theta=1e308`` wrote a log frozen
-#: at 1e308, as 1e308 + sin(...) == 1e308. 1e6 rad is 159,000 turns of a multi-turn encoder, 1e6 m no rig's travel.
-MAX_COORDINATE = 1e6
+#: Largest joint coordinate ``--init`` takes [rad or m] (:data:`mbfg.limits.MAX_COORDINATE`).
+MAX_COORDINATE = _MAX_COORDINATE
 
 
 def _assignment(text: str) -> tuple[str, float]:

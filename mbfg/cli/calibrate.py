@@ -30,10 +30,12 @@ from mbfg.cli.args import (
 from mbfg.cli.common import (
     _check_figure,
     _check_output,
+    _check_outputs,
     _check_time_step,
     _compile_notice,
     _eprint,
     _json_safe,
+    _model_input,
     _model_with_params,
     _parse_free,
     _sample_period,
@@ -321,18 +323,41 @@ def why_not_converged(history: list[dict[str, float]], piecewise: bool) -> str:
             "the table's sigma_y at or above the sensor's noise")
 
 
+def _check_restarts(args: argparse.Namespace, model: RigidModel, names: list[str]) -> None:
+    """--soft-start, --restart-weight and --restart-search checked together, named as options (calibrate()
+    checks the same under its argument names), before the log is read."""
+    if args.soft_start is not None and not args.soft_start > 1:
+        raise ModelError(f"--soft-start {args.soft_start:g}: expected a factor > 1, e.g. 100")
+    if args.soft_start is not None and args.restart_weight is not None:
+        raise ModelError("--soft-start and --restart-weight: give one of them; each starts a second solve")
+    if args.restart_search:
+        if args.restart_weight is None:
+            raise ModelError(f"--restart-search {args.restart_search}: a search picks the starts of a restart; "
+                             f"give --restart-weight W2 too")
+        unbounded = model.parameters.unbounded(names)
+        if unbounded:
+            par = model.parameters[unbounded[0]]
+            raise ModelError(f"--restart-search {args.restart_search}: free parameter {unbounded[0]!r} has the "
+                             f"bounds [{par.lower}, {par.upper}]; a search samples the free parameters' bounds, so "
+                             f"each needs finite ones (set them in a --params file, or search without it)")
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``calibrate`` subcommand (see :data:`DESCRIPTION`)."""
+    from mbfg.atomic import replacing
     from mbfg.calibration import calibrate
     from mbfg.cli.recordings import read_recording
 
     _start(args)
     if args.out == "-":
         raise DataError("--out -: use --json to print the result on standard output")
+    inputs = [_model_input(args.model), ("LOG", args.log), ("--params", args.params)]
     if args.out:
-        _check_output(args.out, "JSON")
+        _check_output(args.out, "JSON", inputs=inputs)
     plot = args.plot
     if plot:
+        _check_output(plot, "figure", "--plot", inputs=inputs)
+        _check_outputs([("--out", args.out), ("--plot", plot)])
         _check_figure(plot, "plotting a calibration")  # a missing matplotlib is said now, not after the fit
     model = _model_with_params(args.model, args.params)
     free = _parse_free(model, args.free) if args.free is not None else None
@@ -343,8 +368,9 @@ def run(args: argparse.Namespace) -> int:
             f"(its parameters: {', '.join(model.parameters)})"
         )
     priors = _parse_priors(model, names, args.prior) if args.prior is not None else None
+    _check_restarts(args, model, names)
     hold = _parse_hold(model, names, args.hold) if args.hold is not None else None
-    log = read_recording(args.log, model, args.resample, args.quiet, "mbfg calibrate")
+    log = read_recording(args.log, model, args.resample, args.quiet, "mbfg calibrate", args.columns)
     weight = model.weight if args.weight is None else args.weight
     _check_time_step(log, args.dt, f"--dt {args.dt:g}" if args.dt is not None else "")
     if not args.quiet:
@@ -373,7 +399,7 @@ def run(args: argparse.Namespace) -> int:
                      | ({"base": base.to_dict()} if base is not None else {}))
     if args.out:
         try:
-            with open(args.out, "w", encoding="utf-8") as fh:
+            with replacing(args.out) as fh:  # whole or not at all: a killed run leaves the old file
                 json.dump(doc, fh, indent=2)
                 fh.write("\n")
         except OSError as exc:

@@ -12,8 +12,10 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,8 +48,14 @@ def _wall(args: argparse.Namespace) -> float:
     return time.perf_counter() - args.started
 
 
-def _check_output(out: str, kind: str = "CSV", option: str = "--out") -> None:
-    """Fail before the (possibly long) solve if the output file (of ``option``) cannot be written."""
+def _check_output(out: str, kind: str = "CSV", option: str = "--out",
+                  inputs: Sequence[tuple[str, str | None]] = ()) -> None:
+    """Fail before the (possibly long) solve if the output file (of ``option``) cannot be written, or is one of
+    the command's ``inputs`` ((option or argument name, path) pairs; None and '-' skipped): the same resolved
+    path or the same inode, so that a run never truncates what it reads (``--output in.csv`` read its own
+    output back as input and grew without end)."""
+    from mbfg.atomic import is_special, same_file
+
     if out == "-":
         return
     path = Path(out)
@@ -56,6 +64,47 @@ def _check_output(out: str, kind: str = "CSV", option: str = "--out") -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise DataError(f"{option} {out}: folder {str(parent)!r} does not exist")
+    if not is_special(out) and not os.access(parent, os.W_OK | os.X_OK):
+        # The file is written beside its final name and renamed (mbfg.atomic): the folder must take a new file.
+        raise DataError(f"{option} {out}: cannot write in folder {str(parent)!r} (permission denied)")
+    for name, source in inputs:
+        if source == "-" and _is_standard_input(out):
+            raise DataError(f"{option} {out}: is the file on standard input ({name} -), which the command reads; "
+                            f"give {option} another file name (nothing was written)")
+        if source and source != "-" and not is_special(source) and same_file(out, source):
+            raise DataError(f"{option} {out}: is the same file as {name} {source}, which the command reads; "
+                            f"give {option} another file name (nothing was written)")
+
+
+def _is_standard_input(path: str) -> bool:
+    """Whether standard input is the regular file ``path`` (``mbfg smooth ... --output in.csv < in.csv``)."""
+    import stat
+
+    try:
+        given, target = os.fstat(sys.stdin.fileno()), os.stat(path)
+    except (OSError, ValueError, AttributeError):  # no such file yet, or a stdin without a descriptor
+        return False
+    return stat.S_ISREG(given.st_mode) and (given.st_dev, given.st_ino) == (target.st_dev, target.st_ino)
+
+
+def _check_outputs(outputs: Sequence[tuple[str, str | None]]) -> None:
+    """No two of a command's output files ((option, path) pairs) are one file: the second would overwrite
+    the first."""
+    from mbfg.atomic import same_file
+
+    given = [(option, path) for option, path in outputs if path and path != "-"]
+    for i, (option, path) in enumerate(given):
+        for other, earlier in given[:i]:
+            if same_file(path, earlier):
+                raise DataError(f"{option} {path}: is the same file as {other} {earlier}; give each output its "
+                                f"own file name")
+
+
+def _model_input(name: str) -> tuple[str, str | None]:
+    """The ("MODEL", path) input pair of a MODEL argument, path None for a built-in model name."""
+    from mbfg.models import BUILTIN
+
+    return ("MODEL", None if name in BUILTIN else name)
 
 
 def _check_figure(path: str, what: str, option: str = "--plot") -> None:
@@ -83,10 +132,12 @@ def _check_figure(path: str, what: str, option: str = "--plot") -> None:
 
 def _save_figure(fig: Any, path: str, option: str = "--plot") -> None:
     """Write a figure drawn without a path to ``path`` and close it (a command draws one figure)."""
+    from mbfg.atomic import replacing_path
     from mbfg.plots import pyplot, save
 
     try:
-        save(fig, path)
+        with replacing_path(path, Path(path).suffix) as tmp:  # never a half-written figure over an old one
+            save(fig, tmp)
     except OSError as exc:
         raise DataError(f"{option} {path}: cannot write the figure ({exc.strerror or exc})") from None
     finally:
@@ -94,12 +145,16 @@ def _save_figure(fig: Any, path: str, option: str = "--plot") -> None:
 
 
 def _write_csv(frame: pd.DataFrame, out: str) -> None:
+    """``frame`` as CSV to ``out`` ('-': standard output), written whole or not at all (:mod:`mbfg.atomic`)."""
+    from mbfg.atomic import replacing
+
     if out == "-":
         frame.to_csv(sys.stdout, index=False)
         sys.stdout.flush()
         return
     try:
-        frame.to_csv(out, index=False)
+        with replacing(out) as fh:
+            frame.to_csv(fh, index=False)
     except OSError as exc:
         raise DataError(f"--out {out}: cannot write the CSV file ({exc.strerror or exc})") from None
 
@@ -253,20 +308,20 @@ def _json_safe(value: Any) -> Any:
 def _calibration_settings(path: str) -> dict[str, Any]:
     """h, weight, model and the estimated parameters' names (``free``) recorded in a calibration JSON
     (``mbfg calibrate --out``); {} for other files."""
+    from mbfg.parameters import check_calibration_settings, json_document
+
     if not path.endswith(".json"):
         return {}
     try:
         with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+            text = fh.read()
     except (OSError, ValueError):
         return {}  # load_parameter_file reports unreadable files
+    doc = json_document(text, f"--params {path}")
     if not isinstance(doc, dict) or not isinstance(doc.get("parameters"), dict):
         return {}
-    out: dict[str, Any] = {}
-    for key in ("h", "weight"):
-        value = doc.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
-            out[key] = float(value)
+    check_calibration_settings(doc, f"--params {path}")  # a wrong h or weight is not replaced by a default
+    out: dict[str, Any] = {key: float(doc[key]) for key in ("h", "weight") if doc.get(key) is not None}
     if isinstance(doc.get("model"), str):
         out["model"] = doc["model"]
     out["free"] = [str(name) for name in doc["parameters"]]

@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mbfg.cli.args import CONTROL_NOTE, Subparsers, _assignment, _iterations, _positive_float, _positive_int
-from mbfg.cli.common import _calibration_settings, _check_output, _eprint, _model_with_params, _start, _wall
+from mbfg.cli.common import (
+    _calibration_settings,
+    _check_output,
+    _eprint,
+    _model_input,
+    _model_with_params,
+    _start,
+    _wall,
+)
 from mbfg.errors import ModelError
 
 if TYPE_CHECKING:
@@ -181,14 +189,16 @@ def run(args: argparse.Namespace) -> int:
     from mbfg import control
     from mbfg.graphs.control import RecedingHorizon
     from mbfg.graphs.control_linearized import LinearizedHorizon
+    from mbfg.limits import MAX_HORIZON, check_count, steps_of
     from mbfg.logs import write_log
 
     _start(args)
-    _check_output(args.out)
+    _check_output(args.out, inputs=[_model_input(args.model), ("--params", args.params)])
     model = _model_with_params(args.model, args.params)
     control.check_controllable(model)
     h = args.dt or (_calibration_settings(args.params).get("h") if args.params else None) or 1e-3
-    n_steps = int(round(args.duration / h))
+    n_steps = int(round(steps_of(args.duration, h, "--duration", "--dt")))
+    check_count("--horizon", args.horizon, MAX_HORIZON, "each solve is a least squares over every step of it")
     if n_steps < 1:
         raise ModelError(f"--duration {args.duration:g} s is shorter than one time step {h:g} s")
     rates: dict[str, float] = {}

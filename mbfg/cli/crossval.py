@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
             f"mbfg crossval: note: {args.params} is a calibration of model {recorded['model']!r}, "
             f"scored here with {model.name!r}"
         )
-    log = read_recording(args.log, model, args.resample, args.quiet, "mbfg crossval")
+    log = read_recording(args.log, model, args.resample, args.quiet, "mbfg crossval", args.columns)
     if args.dt is not None:
         h, what = args.dt, f"--dt {args.dt:g}"
     else:

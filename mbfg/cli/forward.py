@@ -17,7 +17,7 @@ from mbfg.cli.args import (
     GRAVITY_HELP,
     MECHANISM_HELP,
     Subparsers,
-    _finite_float,
+    _gravity,
     _positive_float,
     _positive_int,
 )
@@ -99,7 +99,7 @@ def add_parser(sub: Subparsers) -> None:
         help="fixed-lag smoother: iSAM2-based (incremental) or Levenberg-Marquardt in the window (batch) "
         "(default: %(default)s)",
     )
-    fwd.add_argument("--gravity", type=_finite_float, default=9.81, help=GRAVITY_HELP)
+    fwd.add_argument("--gravity", type=_gravity, default=9.81, help=GRAVITY_HELP)
     fwd.add_argument("--velocities", action="store_true", help="also write the velocities d<name>")
     fwd.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV ('-' for standard output)")
     fwd.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
@@ -110,12 +110,13 @@ def run(args: argparse.Namespace) -> int:
     """The ``forward`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.datasets import load_mechanism
     from mbfg.graphs import simulate_forward
+    from mbfg.limits import steps_of
 
     _start(args)
-    _check_output(args.out)
+    _check_output(args.out, inputs=[("MECHANISM", args.mechanism)])
     mech = load_mechanism(args.mechanism)
     window = None if args.batch else args.lag
-    n_steps = int(round(args.duration / args.dt))
+    n_steps = int(round(steps_of(args.duration, args.dt, "--duration", "--dt")))
     if n_steps < 1:
         raise ModelError(f"--duration {args.duration} s is shorter than one time step --dt {args.dt} s")
     if not args.quiet:

@@ -20,6 +20,7 @@ from mbfg.cli.args import (
     MECHANISM_HELP,
     Subparsers,
     _finite_float,
+    _gravity,
 )
 from mbfg.cli.common import (
     _check_output,
@@ -114,7 +115,7 @@ def add_parser(sub: Subparsers) -> None:
         metavar="T",
         help="use only the trajectory rows with t <= T [s] (default: all rows)",
     )
-    inv.add_argument("--gravity", type=_finite_float, default=9.81, help=GRAVITY_HELP)
+    inv.add_argument("--gravity", type=_gravity, default=9.81, help=GRAVITY_HELP)
     inv.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV ('-' for standard output)")
     inv.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
     inv.set_defaults(handler=run)
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.graphs import solve_inverse_dynamics
 
     _start(args)
-    _check_output(args.out)
+    _check_output(args.out, inputs=[("MECHANISM", args.mechanism), ("TRAJECTORY", args.trajectory)])
     mech = load_mechanism(args.mechanism)
     imposed = _parse_coordinates(mech, args.coordinate)
     names = [mech.coordinate_names[i] for i in imposed]

@@ -136,12 +136,26 @@ def _irregular(t: np.ndarray) -> tuple[int, str]:
                        f"off the median period {_ms(period)}): {gaps} and {shorter.size} shorter")
 
 
+def _read_columns(path: str, model: RigidModel, columns: list[str], standard: tuple[str, ...]) -> Log:
+    """The columns ``columns`` of the standard log ``path`` as the model's ``standard`` (t, observations,
+    controls); DataError naming --columns when their number is not the model's."""
+    from mbfg.logs import Log, read_log
+
+    if len(columns) != len(standard):
+        raise DataError(f"--columns {','.join(columns)}: {len(columns)} names; {model.name!r} needs {len(standard)}, "
+                        f"one for each of {', '.join(standard)} (in that order)")
+    n_obs = len(model.observations)
+    log = read_log(path, columns[1:1 + n_obs], columns[1 + n_obs:], time=columns[0])
+    return Log(log.t, log.y, log.u, tuple(model.observations), tuple(model.controls), log.source)
+
+
 def read_recording(
     path: str,
     model: RigidModel,
     resample: float | None = None,
     quiet: bool = False,
     command: str = "mbfg",
+    columns: list[str] | None = None,
 ) -> Log:
     """The log in ``path`` for ``model``: a standard log, or a DFKI or QUBE-Servo recording (see the module).
 
@@ -152,6 +166,8 @@ def read_recording(
             (:func:`mbfg.datasets.rigs.resample_uniform`); None keeps the file's own times.
         quiet: no line on stderr (a lab format recognised, a resampling done).
         command: the prefix of that line (``"mbfg calibrate"``).
+        columns: a standard log's columns to read as the model's t, observations and controls, in that order
+            (``--columns``); None: the log's header must name exactly those, nothing else.
 
     Returns:
         A :class:`mbfg.logs.Log` with the model's observation and control names.
@@ -167,16 +183,35 @@ def read_recording(
     if resample is not None and not (isinstance(resample, (int, float)) and math.isfinite(resample) and resample > 0):
         raise DataError(f"--resample {resample}: expected a time-step > 0 [s]")
     header = _header(path)
-    columns = set(header or ())
-    fmt = next((f for f in _formats() if columns.issuperset(f.columns)), None)
+    present = set(header or ())
+    fmt = next((f for f in _formats() if present.issuperset(f.columns)), None)
     standard = ("t", *model.observations, *model.controls)
-    if fmt is None:
+    if columns is not None:
+        log = _read_columns(path, model, columns, standard)
+        fmt = None
+    elif fmt is None:
+        extra = [name for name in header or () if name and name not in standard]
+        missing = [name for name in standard if header is not None and name not in present]
+        if extra and missing:
+            raise DataError(
+                f"{path}: no column {', '.join(map(repr, missing))} of {model.name!r} (it reads "
+                f"{', '.join(standard)}); the log has {', '.join(extra)} instead: a log of another model? Use the "
+                f"model the log is of, or say which columns to read with --columns (e.g. --columns "
+                f"{','.join(standard)} with the log's names)"
+            )
+        if extra:
+            raise DataError(
+                f"{path}: column(s) {', '.join(extra)} are not columns of {model.name!r}, which reads "
+                f"{', '.join(standard)}: a log of another model? Use the model the log is of, or say which "
+                f"columns to read with --columns (e.g. --columns {','.join(standard)})"
+            )
         log = read_log(path, model.observations, model.controls)
+    if fmt is None:
         if resample is None:
             return log
         what = "a log in the standard format"
     else:
-        if columns.issuperset(standard):
+        if present.issuperset(standard):
             raise DataError(
                 f"{path}: has the columns of a {fmt.name} ({', '.join(fmt.columns)}) and those of a standard log "
                 f"for {model.name} ({', '.join(standard)}); cannot tell which it is. Keep one set of columns"
@@ -202,6 +237,9 @@ def read_recording(
             if not quiet:
                 print(f"{command}: {path}: read {len(log.t)} rows as {what}", file=sys.stderr, flush=True)
             return log
+    from mbfg.limits import steps_of
+
+    steps_of(float(log.t[-1] - log.t[0]), float(resample), f"{path}: a recording of", "--resample")  # rows to make
     resampled = resample_uniform(log, float(resample))
     if not quiet:
         _, sampling = _irregular(log.t)

@@ -25,7 +25,7 @@ from mbfg.cli.args import (
     _positive_float,
     _seed,
 )
-from mbfg.cli.common import _check_output, _eprint, _rigid_model, _start, _wall
+from mbfg.cli.common import _check_output, _eprint, _model_input, _rigid_model, _start, _wall
 from mbfg.errors import DataError, ModelError
 
 if TYPE_CHECKING:
@@ -166,10 +166,12 @@ def _step_count(duration: float, dt: float) -> int:
     if dt > MAX_DT:
         raise ModelError(f"--dt {dt:g} s: a time step over {MAX_DT:g} s cannot resolve the motion of a mechanism "
                          f"(the models' time scales are 0.1-1 s, rigs log at 100 Hz-1 kHz); use e.g. --dt 0.001")
+    from mbfg.limits import steps_of
+
     if dt >= duration:
         raise ModelError(f"--dt {dt:g} s is not smaller than --duration {duration:g} s: the log would have at most "
                          f"one step; give a longer --duration or a smaller --dt")
-    n_steps = int(round(duration / dt))
+    n_steps = int(round(steps_of(duration, dt, "--duration", "--dt")))  # no int() of 1e308 / 0.1 (inf)
     # The log ends at duration, not at the nearest multiple of dt past or before it (silently shortened or
     # lengthened); 1e-6 of a step absorbs the rounding of decimal inputs such as 0.3 / 0.001.
     if abs(n_steps * dt - duration) > 1e-6 * dt:
@@ -192,12 +194,14 @@ def _check_log_values(obs: np.ndarray, names: tuple[str, ...], t: np.ndarray, no
 
 def run(args: argparse.Namespace) -> int:
     """The ``simulate`` subcommand (see :data:`DESCRIPTION`)."""
+    from mbfg.limits import check_steps, simulation_bytes
     from mbfg.logs import add_noise, quantize, quantize_linear, write_log
     from mbfg.parameters import load_parameter_file
     from mbfg.spook import simulate, unwrap_angles
 
     _start(args)
-    _check_output(args.out)
+    _check_output(args.out, inputs=[_model_input(args.model), ("--params", args.params),
+                                    ("--controls", args.controls)])
     model = _rigid_model(args.model)
     values = model.parameters
     if args.params:
@@ -207,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
         except ModelError as exc:
             raise ModelError(f"--params {args.params}: {exc}") from None
     n_steps = _step_count(args.duration, args.dt)
+    check_steps(n_steps, simulation_bytes(len(model.bodies), len(model.observations), len(model.controls)),
+                "the simulation", "--duration, --dt")
     hinge_names = [j.name for j in model.hinges]
     joint_names = [j.name for j in model.axial]
     init: dict[str, float] = {}

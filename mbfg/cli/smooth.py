@@ -8,12 +8,14 @@
                               [--input FILE|-] [--output FILE|-] [--quiet] | plotter
 
 Input: the standard log format (:mod:`mbfg.logs`): a header line naming ``t``,
-the model's observations and its controls (other columns are ignored), then
-one sample per line (or no header, with ``--columns``). Unlike ``read_log``, a
+the model's observations and its controls (a header with other columns is refused unless ``--columns``
+names them: they are then ignored), then one sample per line (or no header, with ``--columns``). Unlike ``read_log``, a
 bad line (wrong cells, bytes that are not UTF-8) does not stop the command: it
 is a fault of the stream, handled and counted (:mod:`mbfg.graphs.stream`).
 Output: one CSV line per input data line, flushed at once, so the command can
-sit in a pipe. The JAX functions are compiled before the first line is read;
+sit in a pipe (to a file, --output, the lines go to a temporary file beside it,
+renamed to the file's name when the input ends or on Ctrl-C: a failed or killed
+run leaves the old file as it was). The JAX functions are compiled before the first line is read;
 Ctrl-C ends a live pipe with the fault summary, the output flushed. A calibration whose parameters its log
 did not fit is named in warnings; a stream whose solver restarts or jumps exceed ``--max-fault-rate`` of its
 samples says so and exits with status 1.
@@ -22,6 +24,7 @@ samples says so and exits with status 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import gc
 import io
@@ -34,7 +37,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from mbfg.cli.args import Subparsers, _counts, _nonnegative_float, _positive_float, _whole_number
-from mbfg.cli.common import _check_output, _eprint, _rigid_model, _start, _wall
+from mbfg.cli.common import _check_output, _eprint, _model_input, _rigid_model, _start, _wall
 from mbfg.errors import DataError, ModelError
 
 if TYPE_CHECKING:
@@ -50,8 +53,9 @@ weights the dynamics, are used too; --weight W weights them as the calibration
 did instead).
 
 Input (--input, default standard input): the standard log format, read line
-by line as it arrives: a header 't,<observations...>,<controls...>' (other
-columns are ignored), then one sample per line; or, with --columns naming
+by line as it arrives: a header 't,<observations...>,<controls...>' (a
+header with other columns is refused, unless --columns names them all: the
+others are then ignored), then one sample per line; or, with --columns naming
 them, samples without a header line. Readings are angles [rad]
 (or CoM coordinates [m]); --ppr N says the encoders have N counts per
 revolution (their quantization noise, step^2/12, is then the observation
@@ -203,13 +207,45 @@ def _open_input(path: str) -> BinaryIO | TextIO:
         raise DataError(f"--input {path}: cannot read ({exc.strerror or exc})") from None
 
 
-def _open_output(path: str) -> TextIO:
+def _open_output(path: str, stack: contextlib.ExitStack) -> TextIO:
+    """The output stream: standard output, or a temporary file beside ``path`` that :func:`_close_output` renames
+    to ``path`` once the run ends (:mod:`mbfg.atomic`: a failed or killed run leaves the old file)."""
+    from mbfg.atomic import replacing
+
     if path == "-":
         return sys.stdout
     try:
-        return open(path, "w", encoding="utf-8", newline="")
+        return stack.enter_context(replacing(path))
     except OSError as exc:
         raise DataError(f"--output {path}: cannot write ({exc.strerror or exc})") from None
+
+
+def _write_error(path: str, exc: OSError) -> DataError:
+    """A failed write of the output (a full disk, /dev/full) as the one error the command reports."""
+    from mbfg.atomic import is_special
+
+    if path == "-" or is_special(path):
+        return DataError(f"{'standard output' if path == '-' else '--output ' + path}: cannot write "
+                         f"({exc.strerror or exc})")
+    return DataError(f"--output {path}: cannot write ({exc.strerror or exc}); {path} is as it was")
+
+
+def _close_output(out: TextIO | None, stack: contextlib.ExitStack, complete: bool, path: str) -> None:
+    """End the output: flushed (standard output), or the file renamed to ``path`` when ``complete`` (the input
+    read to its end, or Ctrl-C), else removed. DataError when the last write or the rename fails."""
+    if out is None:
+        return
+    if out is sys.stdout:
+        with contextlib.suppress(OSError, ValueError):
+            out.flush()
+        return
+    if not complete:
+        stack.__exit__(RuntimeError, RuntimeError("the run failed"), None)  # the temporary file removed
+        return
+    try:
+        stack.close()
+    except OSError as exc:
+        raise _write_error(path, exc) from None
 
 
 def _columns(where: str, header: list[str], model: RigidModel) -> tuple[int, list[int], list[int]]:
@@ -316,6 +352,13 @@ def _first_line(source: str, lineno: int, cells: list[str] | None, columns: list
         raise DataError(f"{source}, line {lineno}: not a CSV header (not UTF-8 text, or not CSV)")
     names = [c.strip() for c in cells]
     _columns(f"{source}, line {lineno}", names, model)
+    wanted = {"t", *model.observations, *model.controls}
+    extra = [name for name in names if name not in wanted]
+    if extra:
+        raise DataError(f"{source}, line {lineno}: column(s) {', '.join(extra)} are not columns of {model.name!r}, "
+                        f"which reads {', '.join(['t', *model.observations, *model.controls])}: a log of another "
+                        f"model? Use the model the log is of, or name the input's columns with --columns "
+                        f"(e.g. --columns {','.join(names)}: the model's are read, the others ignored)")
     return names
 
 
@@ -334,17 +377,39 @@ def _check_file_header(path: str, columns: list[str] | None, model: RigidModel) 
         raise _empty(path)
 
 
+def _check_sizes(args: argparse.Namespace) -> None:
+    """--update-every, --lag and --max-gap against the stream's limits (:mod:`mbfg.limits`), named as options,
+    before the calibration's model is built and compiled (the estimator checks the same under its arguments'
+    names)."""
+    from mbfg.cli.common import _calibration_settings
+    from mbfg.limits import MAX_STEPS, MAX_UPDATE_EVERY, check_count, check_window
+
+    check_count("--update-every", args.update_every, MAX_UPDATE_EVERY, "each update compiles a scan of that many "
+                "steps; the lines between updates wait for it")
+    settings = _calibration_settings(args.params)
+    h = args.dt if args.dt is not None else settings.get("h")
+    if h is not None:
+        check_window(args.lag, h, "--lag", "--dt" if args.dt is not None else "the calibration's h =")
+    period = args.period if args.period is not None else h
+    if period is not None and not args.max_gap / period <= MAX_STEPS:
+        raise ModelError(f"--max-gap {args.max_gap:g} s is {args.max_gap / period:.3g} sample periods of "
+                         f"{period:g} s; at most {MAX_STEPS:.0e} (a bridged gap is stepped through by the model)")
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``smooth`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.graphs.stream import StreamEstimator
 
     _start(args)
-    _check_output(args.output, "CSV", "--output")  # a missing folder is reported before the compile
+    # A missing folder, or the output being an input, is reported before the compile.
+    _check_output(args.output, "CSV", "--output",
+                  inputs=[_model_input(args.model), ("--params", args.params), ("--input", args.input)])
     model = _rigid_model(args.model)
     if args.counts and args.ppr is None:
         raise ModelError("--counts needs --ppr N, the encoder's counts per revolution")
     if args.wrap is not None and not args.counts:
         raise ModelError("--wrap needs --counts (only a raw counter wraps around)")
+    _check_sizes(args)
     estimator = StreamEstimator.from_calibration(
         model, args.params, lag=args.lag, ppr=args.ppr, counts=args.counts, counter_modulus=args.wrap, h=args.dt,
         weight=args.weight, max_gap=args.max_gap,
@@ -359,6 +424,8 @@ def run(args: argparse.Namespace) -> int:
     if args.input != "-" and os.path.isfile(args.input):
         _check_file_header(args.input, columns, model)
     out: TextIO | None = None  # opened by output(), once the input's header is checked
+    outputs = contextlib.ExitStack()  # holds the output file until it is complete
+    complete = False
     n = len(model.observations)
     # Compile before the first sample: in a live pipe, seconds of compiling would build a backlog.
     if not args.quiet:
@@ -385,9 +452,14 @@ def run(args: argparse.Namespace) -> int:
         truncated."""
         nonlocal out
         if out is None:
-            out = _open_output(args.output)
-            out.write(",".join(_header(model, args.std)) + "\n")
-            out.flush()
+            out = _open_output(args.output, outputs)
+            try:
+                out.write(",".join(_header(model, args.std)) + "\n")
+                out.flush()
+            except BrokenPipeError:
+                raise
+            except OSError as exc:
+                raise _write_error(args.output, exc) from None
         return out
 
     may_have_header = columns is not None  # with --columns the stream may still start with a header line
@@ -441,8 +513,13 @@ def run(args: argparse.Namespace) -> int:
                    _format(step.smoothed.t) if step.smoothed is not None else "",
                    *_cells(step.smoothed, n, args.std), "|".join(step.flags)]
             dest = output()
-            dest.write(",".join(row) + "\n")
-            dest.flush()
+            try:
+                dest.write(",".join(row) + "\n")
+                dest.flush()
+            except BrokenPipeError:
+                raise
+            except OSError as exc:  # a full disk, /dev/full
+                raise _write_error(args.output, exc) from None
             now = time.perf_counter()
             if not args.quiet and now - last_report > 5.0:
                 last_report = now
@@ -450,21 +527,18 @@ def run(args: argparse.Namespace) -> int:
         if header is None:
             raise _empty(source)
         output()  # a header and no samples: the output's header, as for any log
+        complete = True
     except KeyboardInterrupt:
         # Ctrl-C ends a live pipe ('tail -n +1 -f log.csv | mbfg smooth ...'): what was estimated is
         # written and flushed, and the summary follows.
-        interrupted = True
+        interrupted = complete = True
     finally:
         estimator.flush()  # the samples still waiting for an update (--update-every), for the summary
-        if out is not None:
-            try:
-                out.flush()
-            except (OSError, ValueError):
-                pass
-            if out is not sys.stdout:
-                out.close()
-        if inp is not sys.stdin and inp is not getattr(sys.stdin, "buffer", None):
-            inp.close()
+        try:
+            _close_output(out, outputs, complete, args.output)
+        finally:
+            if inp is not sys.stdin and inp is not getattr(sys.stdin, "buffer", None):
+                inp.close()
     wall = time.perf_counter() - start
     st = estimator.status
     rate = f", {lines / wall:.0f} samples per wall second" if wall > 0 else ""

@@ -5,13 +5,15 @@ matrix, on a local or remote Dask cluster (:mod:`mbfg.sweep`).
 
     mbfg sweep MODEL LOG... [--dt H,...] [--weight W,...] [--eps E,...] [--free NAME,...] [--params FILE]
                [--scheduler ADDR | --workers N] [--no-crossval] [--simulate S] [--retry-failed]
-               [--jax-cache DIR] --out SWEEP.csv [--plot FIG.png] [--resample H] [--quiet]
+               [--allow-failures] [--jax-cache DIR] --out SWEEP.csv [--plot FIG.png] [--resample H]
+               [--columns T,NAMES...] [--quiet]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -20,7 +22,9 @@ from mbfg.cli.args import MARKLUND_2025, Subparsers, _iterations, _positive_floa
 from mbfg.cli.common import (
     _check_figure,
     _check_output,
+    _check_outputs,
     _check_time_step,
+    _model_input,
     _model_with_params,
     _parse_free,
     _save_figure,
@@ -60,7 +64,8 @@ cross-validation's state estimation), sigma_observation, sigma_impulse,
 wall_s, compile_s, worker, then value:NAME and std:NAME per free parameter.
 The file is rewritten after every finished task; running the same command
 again skips the rows it already has (--retry-failed runs failed ones again),
-so an interrupted sweep resumes.
+so an interrupted sweep resumes. When a row failed the command exits with
+status 1 (--allow-failures: 0), so that a script sees it.
 
 Workers reuse compiled JAX functions: each keeps the model for the whole
 sweep, and JAX's persistent compilation cache lives in --jax-cache (default:
@@ -103,6 +108,13 @@ def _number_list(what: str, example: str) -> Callable[[str], list[float]]:
     return parse
 
 
+def _address(text: str) -> str:
+    """A Dask scheduler address: ``[protocol://]host:port`` (tcp, tls, ws, wss, ucx, inproc)."""
+    if not re.fullmatch(r"((tcp|tls|ws|wss|ucx|inproc)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+)(:\d{1,5})?/?", text):
+        raise argparse.ArgumentTypeError(f"expected a Dask scheduler address such as tcp://host:8786, got {text!r}")
+    return text
+
+
 def add_parser(sub: Subparsers) -> None:
     """Register ``sweep`` on the ``mbfg`` subcommand parsers ``sub``."""
     p = sub.add_parser(
@@ -131,7 +143,7 @@ def add_parser(sub: Subparsers) -> None:
                    help="Levenberg-Marquardt iterations at most, per cross-validation's state estimation (default: "
                         "50, as 'mbfg crossval')")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDR", help="address of a running Dask scheduler, e.g. tcp://host:8786")
+    where.add_argument("--scheduler", type=_address, metavar="ADDR", help="address of a running Dask scheduler, e.g. tcp://host:8786")
     where.add_argument("--workers", type=_whole_number(1, "a whole number of workers", "at least 1 worker"),
                        default=None, metavar="N", help="worker processes of the local cluster (default: one per core)")
     p.add_argument("--no-crossval", action="store_true", help="calibrations only, no cross-validation matrix")
@@ -139,6 +151,8 @@ def add_parser(sub: Subparsers) -> None:
                    help="also free-simulate each tuned model over the first S seconds of every other recording "
                         "(columns sim_rms:NAME [rad] and sim_drift:NAME [s] of the cross-validation rows)")
     p.add_argument("--retry-failed", action="store_true", help="run the failed rows of --out again")
+    p.add_argument("--allow-failures", action="store_true",
+                   help="exit 0 even when some cells failed (default: exit status 1 then, the rows say why)")
     p.add_argument("--jax-cache", metavar="DIR", default=None,
                    help="JAX persistent compilation cache folder on the workers (default: each worker's own, "
                         "MBFG_CACHE_DIR or ~/.cache/mbfg/jax)")
@@ -154,11 +168,15 @@ def run(args: argparse.Namespace) -> int:
     """The ``sweep`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.cli.recordings import read_recording
     from mbfg.errors import DataError, ModelError
+    from mbfg.graphs.joint import time_step
     from mbfg.sweep import sweep
 
     _start(args)
-    _check_output(args.out)
+    inputs = [_model_input(args.model), ("--params", args.params), *(("LOG", path) for path in args.logs)]
+    _check_output(args.out, inputs=inputs)  # the results file is read too (resumed), but never a recording
     if args.plot:
+        _check_output(args.plot, "figure", "--plot", inputs=[*inputs, ("--out", args.out)])
+        _check_outputs([("--out", args.out), ("--plot", args.plot)])
         _check_figure(args.plot, "plotting a sweep")  # a missing matplotlib is said now, not after the sweep
     model = _model_with_params(args.model, args.params)
     free = _parse_free(model, args.free) if args.free is not None else None
@@ -169,7 +187,8 @@ def run(args: argparse.Namespace) -> int:
     for path in args.logs:
         if path in logs:
             raise DataError(f"{path}: recording given twice")
-        logs[path] = read_recording(path, model, args.resample, args.quiet, "mbfg sweep")
+        logs[path] = read_recording(path, model, args.resample, args.quiet, "mbfg sweep", args.columns)
+        time_step(logs[path], None)  # a recording no cell can use (one row, irregular) is refused now, as calibrate
     for h in args.dt or []:
         # An h no recording can use is a user error (exit 2); one that only some can use fails their cells.
         if all(_fails(log, h) for log in logs.values()):
@@ -199,6 +218,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"mbfg sweep: {len(frame)} rows ({result.computed} computed now, {len(frame) - result.computed} from "
           f"{args.out}), {failed} failed; {_wall(args):.1f} s wall in all (sweep {result.wall_s:.1f} s, cluster "
           f"start included); wrote {written}", file=sys.stderr, flush=True)
+    if failed and not args.allow_failures:
+        print(f"mbfg sweep: {failed} of {len(frame)} rows failed (their 'error' column says why; --retry-failed runs "
+              f"them again); exit status 1 (--allow-failures: 0)", file=sys.stderr, flush=True)
+        return 1
     return 0
 
 

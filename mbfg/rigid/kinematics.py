@@ -55,9 +55,19 @@ def position_functions(model: RigidModel, r: Array, R: Array, p: Mapping[str, An
     return jnp.concatenate(out) if out else jnp.zeros(0)
 
 
+def _joints_by_name(model: RigidModel) -> dict[str, Any]:
+    """The model's joints by name, built once per joints tuple: a dict per observation made building a model
+    quadratic in its number of joints (a 10,000-link URDF chain)."""
+    cached = model.__dict__.get("_joints_by_name")
+    if cached is None or cached[0] is not model.joints:
+        cached = (model.joints, {j.name: j for j in model.joints})
+        model.__dict__["_joints_by_name"] = cached
+    return cached[1]
+
+
 def observation_fn(model: RigidModel, name: str):
     """(r, R, p) -> the observation ``name`` of ``model``; ModelError on an unknown name."""
-    joints = {j.name: j for j in model.joints}
+    joints = _joints_by_name(model)
     if name in joints and isinstance(joints[name], Hinge):
         j = joints[name]
 

@@ -6,6 +6,7 @@ the body of :meth:`mbfg.rigid.RigidModel.initial_state` (a state at zero constra
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -52,6 +53,17 @@ def state_from_coordinates(
     """:meth:`RigidModel.initial_state <mbfg.rigid.RigidModel.initial_state>` of ``model`` (see there)."""
     coordinates, rates = dict(coordinates or {}), dict(rates or {})
     known = {j.name for j in model.axial} | {f"{b.name}.{ax}" for b in model.bodies for ax in "xyz"}
+    from mbfg.limits import MAX_COORDINATE
+
+    for argument, values in (("coordinates", coordinates), ("rates", rates)):
+        for name, value in values.items():
+            try:
+                number = float(value) if np.ndim(value) == 0 and not isinstance(value, (bool, str)) else math.nan
+            except (TypeError, ValueError):
+                number = math.nan
+            if not abs(number) <= MAX_COORDINATE:  # NaN, inf, a string, an array
+                raise ModelError(f"{argument}[{name!r}]: expected a finite number of magnitude at most "
+                                 f"{MAX_COORDINATE:g} [rad or m; per s for rates], got {value!r}")
     for name in [*coordinates, *rates]:
         if name not in known:
             raise ModelError(f"{model.name}: unknown coordinate {name!r}; expected one of {sorted(known)}")

@@ -29,6 +29,8 @@ def validate(model: RigidModel) -> None:
     if model.tilt and params[model.tilt].kind != ROTATION:
         raise ModelError(f"{model.name}: tilt parameter {model.tilt!r} must be a rotation parameter")
 
+    values = params.numpy_values()  # once: a dict per check made loading quadratic in the number of links
+
     def check_params(where: str, value: Any) -> None:
         for n in _param_names(value):
             if n not in params:
@@ -36,7 +38,7 @@ def validate(model: RigidModel) -> None:
 
     def check_positive(where: str, value: ParamLike) -> None:
         check_params(where, value)
-        v = resolve(value, params.numpy_values())
+        v = resolve(value, values)
         if not v > 0:
             shown = f"{value} = {v:g}" if isinstance(value, str) else f"{v:g}"
             raise ModelError(f"{model.name}: {where} must be > 0, got {shown}")
