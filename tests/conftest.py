@@ -30,6 +30,7 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs",
                   float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
 
 # A worker that crashes does not hang the run; the test it died on runs once more (see the module).
+from compile_time import CompileTimes  # noqa: E402
 from xdist_crash_safe import (  # noqa: E402, F401
     pytest_handlecrashitem,
     pytest_report_teststatus,
@@ -38,6 +39,11 @@ from xdist_crash_safe import (  # noqa: E402, F401
 )
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The suite's JAX compile time in the summary (tests/compile_time.py).
+    config.pluginmanager.register(CompileTimes(), "mbfg-compile-times")
 MBSE = REPO / ".." / "shared" / "data" / "mbse"
 
 
