@@ -85,6 +85,13 @@ class LMResult:
         return self.status == "failed"
 
 
+def status_words(status: str, message: str) -> str:
+    """A solve's outcome as a report says it: "converged", "NOT converged (message)" or "FAILED (message)"."""
+    if status == "converged":
+        return "converged"
+    return f"{'FAILED' if status == 'failed' else 'NOT converged'}" + (f" ({message})" if message else "")
+
+
 #: Accepted steps in a row, each lowering the cost by less than ``relative_tol``, after which
 #: :func:`bounded_levenberg_marquardt` checks the projected gradient even though their damping stayed above
 #: ``lambda_initial``.
