@@ -454,7 +454,8 @@ def calibrate(
     n_imp = 12 * problem.model.nb * n
     sigma_y = float(np.sqrt(obs_sq / max(n_obs - 1, 1)))  # (3.22), residuals have unit sigma in the graph
     sigma_p = float(np.sqrt(imp_sq / weight / max(n_imp - 1, 1)))  # (3.23)
-    estimates, cov, info = _estimates(problem, values, identified, sigma_y, sigma_p, covariance)
+    # A failed solve's point is no estimate: no covariance (its stds NaN), and its costs may not be finite.
+    estimates, cov, info = _estimates(problem, values, identified, sigma_y, sigma_p, covariance and not lm.failed)
     # Relative to the values; a parameter at zero (e.g. on its bound) is scaled by its std instead (by 1 where
     # that is infinite: an undetermined direction, whose covariance entries are infinite or NaN anyway).
     scale = np.array([abs(p.value) if p.value != 0 else (p.std if 0 < p.std < np.inf else 1.0) for p in estimates])

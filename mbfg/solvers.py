@@ -391,8 +391,7 @@ class _Ordinary:
             if linear is None:
                 bad = not np.isfinite(factor.error(values))
             else:
-                A, b = linear.at(i).jacobian()
-                bad = not (np.all(np.isfinite(A)) and np.all(np.isfinite(b)))
+                bad = not _finite_factor(linear.at(i))
             if bad:
                 keys = ", ".join(gtsam.DefaultKeyFormatter(k) for k in factor.keys())
                 named.append(f"factor {i} ({type(factor).__name__} on {keys})")
@@ -464,14 +463,13 @@ class _Blocked:
         return projected_gradient_cosine(g, diag, cost, lower, upper)
 
     def nonfinite(self, values: gtsam.Values, linear: gtsam.GaussianFactorGraph | None = None) -> str:
-        """Which factor types (and which of the ordinary factors) have a non-finite residual or Jacobian."""
+        """Which factor types (and which of the ordinary factors) have a non-finite residual, error or Jacobian."""
         linear = self.graph.linearize(values)[0] if linear is None else linear
         named, i = [], 0
         for group in self.graph.groups:  # VectorizedGraph.linearize: each group's factors in turn, then the others
             count = 0
             for _ in range(len(group.keys)):
-                A, b = linear.at(i).jacobian()
-                count += not (np.all(np.isfinite(A)) and np.all(np.isfinite(b)))
+                count += not _finite_factor(linear.at(i))
                 i += 1
             if count:
                 named.append(f"factor type {group.ft.name!r} ({count} of its {len(group.keys)} factors)")
@@ -480,9 +478,9 @@ class _Blocked:
             factor = others.at(j)
             if factor is None:
                 continue
-            A, b = linear.at(i).jacobian()
+            finite = _finite_factor(linear.at(i))
             i += 1
-            if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
+            if not finite:
                 keys = ", ".join(gtsam.DefaultKeyFormatter(k) for k in factor.keys())
                 named.append(f"factor {j} of the others ({type(factor).__name__} on {keys})")
         return _listed(named)
@@ -524,6 +522,14 @@ class _Blocked:
         delta = _bounded_schur_step(damped, self.free_order, self.small_order,
                                     [self.graph.blocks.size[b] for b in self.bounded_blocks], lo, hi, eliminate)
         return self.graph.blocks.split(delta), delta
+
+
+def _finite_factor(factor: gtsam.GaussianFactor) -> bool:
+    """Whether a linear factor's Jacobian, residual and error 0.5 |b|^2 are finite (a finite residual of
+    1e200 overflows its square)."""
+    A, b = factor.jacobian()
+    with np.errstate(over="ignore"):
+        return bool(np.all(np.isfinite(A)) and np.all(np.isfinite(b)) and np.isfinite(b @ b))
 
 
 def _listed(named: list[str]) -> str:
