@@ -96,8 +96,8 @@ class CalibrationResult:
     sigma_impulse: the estimated noise standard deviations (3.22-3.23);
     iterations, status, wall_s, history: of the LM solve (wall_s: all of
     calibrate; status: "converged", "not_converged" or "failed", :mod:`mbfg.solvers`; ``converged`` is True
-    only for "converged"; message: the solver's reason); start_iterations: LM iterations of the states-only initialization
-    of a model with dry friction (:func:`mbfg.graphs.joint.smooth_initial_states`), 0 without;
+    only for "converged"; message: the solver's reason); start_iterations: LM iterations of the states-only
+    initialization of a model with dry friction (:func:`mbfg.graphs.joint.smooth_initial_states`), 0 without;
     bias_parts: with ``calibrate(bias=True)``, the two parts of each parameter's bias estimate,
     ``{"h": {name: ...}, "compliance": {name: ...}}`` (:func:`discretization_bias`), else empty;
     information: (n_p, n_p) the parameters' information matrix (``R^T R``, finite where a direction is
