@@ -40,7 +40,7 @@ from mbfg.graphs.restarts import joint_compliances
 from mbfg.logs import Log
 from mbfg.parameters import ROTATION
 from mbfg.rigid import RigidModel
-from mbfg.solvers import LMResult, Status, status_words
+from mbfg.solvers import STATUSES, LMResult, Status, status_words
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -125,6 +125,10 @@ class CalibrationResult:
     solution: Any = field(default=None, repr=False)
     information: np.ndarray | None = field(default=None, repr=False)
     message: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"CalibrationResult status must be one of {STATUSES}, got {self.status!r}")
 
     @property
     def converged(self) -> bool:
