@@ -350,20 +350,16 @@ def diagnose_step(start, log, dt: float, weight: float, iterations: int, priors:
     beside what the linearization predicts, and the largest state step per body and axis
     (rotation [rad], body frame). Diagnostic only; nothing else of the benchmark runs.
     """
-    import gtsam
-
     from mbfg.graphs.joint import build_joint_problem
-    from mbfg.solvers import _bounded_step, bounded_levenberg_marquardt, hessian_diagonal
+    from mbfg.solvers import _Ordinary, bounded_levenberg_marquardt
 
     problem = build_joint_problem(start, log, h=dt, free=FREE, weight=weight, priors=priors)
     lm = bounded_levenberg_marquardt(problem.graph, problem.initial, problem.bounds, max_iterations=iterations,
                                      relative_tol=0.0, label="diagnose")
     values, graph, n = lm.values, problem.graph, problem.n
-    linear = graph.linearize(values)
-    zeros = values.zeroVectors()
-    diag = hessian_diagonal(linear, {k: zeros.at(k).shape[0] for k in values.keys()})
-    ordering = gtsam.Ordering.ColamdGaussianFactorGraph(linear)
-    delta = _bounded_step(linear, diag, 1e-12, values, problem.bounds, ordering)  # undamped but for round-off
+    system = _Ordinary(graph, values, problem.bounds)  # the LM's own step, box solved exactly
+    linear, diag = system.linearize(values)
+    delta, _ = system.step(linear, diag, 1e-12, values)  # undamped but for round-off
     chi = values.atVector(keys.P())
     print(f"\n## the undamped step after {iterations} LM iterations (cost {2 * graph.error(values) / n:.6g} per step)")
     print(f"{'parameter':<10} {'truth':>11} {'now':>11} {'now + step':>11}")

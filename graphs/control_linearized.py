@@ -10,9 +10,10 @@ in the chart ``x = x_0 boxplus xi`` (xi (12 nb,) = [dr, dtheta, dv, dw])::
 
 (d, y_0: the step from x_0 with a_bar; y_k: the step's target outputs, the named rates at x_{k+1} and the
 named reactions ``P_lambda lambda_k / h``), chains that model over the N steps of the horizon, and solves
-the resulting linear least squares in the plan exactly, bounds included (the active-set rule of
-:func:`mbfg.solvers.pinned_box_solve`, inside the compiled program), with the same targets, sigmas,
-rate and effort costs as ``RecedingHorizon``. One compiled program and one small dense solve: no iterations.
+the resulting linear least squares in the plan exactly, bounds included (the active-set method of
+:func:`mbfg.box.box_qp`, which holds and releases bounds by the signs of their multipliers, inside the compiled
+program: :func:`box_qp_jax`), with the same targets, sigmas, rate and effort costs as ``RecedingHorizon``.
+One compiled program and one small box-constrained dense solve (a few active-set changes): no LM iterations.
 
 What it gives up: the model is frozen at x_0 over the horizon, so the plan is the exact optimum of the
 nonlinear problem only to first order in the motion over the horizon (10 ms at h = 1 ms, N = 10). The
@@ -27,7 +28,7 @@ import time
 
 import numpy as np
 
-from mbfg import control
+from mbfg import box, control
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
 from mbfg.rigid import RigidModel, State
@@ -89,10 +90,13 @@ def linearized_horizon(model: RigidModel, rate_names: tuple[str, ...], horizon: 
 @functools.cache
 def _compiled_plan(model: RigidModel, rate_names: tuple[str, ...], horizon: int):
     """One compiled program from the state to the plan:
-    ``(x_0, a_bar, p, h, P_lambda, targets (N k,), weights (N k,), J_costs, r_costs, lo, hi) -> [delta, cost]``,
+    ``(x_0, a_bar, p, h, P_lambda, targets (N k,), weights (N k,), J_costs, r_costs, lo, hi)``
+    ``-> [delta, cost, optimal]``,
     delta = a - a_bar (N n_a,) the least squares of the rows ``J delta ~ r`` in the box [lo, hi] (the weighted
     targets over :func:`linearized_horizon`, then the cost rows ``J_costs``, ``r_costs``; the ridge
-    :data:`RIDGE` on the diagonal of the normal equations), cost = 1/2 |r - J delta|^2."""
+    :data:`RIDGE` on the diagonal of the normal equations) solved by :func:`box_qp_jax`,
+    cost = 1/2 |r - J delta|^2, optimal = 1.0 where the box's KKT conditions hold at delta (0.0 only if the
+    active set's iteration cap came first)."""
     linearize = linearized_horizon(model, rate_names, horizon)
 
     def normal_equations(x0, a_bar, p, h, P_lambda, targets, weights, J_costs, r_costs):
@@ -107,43 +111,70 @@ def _compiled_plan(model: RigidModel, rate_names: tuple[str, ...], horizon: int)
     @jax.jit
     def plan(x0, a_bar, p, h, P_lambda, targets, weights, J_costs, r_costs, lo, hi):
         normal, eta, rr = normal_equations(x0, a_bar, p, h, P_lambda, targets, weights, J_costs, r_costs)
-        delta = pinned_box_solve_jax(normal, eta, lo, hi)
+        delta, optimal = box_qp_jax(normal, eta, lo, hi)
         # |r - J delta|^2 from the normal equations: r^T r - 2 delta^T J^T r + delta^T J^T J delta. One array
         # out, so the caller waits for one transfer.
-        return jnp.append(delta, 0.5 * (rr - 2.0 * delta @ eta + delta @ normal @ delta))
+        cost = 0.5 * (rr - 2.0 * delta @ eta + delta @ normal @ delta)
+        return jnp.concatenate([delta, jnp.stack([cost, optimal.astype(delta.dtype)])])
 
     return plan
 
 
-def pinned_box_solve_jax(H: jnp.ndarray, eta: jnp.ndarray, lo: jnp.ndarray, hi: jnp.ndarray) -> jnp.ndarray:
-    """:func:`mbfg.solvers.pinned_box_solve` (the same active-set rule, the same result) inside a compiled
-    program: components that leave their box are pinned to it and the rest solved again, until none leaves."""
+def box_qp_jax(H: jnp.ndarray, eta: jnp.ndarray, lo: jnp.ndarray, hi: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """``argmin 0.5 x^T H x - eta^T x`` over ``lo <= x <= hi`` inside a compiled program: the active-set iteration
+    of :func:`mbfg.box.box_qp` (hold the component that blocks the way to the free minimizer, release the held
+    component whose multiplier has the most wrong sign) from x = 0 clipped into the box, in fixed shapes and at
+    most :func:`mbfg.box.iteration_cap` (n) working-set changes.
+
+    H (n, n) symmetric positive definite, eta, lo, hi (n,) (infinite sides allowed, ``lo == hi`` fixes a
+    component). Returns (x (n,), optimal): optimal is True where the KKT conditions hold at x, False only if the
+    cap was reached first. Tested against scipy's BVLS (tests/test_box_solve.py)."""
     n = H.shape[0]
+    index = jnp.arange(n)
+    fixed = lo == hi
 
-    def solve(pinned, target):
-        free = ~pinned
-        # The pinned components' rows become x_i = target_i; their columns move to the right-hand side.
+    def free_minimizer(at_lower, at_upper, x):
+        held = at_lower | at_upper | fixed
+        free = ~held
+        # The held components' rows become x_i = x_i; their columns move to the right-hand side.
         H_free = jnp.where(free[:, None] & free[None, :], H, 0.0) + jnp.diag(jnp.where(free, 0.0, 1.0))
-        rhs = jnp.where(free, eta - H @ jnp.where(pinned, target, 0.0), target)
-        return jnp.linalg.solve(H_free, rhs)
+        rhs = jnp.where(free, eta - H @ jnp.where(held, x, 0.0), x)
+        return free, jnp.linalg.solve(H_free, rhs)
 
-    def leaving(pinned, x):
-        return ~pinned & ((x < lo) | (x > hi))
+    def change(carry):
+        at_lower, at_upper, x, count, _ = carry
+        free, target = free_minimizer(at_lower, at_upper, x)
+        below, above = free & (target < lo), free & (target > hi)
+        blocked = jnp.any(below | above)
+        # Blocked: move towards the target until the first free component reaches its bound; hold it.
+        d = target - x
+        ratio = jnp.where(below, (lo - x) / jnp.where(below, d, 1.0),
+                          jnp.where(above, (hi - x) / jnp.where(above, d, 1.0), jnp.inf))
+        j = jnp.argmin(ratio)
+        alpha = jnp.clip(ratio[j], 0.0, 1.0)
+        x_blocked = jnp.clip(x + alpha * d, lo, hi)
+        x_blocked = jnp.where(index == j, jnp.where(below[j], lo[j], hi[j]), x_blocked)
+        # Else: the target, and the held component whose multiplier has the most wrong sign released.
+        x_free = jnp.clip(target, lo, hi)
+        gradient = H @ x_free - eta
+        scale = jnp.abs(H) @ jnp.abs(x_free) + jnp.abs(eta)
+        wrong = jnp.where(at_lower, -gradient, 0.0) + jnp.where(at_upper, gradient, 0.0)
+        wrong = jnp.where(wrong > box.SIGN_TOL * scale, wrong / jnp.maximum(scale, 1e-300), 0.0)
+        optimal = ~blocked & ~jnp.any(wrong > 0.0)
+        k = jnp.argmax(wrong)
+        release = ~blocked & ~optimal & (index == k)
+        at_lower = jnp.where(blocked, at_lower | ((index == j) & below[j]), at_lower & ~release)
+        at_upper = jnp.where(blocked, at_upper | ((index == j) & above[j]), at_upper & ~release)
+        return at_lower, at_upper, jnp.where(blocked, x_blocked, x_free), count + 1, optimal
 
     def again(carry):
-        pinned, target, x, count = carry
-        return jnp.any(leaving(pinned, x)) & (count <= n)
+        *_, count, optimal = carry
+        return ~optimal & (count <= box.iteration_cap(n))
 
-    def pin(carry):
-        pinned, target, x, count = carry
-        out = leaving(pinned, x)
-        target = jnp.where(out, jnp.clip(x, lo, hi), target)
-        pinned = pinned | out
-        return pinned, target, solve(pinned, target), count + 1
-
-    none = jnp.zeros(n, dtype=bool)
-    _, _, x, _ = jax.lax.while_loop(again, pin, (none, jnp.zeros(n), solve(none, jnp.zeros(n)), 1))
-    return jnp.clip(x, lo, hi)
+    x0 = jnp.clip(jnp.zeros(n), lo, hi)
+    start = ((x0 == lo) & ~fixed, (x0 == hi) & ~fixed, x0, 0, jnp.asarray(False))
+    _, _, x, _, optimal = jax.lax.while_loop(again, change, start)
+    return x, optimal
 
 
 class LinearizedHorizon(RecedingHorizon):
@@ -184,10 +215,13 @@ class LinearizedHorizon(RecedingHorizon):
         delta_cost = np.asarray(_compiled_plan(self.model, self.rate_names, N)(
             State(*state), a_bar, self._p_jax, self._h, self.P_lambda, self._targets, self._weights,
             *self._cost_rows(a_bar), self._box[0] - a_bar_plan, self._box[1] - a_bar_plan))
-        controls = (a_bar_plan + delta_cost[:-1]).reshape(N, n_a)
+        # a_bar + (bound - a_bar) can miss the bound by one ulp: an activation held on its bound lands on it.
+        controls = np.clip((a_bar_plan + delta_cost[:-2]).reshape(N, n_a), self.lower, self.upper)
         self.previous = controls
-        return _Plan(controls, float(delta_cost[-1]), 1, True, "the linearized horizon's least squares, solved exactly",
-                     time.perf_counter() - start)
+        optimal = bool(delta_cost[-1] == 1.0)
+        message = ("the linearized horizon's least squares, solved exactly (box KKT conditions hold)" if optimal else
+                   "the linearized horizon's box least squares stopped at its active-set iteration cap")
+        return _Plan(controls, float(delta_cost[-2]), 1, optimal, message, time.perf_counter() - start)
 
     @functools.cached_property
     def _box(self) -> tuple[np.ndarray, np.ndarray]:
@@ -206,4 +240,4 @@ class LinearizedHorizon(RecedingHorizon):
                              np.full(len(self.force_names), 1.0 / self.force_sigma)], self.horizon)
 
 
-__all__ = ["LinearizedHorizon", "linearized_horizon"]
+__all__ = ["LinearizedHorizon", "box_qp_jax", "linearized_horizon"]

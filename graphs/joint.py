@@ -597,6 +597,9 @@ def cross_validation_score(model: RigidModel, log: Log, parameters: Mapping[str,
 def not_converged_message(log: Log, result: LMResult, limit: str = "max_iterations") -> str:
     """What a cross-validation says when its state estimation ``result`` on ``log`` stopped unconverged;
     ``limit``: the name of the iteration limit where the caller reads it (a keyword, a command-line option)."""
+    if result.status == "failed":
+        return (f"cross-validation on {log.source!r}: the state estimation failed after {result.iterations} "
+                f"iterations ({result.message}), so the score is not a minimum's")
     return (f"cross-validation on {log.source!r}: the state estimation did not converge in {result.iterations} "
             f"iterations ({result.message}), so the score is above its minimum's; raise {limit}")
 

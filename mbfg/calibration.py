@@ -40,7 +40,7 @@ from mbfg.graphs.restarts import joint_compliances
 from mbfg.logs import Log
 from mbfg.parameters import ROTATION
 from mbfg.rigid import RigidModel
-from mbfg.solvers import LMResult
+from mbfg.solvers import STATUSES, LMResult, Status, status_words
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,9 +94,10 @@ class CalibrationResult:
     (``sum |Delta y|^2 + w sum |Delta p|^2``, divided by n); cost_observation,
     cost_impulse: its two parts; per_step_cost: (n,); sigma_observation,
     sigma_impulse: the estimated noise standard deviations (3.22-3.23);
-    iterations, converged, wall_s, history: of the LM solve (wall_s: all of
-    calibrate); start_iterations: LM iterations of the states-only initialization
-    of a model with dry friction (:func:`mbfg.graphs.joint.smooth_initial_states`), 0 without;
+    iterations, status, wall_s, history: of the LM solve (wall_s: all of
+    calibrate; status: "converged", "not_converged" or "failed", :mod:`mbfg.solvers`; ``converged`` is True
+    only for "converged"; message: the solver's reason); start_iterations: LM iterations of the states-only
+    initialization of a model with dry friction (:func:`mbfg.graphs.joint.smooth_initial_states`), 0 without;
     bias_parts: with ``calibrate(bias=True)``, the two parts of each parameter's bias estimate,
     ``{"h": {name: ...}, "compliance": {name: ...}}`` (:func:`discretization_bias`), else empty;
     information: (n_p, n_p) the parameters' information matrix (``R^T R``, finite where a direction is
@@ -114,7 +115,7 @@ class CalibrationResult:
     sigma_observation: float
     sigma_impulse: float
     iterations: int
-    converged: bool
+    status: Status
     wall_s: float
     h: float
     weight: float
@@ -123,6 +124,21 @@ class CalibrationResult:
     problem: Any = field(default=None, repr=False)
     solution: Any = field(default=None, repr=False)
     information: np.ndarray | None = field(default=None, repr=False)
+    message: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"CalibrationResult status must be one of {STATUSES}, got {self.status!r}")
+
+    @property
+    def converged(self) -> bool:
+        """True only for status "converged" (:mod:`mbfg.solvers`)."""
+        return self.status == "converged"
+
+    @property
+    def outcome(self) -> str:
+        """The solve's outcome in words: "converged", "NOT converged (reason)" or "FAILED (reason)"."""
+        return status_words(self.status, self.message)
 
     @property
     def start_iterations(self) -> int:
@@ -222,6 +238,8 @@ class CalibrationResult:
             "iterations": self.iterations,
             "start_iterations": self.start_iterations,
             "converged": self.converged,
+            "status": self.status,
+            "message": self.message,
             "wall_s": self.wall_s,
             "h": self.h,
             **({"period": self.problem.period} if self.problem is not None else {}),
@@ -254,7 +272,7 @@ class CalibrationResult:
         lines.append(
             f"cost {self.cost:.4g} per step (observation {self.cost_observation:.4g}, impulse {self.cost_impulse:.4g}); "
             f"reading noise sigma_y {self.sigma_observation:.3g}; "
-            f"{self.iterations} LM iterations, {'converged' if self.converged else 'NOT converged'}, "
+            f"{self.iterations} LM iterations, {self.outcome}, "
             + (f"after {self.start_iterations} states-only ones, " if self.start_iterations else "")
             + (f"{restarted.iterations} of them before the restart from a free simulation, "
                if (restarted := getattr(self.problem, "restarted_from", None)) is not None else "")
@@ -440,7 +458,8 @@ def calibrate(
     n_imp = 12 * problem.model.nb * n
     sigma_y = float(np.sqrt(obs_sq / max(n_obs - 1, 1)))  # (3.22), residuals have unit sigma in the graph
     sigma_p = float(np.sqrt(imp_sq / weight / max(n_imp - 1, 1)))  # (3.23)
-    estimates, cov, info = _estimates(problem, values, identified, sigma_y, sigma_p, covariance)
+    # A failed solve's point is no estimate: no covariance (its stds NaN), and its costs may not be finite.
+    estimates, cov, info = _estimates(problem, values, identified, sigma_y, sigma_p, covariance and not lm.failed)
     # Relative to the values; a parameter at zero (e.g. on its bound) is scaled by its std instead (by 1 where
     # that is infinite: an undetermined direction, whose covariance entries are infinite or NaN anyway).
     scale = np.array([abs(p.value) if p.value != 0 else (p.std if 0 < p.std < np.inf else 1.0) for p in estimates])
@@ -458,8 +477,8 @@ def calibrate(
     wall = time.perf_counter() - start
     return CalibrationResult(
         identified, estimates, cov, sv, float((obs_sq + imp_sq + costs["prior"].sum()) / n), float(obs_sq / n),
-        float(imp_sq / n), costs["observation"] + costs["impulse"], sigma_y, sigma_p, lm.iterations, lm.converged,
-        wall, problem.h, weight, lm.history, parts, problem, values, info,
+        float(imp_sq / n), costs["observation"] + costs["impulse"], sigma_y, sigma_p, lm.iterations, lm.status,
+        wall, problem.h, weight, lm.history, parts, problem, values, info, lm.message,
     )
 
 

@@ -1,20 +1,18 @@
-"""Levenberg-Marquardt on a GTSAM graph that keeps Vector variables inside a box (seed 001 eq. 3.18, App. C).
+"""Levenberg-Marquardt on a GTSAM graph that keeps Vector variables inside a box (Marklund, Servin, Larson 2025,
+eq. 3.18 and App. C), ending in one of three outcomes.
 
-Each iteration linearizes the graph once (GTSAM calls our JAX factors), then
-tries damped steps ``(J^T J + lam D) delta = -J^T r`` with Marquardt's scaling
-D = diag(J^T J) (floored), solved by sparse multifrontal QR with a COLAMD
-ordering computed once. Bounds: the box B of the parameters is enforced on the
-step, by an active-set loop: if ``x + delta`` leaves the box, the offending
-components are pinned to their bound (a stiff linear row on that component
-of delta; the step is then put exactly on the bound) and the damped system is
-solved again, until the step stays inside. This is the solution of the box-constrained linear least-squares
-subproblem of App. C whenever the pinned set is the optimal active set (the
-common case near convergence); the paper solves that subproblem as an MLCP.
-A :class:`~mbfg.vectorized.VectorizedGraph` in place of the GTSAM graph takes the vectorized
-path: each factor type linearized in one call, and the damped step solved by GTSAM's sparse
-Cholesky over the graph's blocks in its explicit order (states in time order, parameters last),
-where every block without a bound is eliminated first and the box is handled on the small
-system of the bounded blocks that remains (the same active-set rule, solved exactly).
+Each iteration linearizes the graph once (GTSAM calls our JAX factors), then tries damped steps
+``(J^T J + lam D) delta = -J^T r`` with Marquardt's scaling D = diag(J^T J) (floored). Bounds: the box B of the
+parameters is enforced on the step exactly: every variable without a bound is eliminated first (GTSAM, sparse),
+which leaves the damped system of the bounded variables alone (its Schur complement, a few dozen columns), and
+that box-constrained quadratic is solved exactly by an active-set method that holds and releases bounds by the
+signs of their multipliers (:func:`mbfg.box.box_qp`); back-substitution gives the other variables. This is the
+box-constrained linear least-squares subproblem of App. C (the paper solves it as an MLCP). Two paths share it:
+a GTSAM graph is linearized by GTSAM and eliminated by QR in a COLAMD ordering with the bounded variables last;
+a :class:`~mbfg.vectorized.VectorizedGraph` takes the vectorized path: each factor type linearized in one call,
+and the elimination by GTSAM's sparse Cholesky over the graph's blocks in its explicit order (states in time
+order, parameters last).
+
 A step is accepted when it lowers the cost. The damping then follows one of two rules
 (``damping_update``): "tenfold" divides lam by 10 after an accepted step and multiplies it
 by 10 per rejected trial; "nielsen" (Madsen, Nielsen & Tingleff, *Methods for non-linear
@@ -25,6 +23,18 @@ along its direction (up to that many times) before lam grows. The gain ratio rho
 linearization predicts) is reported per iteration: with complementarity
 (friction, contact) a full step often crosses a kink where a multiplier switches,
 and rho far from 1 shows it.
+
+Outcomes (:class:`LMResult`'s ``status``, as Ceres reports them):
+
+- "converged": an accepted step lowered the cost by less than ``relative_tol`` of it (a step taken at the
+  initial damping or less, or :data:`STALL_STEPS` steps in a row at any damping) *and* at the point it reached
+  the bounded first-order conditions hold: the projected gradient is small (:func:`projected_gradient_cosine`
+  at most ``gradient_tol``). The cost at most ``absolute_tol`` also converges. So does a point where no damped
+  step lowers the cost while the projected gradient is small (a minimum to round-off).
+- "not_converged": the iteration or time limit came first.
+- "failed": the cost or the Jacobian is not finite (the factors that made it so are named), or no step lowers
+  the cost up to the damping ``lambda_max`` while the projected gradient is not small (a kink, or a Jacobian
+  that does not match the residual).
 """
 
 from __future__ import annotations
@@ -32,31 +42,59 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import gtsam
 import numpy as np
 
+from mbfg.box import box_qp
 from mbfg.progress import Progress
 from mbfg.vectorized import VectorizedGraph
+
+#: The three outcomes of a solve (module docstring).
+Status = Literal["converged", "not_converged", "failed"]
+STATUSES: tuple[str, ...] = ("converged", "not_converged", "failed")
 
 
 @dataclass
 class LMResult:
-    """values: the solution; iterations: accepted + rejected linearizations; converged: a tolerance was met;
-    history: per iteration (iteration, cost, lambda, rho = the step's gain ratio, wall s, linearize s, solve s,
-        alpha = the fraction of the damped step taken: 1, or less after backtracking);
+    """values: the solution (the last accepted point; the start where a solve failed before a step);
+    iterations: accepted + rejected linearizations; status: "converged", "not_converged" or "failed"
+    (module docstring); history: per iteration (iteration, cost, lambda, rho = the step's gain ratio, wall s,
+    linearize s, solve s, alpha = the fraction of the damped step taken: 1, or less after backtracking,
+    gradient = the projected gradient's cosine at the point linearized, :func:`projected_gradient_cosine`);
     message: why it stopped."""
 
     values: gtsam.Values
     iterations: int
-    converged: bool
+    status: Status
     history: list[dict[str, float]] = field(default_factory=list)
     message: str = ""
 
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"LMResult status must be one of {STATUSES}, got {self.status!r}")
+
+    @property
+    def converged(self) -> bool:
+        """True only for status "converged"."""
+        return self.status == "converged"
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed"
+
+
+def status_words(status: str, message: str) -> str:
+    """A solve's outcome as a report says it: "converged", "NOT converged (message)" or "FAILED (message)"."""
+    if status == "converged":
+        return "converged"
+    return f"{'FAILED' if status == 'failed' else 'NOT converged'}" + (f" ({message})" if message else "")
+
 
 #: Accepted steps in a row, each lowering the cost by less than ``relative_tol``, after which
-#: :func:`bounded_levenberg_marquardt` stops even though their damping stayed above ``lambda_initial``.
+#: :func:`bounded_levenberg_marquardt` checks the projected gradient even though their damping stayed above
+#: ``lambda_initial``.
 STALL_STEPS = 3
 
 #: The LM's damping at its start (:func:`bounded_levenberg_marquardt`'s ``lambda_initial``), GTSAM's default.
@@ -85,6 +123,24 @@ def hessian_diagonal(linear: gtsam.GaussianFactorGraph, dims: Mapping[int, int] 
     return diag
 
 
+def projected_gradient_cosine(gradient: np.ndarray, diag: np.ndarray, cost: float,
+                              at_lower: np.ndarray, at_upper: np.ndarray) -> float:
+    """The first-order optimality of a least-squares point in a box, free of units:
+    ``max_i |g_i| / (|J_i| |r|)`` over the components whose descent is not blocked by the bound they sit on
+    (g = J^T r's gradient of the cost, (n,); diag = |J_i|^2, (n,); |r| = sqrt(2 cost); at_lower, at_upper
+    (n,) bool: the component is on that bound). MINPACK's gtol test (the cosine of the angle between the residual
+    and a column of the Jacobian, Moré, Garbow, Hillstrom 1980) with the components held by a bound whose
+    multiplier has the right sign left out, as the projected gradient of a box leaves them: 0 exactly where the
+    bounded KKT conditions hold. A Gauss-Newton step lowers the cost by at least this squared, relatively, so
+    a cosine below ``sqrt(relative_tol)`` is what a converged undamped step implies. Columns that no residual
+    sees (|J_i| = 0) have g_i = 0 and count 0."""
+    blocked = (at_lower & (gradient > 0)) | (at_upper & (gradient < 0))
+    norm = np.sqrt(diag) * np.sqrt(max(2.0 * cost, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cosine = np.where(blocked | (norm == 0), 0.0, np.abs(gradient) / norm)
+    return float(np.max(cosine, initial=0.0))
+
+
 def bounded_levenberg_marquardt(
     graph: gtsam.NonlinearFactorGraph | VectorizedGraph,
     values: gtsam.Values,
@@ -92,6 +148,7 @@ def bounded_levenberg_marquardt(
     *,
     max_iterations: int = 20,
     relative_tol: float = 1e-6,
+    gradient_tol: float | None = None,
     absolute_tol: float = 0.0,
     lambda_initial: float = LAMBDA_INITIAL,
     lambda_max: float = 1e10,
@@ -100,6 +157,7 @@ def bounded_levenberg_marquardt(
     label: str = "LM",
     on_iteration: Callable[[dict[str, float], gtsam.Values], None] | None = None,
     backtracking: int = 0,
+    time_limit_s: float | None = None,
 ) -> LMResult:
     """Minimize ``graph.error`` from ``values`` with Vector variables kept in ``bounds``.
 
@@ -107,12 +165,16 @@ def bounded_levenberg_marquardt(
         graph, values: the problem and the initial guess (inside the bounds); a
             :class:`~mbfg.vectorized.VectorizedGraph` takes the vectorized path (module docstring).
         bounds: key -> (lower (n,), upper (n,)) for Vector variables; +-inf where unbounded.
-        max_iterations: linearizations at most.
-        relative_tol: stop when an accepted step taken with ``lam <= lambda_initial`` lowers the
-            cost by less than this fraction, or when :data:`STALL_STEPS` accepted steps in a row
-            do, whatever their damping (a nonsmooth cost, e.g. friction kinks the linearization
-            cannot see across, keeps lambda above its start and creeps down at round-off rates).
-        absolute_tol: stop when the cost is below this.
+        max_iterations: linearizations at most (one more checks the gradient at the last point reached
+            where the last step's decrease was small).
+        relative_tol: the decrease test of convergence: an accepted step taken with ``lam <= lambda_initial``
+            lowers the cost by less than this fraction, or :data:`STALL_STEPS` accepted steps in a row do,
+            whatever their damping (a nonsmooth cost, e.g. friction kinks the linearization cannot see
+            across, keeps lambda above its start and creeps down at round-off rates). Convergence needs the
+            gradient test as well.
+        gradient_tol: the gradient test of convergence: :func:`projected_gradient_cosine` at most this
+            (default ``sqrt(relative_tol)``, what an undamped step's small decrease implies).
+        absolute_tol: converged when the cost is at most this.
         lambda_initial, lambda_max: LM damping start and give-up value.
         damping_update: "tenfold" or "nielsen", the rule for lam between trials (module docstring).
         quiet: no progress lines (iteration, cost, lambda, time) on stderr.
@@ -123,11 +185,18 @@ def bounded_levenberg_marquardt(
             such as an impulse residual where a contact engages: the damped step's direction holds up to the
             kink, and raising the damping instead turns it towards the damping's scaled gradient, which
             along the heavily weighted rows moves little.
+        time_limit_s: wall seconds after which no new iteration starts (status "not_converged").
+
+    Returns an :class:`LMResult` whose status is "converged", "not_converged" or "failed" (module docstring).
     """
     if damping_update not in ("tenfold", "nielsen"):
         raise ValueError(f"damping_update must be 'tenfold' or 'nielsen', got {damping_update!r}")
     if isinstance(backtracking, bool) or not isinstance(backtracking, (int, np.integer)) or backtracking < 0:
         raise ValueError(f"backtracking must be a whole number of halvings >= 0, got {backtracking!r}")
+    if gradient_tol is None:
+        gradient_tol = float(np.sqrt(relative_tol))
+    if not gradient_tol >= 0.0:
+        raise ValueError(f"gradient_tol must be >= 0, got {gradient_tol!r}")
     bounds = dict(bounds or {})
     for key, (lo, hi) in bounds.items():
         x = values.atVector(key)
@@ -141,13 +210,32 @@ def bounded_levenberg_marquardt(
     history: list[dict[str, float]] = [
         dict(iteration=0, cost=cost, lam=lam, rho=float("nan"), wall_s=0.0, linearize_s=0.0, solve_s=0.0)
     ]
-    message, converged = "iteration limit", False
+
+    def result(status: Status, message: str) -> LMResult:
+        return LMResult(values, len(history) - 1, status, history, message)
+
+    if not np.isfinite(cost):
+        return result("failed", f"the cost at the initial values is {cost}: {system.nonfinite(values)}")
+    if cost <= absolute_tol:
+        return result("converged", f"the cost {cost:.3g} is at most absolute_tol {absolute_tol:g}")
+    small = False  # the last accepted step lowered the cost by less than relative_tol (undamped, or a stall)
     stalled = 0
-    for iteration in range(1, max_iterations + 1):
+    for iteration in range(1, max_iterations + 2):
+        if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
+            return result("not_converged", f"time limit {time_limit_s:g} s after {len(history) - 1} iterations")
         t0 = time.perf_counter()
         diag: Any  # the Hessian's diagonal: flat (_Blocked) or per key (_Ordinary)
         linear, diag = system.linearize(values)
         t_lin = time.perf_counter() - t0
+        gradient = system.gradient_cosine(linear, diag, values, cost)
+        history[-1]["gradient"] = gradient
+        if not np.isfinite(gradient):
+            return result("failed", f"the Jacobian is not finite: {system.nonfinite(values, linear)}")
+        if small and gradient <= gradient_tol:
+            return result("converged", f"relative decrease below {relative_tol:g} and projected gradient cosine "
+                                       f"{gradient:.2g} <= {gradient_tol:.2g}")
+        if iteration > max_iterations:
+            break
         t0 = time.perf_counter()
         linear_cost = linear.error(system.zeros)
         accepted = False
@@ -157,7 +245,7 @@ def bounded_levenberg_marquardt(
             try:
                 delta, delta_linear = system.step(linear, diag, lam, values)
                 lengths = [0.5**i for i in range(backtracking + 1)]  # the fractions of the step to try
-            except RuntimeError:
+            except (RuntimeError, np.linalg.LinAlgError):
                 # GTSAM found the damped system indeterminate (round-off in a stiff system under
                 # a tiny damping): a rejected trial, so more damping.
                 lengths = []
@@ -173,12 +261,16 @@ def bounded_levenberg_marquardt(
                 growth *= 2.0
         t_solve = time.perf_counter() - t0
         if not accepted:
-            message = "no damped step lowers the cost (converged to the tolerance of the linearization)"
-            converged = True
             history.append(dict(iteration=iteration, cost=cost, lam=lam, rho=float("nan"),
-                                wall_s=time.perf_counter() - start,
-                                linearize_s=t_lin, solve_s=t_solve))
-            break
+                                wall_s=time.perf_counter() - start, linearize_s=t_lin, solve_s=t_solve,
+                                gradient=gradient))
+            if gradient <= gradient_tol:
+                return result("converged", f"no damped step lowers the cost and the projected gradient cosine "
+                                           f"{gradient:.2g} <= {gradient_tol:.2g}: a minimum to round-off")
+            return result("failed", f"no damped step lowers the cost up to lambda_max {lambda_max:g}, and the "
+                                    f"projected gradient cosine {gradient:.2g} > {gradient_tol:.2g} is not small "
+                                    "(a kink the linearization does not see, or a Jacobian that does not match "
+                                    "the residual)")
         decrease = cost - new_cost
         predicted = linear_cost - linear.error(delta_linear if alpha == 1.0 else delta_linear.scale(alpha))
         rho = decrease / predicted if predicted > 0 else 0.0
@@ -198,15 +290,16 @@ def bounded_levenberg_marquardt(
         progress.update(iteration, cost=cost, lam=lam, rho=rho, **({"alpha": alpha} if backtracking else {}))
         if on_iteration is not None:
             on_iteration(row, values)
-        small = decrease <= relative_tol * (cost + decrease)
-        stalled = stalled + 1 if small else 0
-        if (undamped and small) or cost <= absolute_tol:
-            message, converged = "relative decrease below tolerance", True
-            break
-        if stalled >= STALL_STEPS:
-            message, converged = f"relative decrease below tolerance in {STALL_STEPS} damped steps in a row", True
-            break
-    return LMResult(values, len(history) - 1, converged, history, message)
+        if cost <= absolute_tol:
+            return result("converged", f"the cost {cost:.3g} is at most absolute_tol {absolute_tol:g}")
+        tiny = decrease <= relative_tol * (cost + decrease)
+        stalled = stalled + 1 if tiny else 0
+        small = (undamped and tiny) or stalled >= STALL_STEPS
+        if not small and iteration == max_iterations:
+            break  # no gradient test to make: the last step still lowered the cost
+    gradient_said = (f"; projected gradient cosine {history[-1]['gradient']:.2g} > {gradient_tol:.2g}"
+                     if "gradient" in history[-1] else "")
+    return result("not_converged", f"iteration limit {max_iterations}{gradient_said}")
 
 
 def _trial(system: Any, values: gtsam.Values, delta: gtsam.VectorValues,
@@ -219,8 +312,37 @@ def _trial(system: Any, values: gtsam.Values, delta: gtsam.VectorValues,
     return new_values, system.error(new_values)
 
 
+def _step_box(bounds: Mapping[int, tuple[np.ndarray, np.ndarray]], columns: Mapping[int, np.ndarray], n: int,
+              values: gtsam.Values) -> tuple[np.ndarray, np.ndarray]:
+    """The box of the step ``delta`` over n columns: ``lower - x <= delta <= upper - x`` on each bounded
+    variable's columns, unbounded elsewhere."""
+    lo, hi = np.full(n, -np.inf), np.full(n, np.inf)
+    for key, (lower, upper) in bounds.items():
+        x = values.atVector(key)
+        lo[columns[key]] = lower - x
+        hi[columns[key]] = upper - x
+    return lo, hi
+
+
+def _bounded_schur_step(damped: gtsam.GaussianFactorGraph, free_order: gtsam.Ordering,
+                        small_order: gtsam.Ordering, small_sizes: list[int], lo: np.ndarray, hi: np.ndarray,
+                        eliminate: tuple) -> gtsam.VectorValues:
+    """The damped step with the box on the bounded variables solved exactly: eliminate the variables of
+    ``free_order``, solve the bounded ones' box QP (:func:`mbfg.box.box_qp`) on the Schur complement that
+    remains, back-substitute."""
+    conditionals, remaining = damped.eliminatePartialSequential(free_order, *eliminate)
+    H, eta = remaining.hessian(small_order)
+    x_small = box_qp(H, eta, lo, hi).x
+    given = gtsam.VectorValues()
+    col = 0
+    for i, size in enumerate(small_sizes):
+        given.insert(small_order.at(i), x_small[col : col + size])
+        col += size
+    return conditionals.optimize(given)  # back-substitution; holds the given variables too
+
+
 class _Ordinary:
-    """The generic path: GTSAM linearizes the graph; damped QR with a COLAMD ordering; stiff rows for the box."""
+    """The generic path: GTSAM linearizes the graph; damped QR in a COLAMD ordering, bounded variables last."""
 
     def __init__(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values,
                  bounds: Mapping[int, tuple[np.ndarray, np.ndarray]]) -> None:
@@ -228,6 +350,10 @@ class _Ordinary:
         self.zeros = values.zeroVectors()
         self.dims = {key: self.zeros.at(key).shape[0] for key in values.keys()}
         self.ordering: gtsam.Ordering | None = None
+        self.bounded = [int(k) for k in bounds]
+        starts = np.cumsum([0] + [self.dims[k] for k in self.bounded])
+        self.columns = {k: np.arange(starts[i], starts[i + 1]) for i, k in enumerate(self.bounded)}
+        self.small_order = gtsam.Ordering(self.bounded)
 
     def error(self, values: gtsam.Values) -> float:
         return self.graph.error(values)
@@ -235,13 +361,58 @@ class _Ordinary:
     def linearize(self, values: gtsam.Values) -> tuple[gtsam.GaussianFactorGraph, dict[int, np.ndarray]]:
         linear = self.graph.linearize(values)
         if self.ordering is None:
+            if self.bounded:
+                full = gtsam.Ordering.ColamdConstrainedLastGaussianFactorGraph(linear, self.bounded, False)
+                self.free_order = gtsam.Ordering([full.at(i) for i in range(full.size())
+                                                  if full.at(i) not in self.columns])
             self.ordering = gtsam.Ordering.ColamdGaussianFactorGraph(linear)
         return linear, hessian_diagonal(linear, self.dims)
+
+    def gradient_cosine(self, linear: gtsam.GaussianFactorGraph, diag: Mapping[int, np.ndarray],
+                        values: gtsam.Values, cost: float) -> float:
+        gradient = linear.gradientAtZero()
+        parts = []
+        for key, d in diag.items():
+            g = gradient.at(key)
+            lower = upper = np.zeros(d.shape[0], dtype=bool)
+            if key in self.bounds:
+                x = values.atVector(key)
+                lower, upper = x == self.bounds[key][0], x == self.bounds[key][1]
+            parts.append(projected_gradient_cosine(g, d, cost, lower, upper))
+        return float(np.max(parts, initial=0.0))  # NaN, where a Jacobian is not finite, survives
+
+    def nonfinite(self, values: gtsam.Values, linear: gtsam.GaussianFactorGraph | None = None) -> str:
+        """Which factors have a non-finite error (or, given ``linear``, Jacobian or residual) at ``values``."""
+        named = []
+        for i in range(self.graph.size()):
+            factor = self.graph.at(i)
+            if factor is None:
+                continue
+            if linear is None:
+                bad = not np.isfinite(factor.error(values))
+            else:
+                bad = not _finite_factor(linear.at(i))
+            if bad:
+                keys = ", ".join(gtsam.DefaultKeyFormatter(k) for k in factor.keys())
+                named.append(f"factor {i} ({type(factor).__name__} on {keys})")
+        return _listed(named)
 
     def step(self, linear: gtsam.GaussianFactorGraph, diag: Mapping[int, np.ndarray], lam: float,
              values: gtsam.Values) -> tuple[gtsam.VectorValues, gtsam.VectorValues]:
         assert self.ordering is not None  # set by linearize()
-        delta = _bounded_step(linear, diag, lam, values, self.bounds, self.ordering)
+        damped = gtsam.GaussianFactorGraph()
+        damped.push_back(linear)
+        for key, d in diag.items():
+            # Marquardt's scaling; the floor keeps directions the data does not see damped too.
+            scale = np.sqrt(lam * np.maximum(d, 1e-12 * max(float(d.max()), 1e-300) + 1e-30))
+            damped.push_back(gtsam.JacobianFactor(key, np.diag(scale), np.zeros(d.shape[0]),
+                                                  gtsam.noiseModel.Unit.Create(d.shape[0])))
+        if not self.bounded:
+            delta = damped.eliminateMultifrontal(self.ordering, gtsam.EliminateQR).optimize()
+            return delta, delta
+        lo, hi = _step_box(self.bounds, self.columns, int(sum(len(c) for c in self.columns.values())), values)
+        delta = _bounded_schur_step(damped, self.free_order, self.small_order,
+                                    [self.dims[k] for k in self.bounded], lo, hi, (gtsam.EliminateQR,))
         return delta, delta
 
 
@@ -259,10 +430,13 @@ class _Blocked:
         self.bounded_blocks = [b for b in graph.order if any(blocks.of[k][0] == b for k in bounds)]
         starts = np.cumsum([0] + [blocks.size[b] for b in self.bounded_blocks])
         self.bounded_columns = {}
+        self.flat_columns = {}  # the same within the whole flat column layout (blocks.start)
         for key in bounds:
             block, offset = blocks.of[key]
             first = int(starts[self.bounded_blocks.index(block)]) + offset
             self.bounded_columns[key] = np.arange(first, first + blocks.dims[key])
+            self.flat_columns[key] = blocks.start[block] + offset + np.arange(blocks.dims[key])
+        self.n_small = int(starts[-1])
         self.free_order = gtsam.Ordering([b for b in graph.order if b not in self.bounded_blocks])
         self.small_order = gtsam.Ordering(self.bounded_blocks)
         self.full_order = gtsam.Ordering(graph.order)
@@ -272,6 +446,44 @@ class _Blocked:
 
     def linearize(self, values: gtsam.Values) -> tuple[gtsam.GaussianFactorGraph, np.ndarray]:
         return self.graph.linearize(values)
+
+    def gradient_cosine(self, linear: gtsam.GaussianFactorGraph, diag: np.ndarray, values: gtsam.Values,
+                        cost: float) -> float:
+        blocks = self.graph.blocks
+        gradient = linear.gradientAtZero()
+        g = np.zeros(blocks.total)
+        for block, size in blocks.size.items():
+            if gradient.exists(block):
+                g[blocks.start[block] : blocks.start[block] + size] = gradient.at(block)
+        lower, upper = np.zeros(blocks.total, dtype=bool), np.zeros(blocks.total, dtype=bool)
+        for key, (lo, hi) in self.bounds.items():
+            x = values.atVector(key)
+            lower[self.flat_columns[key]] = x == lo
+            upper[self.flat_columns[key]] = x == hi
+        return projected_gradient_cosine(g, diag, cost, lower, upper)
+
+    def nonfinite(self, values: gtsam.Values, linear: gtsam.GaussianFactorGraph | None = None) -> str:
+        """Which factor types (and which of the ordinary factors) have a non-finite residual, error or Jacobian."""
+        linear = self.graph.linearize(values)[0] if linear is None else linear
+        named, i = [], 0
+        for group in self.graph.groups:  # VectorizedGraph.linearize: each group's factors in turn, then the others
+            count = 0
+            for _ in range(len(group.keys)):
+                count += not _finite_factor(linear.at(i))
+                i += 1
+            if count:
+                named.append(f"factor type {group.ft.name!r} ({count} of its {len(group.keys)} factors)")
+        others = self.graph.others
+        for j in range(others.size()):
+            factor = others.at(j)
+            if factor is None:
+                continue
+            finite = _finite_factor(linear.at(i))
+            i += 1
+            if not finite:
+                keys = ", ".join(gtsam.DefaultKeyFormatter(k) for k in factor.keys())
+                named.append(f"factor {j} of the others ({type(factor).__name__} on {keys})")
+        return _listed(named)
 
     def _damped(self, linear: gtsam.GaussianFactorGraph, diag: np.ndarray, lam: float) -> gtsam.GaussianFactorGraph:
         blocks = self.graph.blocks
@@ -306,99 +518,21 @@ class _Blocked:
             return self.graph.blocks.split(delta), delta
         # Eliminate every unbounded block in the explicit order: what remains is the damped system
         # of the bounded blocks alone (its Schur complement), a few dozen columns.
-        conditionals, remaining = damped.eliminatePartialSequential(self.free_order, *eliminate)
-        H, eta = remaining.hessian(self.small_order)
-        x_small = self._bounded_small_solve(H, eta, values)
-        given = gtsam.VectorValues()
-        col = 0
-        for block in self.bounded_blocks:
-            size = self.graph.blocks.size[block]
-            given.insert(block, x_small[col : col + size])
-            col += size
-        delta = conditionals.optimize(given)  # back-substitution; holds the given blocks too
+        lo, hi = _step_box(self.bounds, self.bounded_columns, self.n_small, values)
+        delta = _bounded_schur_step(damped, self.free_order, self.small_order,
+                                    [self.graph.blocks.size[b] for b in self.bounded_blocks], lo, hi, eliminate)
         return self.graph.blocks.split(delta), delta
 
-    def _bounded_small_solve(self, H: np.ndarray, eta: np.ndarray, values: gtsam.Values) -> np.ndarray:
-        """argmin 0.5 x^T H x - eta^T x with the components that leave their box pinned to the bound
-        (the ordinary path's active-set rule, here solved exactly on the small system)."""
-        n = H.shape[0]
-        lo, hi = np.full(n, -np.inf), np.full(n, np.inf)
-        for key, (lower, upper) in self.bounds.items():
-            x = values.atVector(key)
-            lo[self.bounded_columns[key]] = lower - x
-            hi[self.bounded_columns[key]] = upper - x
-        return pinned_box_solve(H, eta, lo, hi)
+
+def _finite_factor(factor: gtsam.GaussianFactor) -> bool:
+    """Whether a linear factor's Jacobian, residual and error 0.5 |b|^2 are finite (a finite residual of
+    1e200 overflows its square)."""
+    A, b = factor.jacobian()
+    with np.errstate(over="ignore"):
+        return bool(np.all(np.isfinite(A)) and np.all(np.isfinite(b)) and np.isfinite(b @ b))
 
 
-def pinned_box_solve(H: np.ndarray, eta: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """argmin ``0.5 x^T H x - eta^T x`` (H (n, n) positive definite) with ``lo <= x <= hi`` by the active-set
-    rule of this module: components that leave their box are pinned to the bound and the rest solved again,
-    until none leaves (at most n + 1 solves)."""
-    n = H.shape[0]
-    pinned = np.zeros(n, dtype=bool)
-    target = np.zeros(n)
-    for _ in range(n + 1):
-        free = ~pinned
-        rhs = eta[free] - H[np.ix_(free, pinned)] @ target[pinned]
-        x = target.copy()
-        x[free] = np.linalg.solve(H[np.ix_(free, free)], rhs)
-        out = free & ((x < lo) | (x > hi))
-        if not out.any():
-            break
-        target[out] = np.clip(x[out], lo[out], hi[out])
-        pinned |= out
-    return np.clip(x, lo, hi)
-
-
-def _bounded_step(
-    linear: gtsam.GaussianFactorGraph,
-    diag: Mapping[int, np.ndarray],
-    lam: float,
-    values: gtsam.Values,
-    bounds: Mapping[int, tuple[np.ndarray, np.ndarray]],
-    ordering: gtsam.Ordering,
-) -> gtsam.VectorValues:
-    """The damped step, with components that would leave their box pinned to the bound (active set)."""
-    damped = gtsam.GaussianFactorGraph()
-    damped.push_back(linear)
-    for key, d in diag.items():
-        # Marquardt's scaling; the floor keeps directions the data does not see damped too.
-        scale = np.sqrt(lam * np.maximum(d, 1e-12 * max(float(d.max()), 1e-300) + 1e-30))
-        damped.push_back(gtsam.JacobianFactor(key, np.diag(scale), np.zeros(d.shape[0]),
-                                              gtsam.noiseModel.Unit.Create(d.shape[0])))
-    pinned: dict[int, dict[int, float]] = {key: {} for key in bounds}
-    for _ in range(1 + sum(len(lo) for lo, _ in bounds.values())):
-        graph = gtsam.GaussianFactorGraph()
-        graph.push_back(damped)
-        for key, comps in pinned.items():
-            if comps:
-                n = values.atVector(key).shape[0]
-                idx = sorted(comps)
-                A = np.zeros((len(idx), n))
-                A[np.arange(len(idx)), idx] = 1.0
-                target = np.array([comps[i] for i in idx])
-                # A stiff ordinary row, not a Constrained noise model: GTSAM's constrained QR
-                # drops columns of low precision, and the columns of parameters the data do not
-                # excite carry only the damping floor, so it reported the system indeterminate.
-                stiffness = 1e6 * np.sqrt(max(float(diag[key].max()), 1.0)) if key in diag else 1e6
-                graph.push_back(gtsam.JacobianFactor(key, stiffness * A, stiffness * target,
-                                                     gtsam.noiseModel.Unit.Create(len(idx))))
-        delta = graph.eliminateMultifrontal(ordering, gtsam.EliminateQR).optimize()
-        violated = False
-        for key, (lo, hi) in bounds.items():
-            x = values.atVector(key)
-            step = delta.at(key)
-            new = x + step
-            for i in np.flatnonzero((new < lo) | (new > hi)):
-                if i not in pinned[key]:
-                    pinned[key][int(i)] = float(np.clip(new[i], lo[i], hi[i]) - x[i])
-                    violated = True
-        if not violated:
-            # Round-off of the constrained solve: put pinned components exactly on the bound.
-            for key, (lo, hi) in bounds.items():
-                x = values.atVector(key)
-                clipped = gtsam.VectorValues()
-                clipped.insert(key, np.clip(x + delta.at(key), lo, hi) - x)
-                delta.update(clipped)
-            return delta
-    return delta
+def _listed(named: list[str]) -> str:
+    if not named:
+        return "no single factor is non-finite there (their sum overflows)"
+    return "non-finite in " + "; ".join(named[:5]) + (f"; and {len(named) - 5} more" if len(named) > 5 else "")

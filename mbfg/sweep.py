@@ -106,7 +106,7 @@ def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if missing:
         raise DataError(f"{path}: not a sweep results file (no column {missing[0]!r}); "
                         "give --out a new file name or the file of an earlier sweep")
-    for c in ("status", "error", "worker", "log", "scored_log"):
+    for c in ("status", "error", "worker", "log", "scored_log", "solve_status", "solve_message"):
         if c in frame:
             frame[c] = frame[c].astype(object).where(frame[c].notna(), "").astype(str)
     return frame.to_dict("records")
@@ -240,7 +240,8 @@ def sweep(
         quiet: no progress lines (one per finished task, on stderr).
         crossval_iterations: LM iterations of each cross-validation's state estimation at most (default:
             :data:`~mbfg.graphs.joint.STATE_ESTIMATION_ITERATIONS`, as :func:`~mbfg.graphs.joint.estimate_states`
-            and ``mbfg crossval``, so that the matrix holds their scores); its row says whether it converged.
+            and ``mbfg crossval``, so that the matrix holds their scores); its row says whether it converged
+            (``solve_status`` "converged", "not_converged" or "failed", and ``solve_message`` the reason).
     """
     from mbfg.calibration_arguments import whole
     from mbfg.graphs.joint import STATE_ESTIMATION_ITERATIONS

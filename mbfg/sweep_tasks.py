@@ -27,11 +27,14 @@ COMPLIANCE = ("eps_lin", "eps_rot", "eps")
 #: Columns every row has, in order; then value:NAME and std:NAME per free parameter.
 #: kind: "calibration" or "crossval"; log: the recording tuned on; scored_log: the one scored
 #: (the same for a calibration); h [s], weight, eps (NaN: the model's own compliances);
-#: status "ok" or "error"; cost*: per time-step (a calibration's); score: the cross-validation
-#: cost per time-step; wall_s, compile_s: of the task (compile_s: JAX tracing, lowering and
-#: compiling in it); worker: the worker's address.
+#: status "ok" or "error" (of the task); cost*: per time-step (a calibration's); score: the cross-validation
+#: cost per time-step; iterations, converged, solve_status, solve_message: of the calibration's LM, or of the
+#: cross-validation's state estimation (solve_status "converged", "not_converged" or "failed", with the
+#: solver's reason; converged: solve_status is "converged"); wall_s, compile_s: of the task (compile_s: JAX
+#: tracing, lowering and compiling in it); worker: the worker's address.
 COLUMNS = ("kind", "log", "scored_log", "h", "weight", "eps", "status", "error", "cost", "cost_observation",
-           "cost_impulse", "score", "iterations", "converged", "sigma_observation", "sigma_impulse", "wall_s",
+           "cost_impulse", "score", "iterations", "converged", "solve_status", "solve_message", "sigma_observation",
+           "sigma_impulse", "wall_s",
            "compile_s", "worker")
 
 
@@ -128,7 +131,8 @@ def calibration_task(model: tuple[str, bytes], log: Log, name: str, h: float, we
 
         result = calibrate(_with_eps(_model(model), eps), log, free=free, h=h, weight=weight, quiet=True, **options)
         out = dict(cost=result.cost, cost_observation=result.cost_observation, cost_impulse=result.cost_impulse,
-                   iterations=result.iterations, converged=result.converged,
+                   iterations=result.iterations, converged=result.converged, solve_status=result.status,
+                   solve_message=result.message,
                    sigma_observation=result.sigma_observation, sigma_impulse=result.sigma_impulse)
         for p in result.parameters:
             out[f"value:{p.name}"], out[f"std:{p.name}"] = p.value, p.std
@@ -164,7 +168,8 @@ def crossval_task(model: tuple[str, bytes], calibration: Mapping[str, Any], log:
         # programs, of the calibration tasks on this worker.
         score, estimate = cross_validation(tuned, log, values, h=calibration["h"], weight=calibration["weight"],
                                            free=list(identified), **scoring)
-        out: dict[str, Any] = dict(score=score, iterations=estimate.iterations, converged=estimate.converged)
+        out: dict[str, Any] = dict(score=score, iterations=estimate.iterations, converged=estimate.converged,
+                                   solve_status=estimate.status, solve_message=estimate.message)
         if options.get("simulate") is not None:
             out.update(_free_simulation_columns(tuned.with_parameters(identified), log, calibration["h"],
                                                 options["simulate"]))
@@ -206,5 +211,6 @@ def identified_values(model: RigidModel, row: Mapping[str, Any]) -> dict[str, An
 def _row(kind: str, log: str, scored: str, h: float, weight: float, eps: float | None) -> dict[str, Any]:
     row: dict[str, Any] = {c: math.nan for c in COLUMNS}
     row.update(kind=kind, log=log, scored_log=scored, h=float(h), weight=float(weight),
-               eps=math.nan if eps is None else float(eps), status="", error="", worker="")
+               eps=math.nan if eps is None else float(eps), status="", error="", worker="", solve_status="",
+               solve_message="")
     return row

@@ -201,7 +201,7 @@ def _result(names: list[str], theta: np.ndarray, info: np.ndarray, lower: float 
     cov = np.linalg.pinv(info)
     est = [ParameterEstimate(n, float(v), float(np.sqrt(cov[i, i])), "kg m^2", lower, np.inf)
            for i, (n, v) in enumerate(zip(names, theta))]
-    return CalibrationResult(pendulum(), est, cov, np.zeros(0), 1.0, 1.0, 0.0, np.zeros(3), 0.1, 0.0, 3, True, 0.1,
+    return CalibrationResult(pendulum(), est, cov, np.zeros(0), 1.0, 1.0, 0.0, np.zeros(3), 0.1, 0.0, 3, "converged", 0.1,
                              1e-3, 1e6, problem=problem, information=info)
 
 

@@ -11,6 +11,7 @@ import functools
 
 import numpy as np
 import pytest
+from scipy import optimize
 
 from mbfg import control, spook
 from mbfg._jax import jax, jnp
@@ -18,11 +19,10 @@ from mbfg.cli import _rigid_model, main
 from mbfg.errors import ModelError
 from mbfg.factors.control import horizon_residual, motor_link, step_residual
 from mbfg.graphs.control import RecedingHorizon, solve_one_step
-from mbfg.graphs.control_linearized import LinearizedHorizon, linearized_horizon, pinned_box_solve_jax
+from mbfg.graphs.control_linearized import RIDGE, LinearizedHorizon, linearized_horizon
 from mbfg.graphs.stream import StreamEstimator
 from mbfg.logs import read_log
 from mbfg.rigid import State
-from mbfg.solvers import pinned_box_solve
 
 H = 1e-3
 
@@ -235,20 +235,43 @@ def test_cli_control_bad_input_exits_2(tmp_path, capsys):
 # --------------------------------------------------------------------------- the linearized horizon
 
 
-def test_pinned_box_solve_in_a_compiled_program_is_the_solvers_rule():
-    """The linearized horizon's box solve (JAX) and the LM's (NumPy) give the same plan, bounds active or not."""
-    rng = np.random.default_rng(3)
-    compiled = jax.jit(pinned_box_solve_jax)  # one wrapper: a program per size, not per problem
-    for n in (1, 4, 10):
-        for _ in range(5):
-            root = rng.normal(size=(n, n))
-            H_ = root @ root.T + 0.1 * np.eye(n)
-            eta = rng.normal(size=n) * 3.0
-            lo, hi = -rng.uniform(0.0, 1.0, n), rng.uniform(0.0, 1.0, n)
-            lo[rng.uniform(size=n) < 0.2] = -np.inf
-            expected = pinned_box_solve(H_, eta, lo, hi)
-            np.testing.assert_allclose(np.asarray(compiled(H_, eta, lo, hi)), expected,
-                                       rtol=1e-10, atol=1e-12)
+def test_linearized_horizons_saturated_plans_are_the_bvls_optimum_of_its_least_squares():
+    """The plan the compiled program applies is the optimum of the linearized horizon's box least squares:
+    scipy's BVLS on the same rows (the weighted targets over Gamma, the rate and effort rows, the ridge), built
+    here in NumPy from :func:`linearized_horizon`, gives the same plan, with some activations on their bounds
+    and some inside, and the KKT conditions hold (gradient zero inside, multipliers of the right sign)."""
+    model = _rigid_model("furuta-viscous")
+    p = model.parameters.arrays()
+    rng = np.random.default_rng(11)
+    N, saturated = 6, 0
+    horizon = LinearizedHorizon(model, H, N, rates={"theta": 4.0}, lower=[-2.5], upper=[1.5], rate_sigma=0.5,
+                                effort_sigma=20.0)
+    linearize = jax.jit(linearized_horizon(model, ("theta",), N))
+    for trial in range(6):
+        x = _state(model, rng)
+        guess = np.full((N, 1), rng.uniform(-2.0, 1.0))
+        horizon.applied = np.array([rng.uniform(-2.5, 1.5)])
+        plan = horizon._plan(x, guess)
+        assert plan.converged, plan.message
+        a_bar = guess[0]
+        Y_free, Gamma = linearize(x, jnp.asarray(a_bar), p, H, jnp.asarray(horizon.P_lambda))
+        J_costs, r_costs = horizon._cost_rows(a_bar)
+        J = np.vstack([horizon._weights[:, None] * np.asarray(Gamma), J_costs])
+        r = np.concatenate([horizon._weights * (horizon._targets - np.asarray(Y_free).reshape(-1)), r_costs])
+        ridge = np.sqrt(RIDGE * np.max(np.sum(J * J, axis=0)))
+        J, r = np.vstack([J, ridge * np.eye(N)]), np.concatenate([r, np.zeros(N)])
+        lo, hi = horizon.lower[0] - a_bar[0], horizon.upper[0] - a_bar[0]
+        reference = optimize.lsq_linear(J, r, bounds=(np.full(N, lo), np.full(N, hi)), method="bvls", tol=1e-15)
+        delta = plan.controls[:, 0] - a_bar[0]
+        np.testing.assert_allclose(delta, reference.x, rtol=0, atol=1e-9 * (1 + np.abs(reference.x).max()))
+        g = J.T @ (J @ delta - r)  # the gradient of 0.5 |J delta - r|^2
+        scale = np.abs(J.T) @ (np.abs(J) @ np.abs(delta) + np.abs(r))
+        on_lo, on_hi = plan.controls[:, 0] == horizon.lower[0], plan.controls[:, 0] == horizon.upper[0]
+        inside = ~on_lo & ~on_hi
+        assert np.all(np.abs(g[inside]) <= 1e-9 * scale[inside]), (trial, g, plan.controls)
+        assert np.all(g[on_lo] >= -1e-9 * scale[on_lo]) and np.all(g[on_hi] <= 1e-9 * scale[on_hi]), (trial, g)
+        saturated += int(on_lo.any() or on_hi.any()) * int(inside.any())
+    assert saturated >= 2, saturated  # plans with activations both on a bound and inside were checked
 
 
 def test_linearized_horizon_is_exact_for_one_step_and_first_order_over_the_horizon():

@@ -97,3 +97,99 @@ def test_a_step_across_a_kink_is_halved_along_its_direction_before_the_damping_g
                                          lambda_initial=lower, backtracking=0, quiet=True)
     assert damped.history[1]["alpha"] == 1.0 and damped.history[1]["lam"] == pytest.approx(1.0), damped.history[1]
     assert halved.iterations <= damped.iterations, (halved.iterations, damped.iterations)
+
+
+# --------------------------------------------------------------------------- the exact bounded step
+
+
+def test_one_lm_step_on_a_linear_problem_is_the_bounded_least_squares_optimum_of_scipys_bvls() -> None:
+    """Residual r(x) = A x - b over a bounded key (3 components) and an unbounded one (2): at a tiny damping
+    one LM step solves the box-constrained linear least squares, so it lands on BVLS's optimum (with bounds
+    active where pinning every component that leaves its box would not: for this draw that rule's step is 0.2
+    away from the optimum). The unbounded key is eliminated first; the bounded key's box QP is solved on what
+    remains."""
+    rng = np.random.default_rng(1)
+    bounded, other = gtsam.symbol("p", 1), gtsam.symbol("q", 1)
+    A = rng.normal(size=(8, 5))
+    b = rng.normal(size=8) * 4.0
+    lower, upper = np.array([-0.3, 0.0, -0.2]), np.array([0.2, 0.1, 0.4])
+
+    def error(this: gtsam.CustomFactor, values: gtsam.Values, H: list[np.ndarray] | None) -> np.ndarray:
+        x = np.concatenate([values.atVector(bounded), values.atVector(other)])
+        if H is not None:
+            H[0], H[1] = A[:, :3], A[:, 3:]
+        return A @ x - b
+
+    graph = gtsam.NonlinearFactorGraph()
+    graph.add(gtsam.CustomFactor(gtsam.noiseModel.Unit.Create(8), [bounded, other], error))
+    values = gtsam.Values()
+    values.insert(bounded, np.zeros(3))
+    values.insert(other, np.zeros(2))
+    inf = np.inf
+    peer = optimize.lsq_linear(A, b, bounds=(np.r_[lower, -inf, -inf], np.r_[upper, inf, inf]), method="bvls",
+                               tol=1e-15)
+    result = bounded_levenberg_marquardt(graph, values, {bounded: (lower, upper)}, max_iterations=1,
+                                         lambda_initial=1e-12, quiet=True)
+    x = np.concatenate([result.values.atVector(bounded), result.values.atVector(other)])
+    np.testing.assert_allclose(x, peer.x, atol=1e-9)
+    assert np.sum((x[:3] == lower) | (x[:3] == upper)) >= 1, x  # a bound active, exactly on it
+
+
+# --------------------------------------------------------------------------- the three outcomes
+
+
+def test_a_nan_residual_fails_naming_the_factor() -> None:
+    def nan_residual(x: np.ndarray) -> np.ndarray:
+        return np.array([np.nan, x[1]])
+
+    result = bounded_levenberg_marquardt(graph_of(nan_residual, rosenbrock_jacobian), start([0.0, 0.0]), quiet=True)
+    assert result.status == "failed" and not result.converged and result.iterations == 0, result
+    assert "the cost at the initial values is nan" in result.message
+    assert "CustomFactor on p0" in result.message, result.message
+
+
+def test_a_nan_jacobian_fails_naming_the_factor() -> None:
+    result = bounded_levenberg_marquardt(graph_of(rosenbrock, lambda x: np.full((2, 2), np.nan)), start([0.0, 0.0]),
+                                         quiet=True)
+    assert result.status == "failed" and not result.converged, result
+    assert "the Jacobian is not finite" in result.message and "CustomFactor on p0" in result.message, result.message
+
+
+def test_no_decreasing_step_up_to_the_damping_limit_is_a_failure_not_convergence() -> None:
+    """A Jacobian of the wrong sign: every damped step climbs, so none lowers the cost up to lambda_max. The
+    old rule called this converged ("to the tolerance of the linearization"); the gradient is not small."""
+    result = bounded_levenberg_marquardt(graph_of(rosenbrock, lambda x: -rosenbrock_jacobian(x)),
+                                         start([-1.2, 1.0]), quiet=True)
+    assert result.status == "failed" and not result.converged, result
+    assert result.message.startswith("no damped step lowers the cost up to lambda_max"), result.message
+    assert result.values.atVector(KEY).tolist() == [-1.2, 1.0]
+
+
+def test_the_iteration_limit_is_not_convergence() -> None:
+    result = bounded_levenberg_marquardt(graph_of(rosenbrock, rosenbrock_jacobian), start([-1.2, 1.0]),
+                                         max_iterations=3, quiet=True)
+    assert result.status == "not_converged" and not result.converged, result
+    assert result.iterations == 3 and result.message.startswith("iteration limit 3"), result
+
+
+def test_small_steps_are_not_convergence_while_the_projected_gradient_is_large() -> None:
+    """A Jacobian 1e7 times too large (a units slip): every step is 1e7 times too short, so each lowers the
+    cost by a relative 1e-7 or so, below relative_tol = 1e-6, at the smallest damping. Far from the minimum the
+    projected gradient's cosine is of order 1, so the solve is not converged (the old rule stopped after the
+    first such step as converged)."""
+    result = bounded_levenberg_marquardt(graph_of(rosenbrock, lambda x: 1e7 * rosenbrock_jacobian(x)),
+                                         start([-1.2, 1.0]), max_iterations=6, relative_tol=1e-6, quiet=True)
+    costs = [row["cost"] for row in result.history]
+    assert costs[1] < costs[0] and (costs[0] - costs[1]) / costs[0] < 1e-6, costs  # a small accepted step
+    assert result.history[1]["gradient"] > 0.1, result.history[1]
+    assert result.status == "not_converged" and result.iterations == 6, (result.status, result.message)
+
+
+def test_a_minimum_on_a_bound_converges_with_its_multiplier_outward() -> None:
+    """At the bounded Rosenbrock's optimum x0 = 0.5 the gradient along x0 is not zero (it points out of the
+    box): the projected gradient leaves it out, and the solve converges there."""
+    lower, upper = np.array([-2.0, -2.0]), np.array([0.5, 2.0])
+    result = bounded_levenberg_marquardt(graph_of(rosenbrock, rosenbrock_jacobian), start([-1.2, 1.0]),
+                                         {KEY: (lower, upper)}, max_iterations=200, relative_tol=1e-12, quiet=True)
+    assert result.converged and result.status == "converged", result.message
+    assert result.history[-1]["gradient"] <= 1e-6, result.history[-1]

@@ -280,7 +280,7 @@ def test_a_crossval_task_holds_the_parameters_in_the_calibrations_order_not_the_
 
     def score(*args, free, **kwargs):
         seen.append(list(free))
-        return 1.0, LMResult(gtsam.Values(), 3, True, [], "test")
+        return 1.0, LMResult(gtsam.Values(), 3, "converged", [], "test")
 
     monkeypatch.setattr(mbfg.graphs.joint, "cross_validation", score)
     from_file = {"status": "ok", "log": "rec0", "h": 1e-3, "weight": 1e4, "eps": math.nan,

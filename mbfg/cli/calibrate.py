@@ -102,7 +102,8 @@ instead one JSON object: {"model", "parameters": {NAME: {"value", "std", "unit",
 "lower", "upper", "excited", "at_bound"}}, "fixed": {NAME: {"value", "unit",
 "lower", "upper"}} (every other parameter of the model, at the value it was
 held at: the file is the whole model), "cost", "cost_observation",
-"cost_impulse", "iterations", "start_iterations", "converged", "wall_s", "h",
+"cost_impulse", "iterations", "start_iterations", "converged", "status",
+"message", "wall_s", "h",
 "weight", "sigma_observation", "sigma_impulse", "singular_values",
 "not_excited", "at_bound", "combinations", "not_determined", "base_parameters",
 "base_held", "log", "params", "priors"} ("combinations": every direction the
@@ -130,8 +131,17 @@ where |bias| > std, and in the JSON "bias"/"biased" per parameter, plus
 "biased", "bias_parts" {"h", "compliance"} and "bias_method".
 
 Progress lines (LM iteration, cost, lambda, elapsed time) go to stderr unless
---quiet, and so does a one-line summary (iterations, cost, the command's whole
-wall time and the calibration's part of it).
+--quiet, and so does a one-line summary (iterations, the solve's outcome, cost,
+the command's whole wall time and the calibration's part of it).
+
+Every solve ends in one of three states ("status" in the JSON, with the
+solver's reason in "message"): converged (the last steps lowered the cost by
+less than the tolerance and the projected gradient is small: the bounded
+first-order conditions hold), not_converged (the iteration limit came first)
+or failed (a non-finite cost or Jacobian, naming the factors that made it so,
+or no step lowering the cost at the largest damping while the gradient is not
+small). The table and the JSON are still written, and the summary says the
+reason; the exit status is 1 unless the solve converged.
 """
 
 EPILOG = """\
@@ -414,14 +424,16 @@ def run(args: argparse.Namespace) -> int:
     if plot:
         _save_figure(result.plot(log), plot)
     written = [path for path in (args.out, plot) if path]
-    why = "" if result.converged else why_not_converged(result.history, result.model.layout.n_B > 0)
+    if result.status == "not_converged" and result.message.startswith("iteration limit"):
+        outcome = f"NOT converged ({result.message}; {why_not_converged(result.history, result.model.layout.n_B > 0)})"
+    else:
+        outcome = result.outcome
     _eprint(
-        f"mbfg calibrate: {result.iterations} LM iterations, "
-        + ("converged" if result.converged else f"NOT converged ({why})")
+        f"mbfg calibrate: {result.iterations} LM iterations, {outcome}"
         + f", cost {result.cost:.4g} per step; {_wall(args):.1f} s wall in all "
         f"(calibration {result.wall_s:.1f} s, compiling included)"
         + (f"; wrote {' and '.join(written)}" if written else "")
     )
     if base_error is not None:
         raise ModelError(f"--hold {args.hold}: {base_error}")
-    return 0
+    return 0 if result.converged else 1

@@ -55,9 +55,11 @@ of that calibration when the file records them, else to the log's sample period
 and the model's weight (1e6 for most; 'mbfg models MODEL').
 
 The state estimation is a Levenberg-Marquardt solve of at most
---max-iterations (default 50). One that stops before it converges leaves a
-score above the minimum's: it is said on stderr, the score is still printed,
-and the exit status is 1.
+--max-iterations (default 50). One that stops before it converges (the
+iteration limit) leaves a score above the minimum's, and one that fails (a
+non-finite cost or Jacobian, or no step lowering the cost at the largest
+damping) leaves none worth reading: either is said on stderr with the solver's
+reason, the score is still printed, and the exit status is 1.
 
 --simulate S adds the check a lab trusts beside the score, which re-estimates
 the states and so never lets an error build up: a free simulation of the
@@ -70,8 +72,10 @@ the RMS error against the log and the time at which the error first exceeds
 Output on stdout: 'score VALUE', with --simulate one line per coordinate
 'simulate NAME rms VALUE drift_time SECONDS' (inf: within 0.1 for the whole
 span); with --json one JSON object {"score", "log", "model", "params", "h",
-"weight", "n", "iterations", "converged"} (n: the number of time-steps;
-iterations, converged: of the state estimation), with --simulate also
+"weight", "n", "iterations", "converged", "status", "message"} (n: the number
+of time-steps; iterations, converged, status (converged, not_converged or
+failed), message (the solver's reason): of the state estimation), with
+--simulate also
 "simulation": {"seconds", "threshold", "rms": {NAME: VALUE}, "drift_time":
 {NAME: SECONDS or null for never}}. Progress lines go to stderr unless
 --quiet, and so does a one-line summary (the score, the state estimation's
@@ -136,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
     """The ``crossval`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.cli.recordings import read_recording
     from mbfg.graphs.joint import cross_validation, not_converged_message, time_step
+    from mbfg.solvers import status_words
 
     _start(args)
     model = _rigid_model(args.model)
@@ -172,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
         score, estimate = cross_validation(model, log, fitted.parameters.numpy_values(), h=step, weight=weight,
                                            quiet=args.quiet, free=free, max_iterations=args.max_iterations)
     wall = time.perf_counter() - start
-    if not estimate.converged:
+    if not estimate.converged:  # not converged (a limit) or failed: the message says which, and why
         _eprint(f"mbfg crossval: warning: {not_converged_message(log, estimate, '--max-iterations')}")
     simulation = None
     if args.simulate is not None:
@@ -188,7 +193,8 @@ def run(args: argparse.Namespace) -> int:
             _eprint(f"mbfg crossval: compiled and simulated in {time.perf_counter() - started:.1f} s")
     if args.json:
         doc = {"score": score, "log": args.log, "model": model.name, "params": args.params, "h": step,
-               "weight": weight, "n": n, "iterations": estimate.iterations, "converged": estimate.converged}
+               "weight": weight, "n": n, "iterations": estimate.iterations, "converged": estimate.converged,
+               "status": estimate.status, "message": estimate.message}
         if simulation is not None:
             doc["simulation"] = {"seconds": simulation.seconds, "threshold": simulation.threshold,
                                  "rms": simulation.rms, "drift_time": simulation.drift_time}
@@ -202,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     _eprint(
         f"mbfg crossval: score {score:.4g} per time-step over {n} time-steps of {step:.6g} s "
         f"(weight {weight:g}), state estimation {estimate.iterations} iterations, "
-        f"{'converged' if estimate.converged else 'NOT converged'}; {_wall(args):.1f} s wall in all (state "
+        f"{status_words(estimate.status, estimate.message)}; {_wall(args):.1f} s wall in all (state "
         f"estimation {wall:.1f} s, compiling included)"
     )
     return 0 if estimate.converged else 1

@@ -59,8 +59,10 @@ Results (--out): a CSV file, one row per task: kind (calibration or crossval),
 log (the recording tuned on), scored_log, h [s], weight, eps, status (ok or
 error), error (the message of a failed task: the others still run), cost,
 cost_observation, cost_impulse (per time-step), score (cross-validation cost
-per time-step), iterations, converged (of the calibration, or of the
-cross-validation's state estimation), sigma_observation, sigma_impulse,
+per time-step), iterations, converged, solve_status (converged,
+not_converged or failed) and solve_message (the solver's reason) (of the
+calibration, or of the cross-validation's state estimation),
+sigma_observation, sigma_impulse,
 wall_s, compile_s, worker, then value:NAME and std:NAME per free parameter.
 The file is rewritten after every finished task; running the same command
 again skips the rows it already has (--retry-failed runs failed ones again),
