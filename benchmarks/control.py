@@ -1,4 +1,4 @@
-"""Time per receding-horizon solve (seed 004 control) for the Furuta pendulum at h = 1 ms.
+"""Time per receding-horizon solve (the control note control) for the Furuta pendulum at h = 1 ms.
 
 For each horizon N two controllers (target arm rate theta = 2 rad/s, |u| <= 10 V) run in closed loop on
 the Spook simulator from rest (the linearized one for more steps, so that its median is steady): the

@@ -1,4 +1,4 @@
-"""Four-bar forward-dynamics benchmark (seed 003 section 7.1 and Table 1).
+"""Four-bar forward-dynamics benchmark (Blanco-Claraco et al. (2021) section 7.1 and Table 1).
 
 Run from anywhere::
 
@@ -8,12 +8,12 @@ Run from anywhere::
 
 Prints four figures, asserts nothing:
 
-1. Table 1 of seed 003: RMSE of the q trajectories (x1, y1, x2, y2 [m]) of the
+1. Table 1 of Blanco-Claraco et al. (2021): RMSE of the q trajectories (x1, y1, x2, y2 [m]) of the
    four-bar of ``../shared/data/mbse/fourbars1.yaml`` released from rest
    (g = 9.8 m/s^2, dt = 1 ms, 5 s) for fixed-lag windows Nw = 2..10, in
    dependent (DC) and independent (IC) coordinates, against the independent
    minimal-coordinate solution of ``tests/references.py`` (DOP853 at
-   rtol 1e-10), next to the seed's numbers (which are against MSC Adams).
+   rtol 1e-10), next to the paper's numbers (which are against MSC Adams).
 2. Performance of the Nw = 2 dependent-coordinate simulation at dt = 1 ms:
    simulated seconds per wall second, mean smoother iterations per step and
    wall time, for the incremental (iSAM2) and batch (LM) fixed-lag smoothers.
@@ -68,7 +68,7 @@ MECHANISM_FILE = (REPO / ".." / "shared" / "data" / "mbse" / "fourbars1.yaml").r
 sys.path.insert(0, str(REPO / "tests"))
 import references  # noqa: E402
 
-G = 9.8  # [m/s^2], seed 003 section 7.1
+G = 9.8  # [m/s^2], Blanco-Claraco et al. (2021) section 7.1
 DT = 1e-3  # [s]
 POINT_COORDINATES = ("x1", "y1", "x2", "y2")
 
@@ -87,7 +87,7 @@ SEED_TABLE_1 = {
 
 
 # --------------------------------------------------------------------------------------
-# 1. Accuracy: seed 003 Table 1
+# 1. Accuracy: Blanco-Claraco et al. (2021) Table 1
 # --------------------------------------------------------------------------------------
 
 
@@ -103,11 +103,11 @@ def q_rmse(result: mbfg.graphs.ForwardResult, g: float) -> float:
 
 
 def table_1(mech: mbfg.PlanarMechanism, duration: float, windows: list[int], smoother: str) -> None:
-    """Print the RMSE of DC and IC simulations for each window, beside the seed's."""
+    """Print the RMSE of DC and IC simulations for each window, beside the paper's."""
     print(f"== 1. Seed 003 Table 1: RMSE of q (x1, y1, x2, y2) [m], {duration:g} s from rest, "
           f"dt = {DT * 1e3:g} ms, g = {G}, smoother = {smoother}")
     print("   ours: against the minimal-coordinate reference (tests/references.py, DOP853, rtol 1e-10);")
-    print("   seed: against MSC Adams (its own discretization and solver errors are in the seed's figures).")
+    print("   seed: against MSC Adams (its own discretization and solver errors are in the paper's figures).")
     print(f"{'Nw':>4} {'DC RMSE (m)':>13} {'IC RMSE (m)':>13}   {'seed DC':>9} {'seed IC':>9}   "
           f"{'DC wall (s)':>11} {'IC wall (s)':>11}")
     for window in windows:

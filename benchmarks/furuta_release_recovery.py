@@ -1,4 +1,4 @@
-"""Synthetic recovery on a Furuta release log (seed 001 section 4.7), a diagnostic.
+"""Synthetic recovery on a Furuta release log (Marklund et al. (2025) section 4.7), a diagnostic.
 
 Run from anywhere::
 
@@ -13,7 +13,7 @@ started 20 % above the truth, are identified at each time-step h of --dt;
 printed per h: LM iterations, wall time, the cost split, and each estimate's
 error in units of its linearized standard deviation and relative to the truth.
 
-Shadow parameters (seed 001 section 4.7): the discrete Spook model at step h
+Shadow parameters (Marklund et al. (2025) section 4.7): the discrete Spook model at step h
 is fitted to a log from the continuous system (here: a Spook simulation at a
 much finer step), so the best-fitting parameters differ from the true ones by a
 bias that vanishes as h -> 0 with the method's order (first order for Spook).

@@ -28,7 +28,7 @@ Each part prints the LM progress, the parameter table, the costs, the
 cross-validation score with the start parameters and with the identified ones
 (lower is better; each state estimation at most ``--cv-iterations``, with its
 iterations and whether it converged), the RMS of a simulation of the identified
-model from the estimated first state with the recorded input (seed 001 Figure
+model from the estimated first state with the recorded input (Marklund et al. (2025) Figure
 5), and wall times. Asserts nothing.
 """
 

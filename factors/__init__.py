@@ -1,4 +1,4 @@
-"""mbfg.factors: one module per residual type of seed 003.
+"""mbfg.factors: one module per residual type of Blanco-Claraco et al. (2021).
 
 Each module holds a pure JAX residual, its :class:`mbfg.adapter.FactorType`
 (declared with :func:`mbfg.factor_type.factor_type` from the residual's annotated

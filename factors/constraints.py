@@ -1,4 +1,4 @@
-"""Kinematic constraint factors (seed 003 eqs. 24-25 and 30-32).
+"""Kinematic constraint factors (Blanco-Claraco et al. (2021) eqs. 24-25 and 30-32).
 
 Dependent coordinates:
     position   f_pc^d(q)          e = Phi(q)                                  (24)
@@ -10,7 +10,7 @@ Independent coordinates z = q[idxs]:
     acceleration f_ac^i(q, qdot, qddot, zddot)
                                   e = [Phi_q_dot qdot + Phi_q qddot; qddot[idxs] - zddot]  (32)
 
-All constraints are time-independent (Phi_t = 0), as in the seed's experiments.
+All constraints are time-independent (Phi_t = 0), as in the paper's experiments.
 Redundant rows (a mechanism whose Phi_q has rank below m) stay in the residuals:
 they are consistent, so the least-squares solve satisfies them all, and GTSAM's
 QR / Cholesky only needs the whole graph's Jacobian to have full column rank.

@@ -1,25 +1,25 @@
-"""Control factors (seed 004): the implicit-Euler step with activations, and the two target costs.
+"""Control factors (the control note): the implicit-Euler step with activations, and the two target costs.
 
 States x_k are laid out as in :mod:`._rigid` (nb ``Pose3`` + the velocity ``Vector``), the
 activations a_k (the model's controls, n_a,) are a ``Vector`` (``keys.C(k)``); every parameter
 is a constant. A factor whose first state is the known current state (step 0 of a problem)
 takes that state as constants instead (``start=True``).
 
-- :func:`step_type`: seed 004's residual of the step, ``Q = H qdot_{k+1} - h(a_k) - G^T lambda``
+- :func:`step_type`: the control note's residual of the step, ``Q = H qdot_{k+1} - h(a_k) - G^T lambda``
   [N s, N m s] with the multipliers of the regularized constraints ``lambda = E^-1 (g - G qdot_{k+1})``
   (H, G, E, g, h of :func:`mbfg.control.step_system` at x_k), and the position residual
-  ``R_q = tau qdot_{k+1} - (q_{k+1} boxminus q_k)`` [m, rad] (the seed's R_q, zero once projected).
+  ``R_q = tau qdot_{k+1} - (q_{k+1} boxminus q_k)`` [m, rad] (the note's R_q, zero once projected).
   Both vanish exactly on the step :func:`mbfg.control.step` (the Spook step).
 - :func:`velocity_target_type`: ``qdot* - P qdot_k`` [rad/s, m/s] for named rates (hinge angle rates
   and body velocity components, :func:`mbfg.control.rate_function`), P taken at x_k.
-- :func:`force_target_type`: ``lambda* - P_lambda lambda / tau`` [N], the seed's
+- :func:`force_target_type`: ``lambda* - P_lambda lambda / tau`` [N], the note's
   ``tau lambda* - tau P_lambda lambda`` divided by tau (so its sigma is in newtons), with the
   multipliers of the step x_k -> x_{k+1}.
 - :data:`ACTIVATION_RATE`: ``a_{k+1} - a_k`` over a stacked plan, the optional activation-rate cost.
 - :func:`horizon_type`: the reduced form the control graphs solve: the plan a_0 .. a_{N-1} is the only variable,
-  the states implicit functions of them (seed 004: "the state is implicitly a function of the
+  the states implicit functions of them (the control note: "the state is implicitly a function of the
   control variables"): the steps from the known x_0 are rolled out inside the residual, which
-  stacks every step's velocity and force target residuals. Its Jacobian is the seed's direct
+  stacks every step's velocity and force target residuals. Its Jacobian is the note's direct
   method through the chained steps. (The full-space factors above hold the dynamics as stiff
   rows; Marquardt's scaled damping then freezes the activations, whose columns those rows
   dominate, so a Levenberg-Marquardt solve of the full-space graph stalls; Gauss-Newton solves it.)
@@ -179,7 +179,7 @@ def horizon_residual(model: RigidModel, rate_names: tuple[str, ...], x0: State, 
         return x1, jnp.concatenate([rt - rates(x1, p), ft - P_lambda @ lam / h])
 
     if a.shape[0] == 1:
-        # One step (seed 004's problem): no scan, so JAX sees x_0 as a constant and the Jacobian
+        # One step (the control note's problem): no scan, so JAX sees x_0 as a constant and the Jacobian
         # needs no second derivatives of the constraint rows (a much smaller program to compile).
         return body(x0, (a[0], rate_targets[0], force_targets[0]))[1]
     _, r = jax.lax.scan(body, x0, (a, rate_targets, force_targets))

@@ -1,4 +1,4 @@
-"""Dynamics factors (seed 003 eqs. 26-29).
+"""Dynamics factors (Blanco-Claraco et al. (2021) eqs. 26-29).
 
 Forward dynamics, dependent coordinates (26):   e = qddot(q, qdot) - qddot_t
 Forward dynamics, independent coordinates (27): e = zddot(q, qdot) - zddot_t

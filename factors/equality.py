@@ -1,4 +1,4 @@
-"""Soft equality f_eq between consecutive states (seed 003 section 5.2): e = x_{t+1} - x_t.
+"""Soft equality f_eq between consecutive states (Blanco-Claraco et al. (2021) section 5.2): e = x_{t+1} - x_t.
 
 Its weight is small next to every other factor: it only keeps the solver on
 the mechanism's branch and gives it a starting point.

@@ -1,4 +1,4 @@
-"""Spook inverse-dynamics impulse factor (seed 000 eqs. 3.6-3.7, multipliers from 2.30-2.31).
+"""Spook inverse-dynamics impulse factor (Marklund et al. (2025) eqs. 3.6-3.7, multipliers from 2.30-2.31).
 
 Variables: x_k, x_{k+1} (nb Pose3 + a velocity Vector each, see :mod:`._rigid`)
 and the free parameters; constants: the fixed parameters, the control u_k and

@@ -1,4 +1,4 @@
-"""Initial-state projection factor (seed 000 eqs. 3.14-3.15, scaled by the projected mass matrix 3.12-3.13).
+"""Initial-state projection factor (Marklund et al. (2025) eqs. 3.14-3.15, scaled by the projected mass matrix 3.12-3.13).
 
 Variables: x_0 (nb Pose3 + velocity Vector) and the free parameters;
 constants: the fixed parameters and the time-step h. Residual (12 nb,)

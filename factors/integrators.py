@@ -1,4 +1,4 @@
-"""Numerical integration factors (seed 003 eqs. 22-23).
+"""Numerical integration factors (Blanco-Claraco et al. (2021) eqs. 22-23).
 
 Euler:        e = x_{t+1} - x_t - dt xdot_t
 Trapezoidal:  e = x_{t+1} - x_t - dt/2 (xdot_t + xdot_{t+1})

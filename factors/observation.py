@@ -1,4 +1,4 @@
-"""Observation factor of a rigid-body model (seed 000 eq. 3.5): h(x_k; chi) - y_k.
+"""Observation factor of a rigid-body model (Marklund et al. (2025) eq. 3.5): h(x_k; chi) - y_k.
 
 Variables: x_k (nb Pose3 + velocity Vector) and the free parameters;
 constants: the fixed parameters, the reading y_k (n_obs,) and a mask (n_obs,)

@@ -1,4 +1,4 @@
-"""Prior factor f_prior (seed 003 eq. 21): e(x) = x - x0, and its restriction to some components."""
+"""Prior factor f_prior (Blanco-Claraco et al. (2021) eq. 21): e(x) = x - x0, and its restriction to some components."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
-"""Control graphs (seed 004): the activations that reach a target velocity or constraint force.
+"""Control graphs (the control note): the activations that reach a target velocity or constraint force.
 
-One step (``horizon=1``) is seed 004 exactly: from the known state x_0, find a_0 minimizing
+One step (``horizon=1``) is the control note exactly: from the known state x_0, find a_0 minimizing
 ``1/2 |qdot* - P qdot_1|^2`` and/or ``1/2 |lambda* - P_lambda lambda|^2`` subject to the implicit-Euler
 step, the state being an implicit function of the activations. Over a horizon of N steps the same
 step is chained (x_{k+1} = step(x_k, a_k)) and every step's targets enter:
 
 - the horizon factor (:func:`mbfg.factors.control.horizon_type`): variables a_0 .. a_{N-1}, residual
-  the target errors of every step of the rollout from x_0, its Jacobian the seed's direct method
+  the target errors of every step of the rollout from x_0, its Jacobian the note's direct method
   through the chained steps;
 - optional costs on the activations: their rate ``a_{k+1} - a_k`` (and ``a_0`` minus the activation
   applied last, in receding-horizon use), and their size (``effort``);
@@ -20,7 +20,7 @@ simulator.
 Weights: a target's residual is divided by its sigma (``velocity_sigma`` in rad/s or m/s,
 ``force_sigma`` in N), so with several targets the sigmas say which matters more. Where a
 constraint prevents a target velocity, the step's sensitivity along it is of the order of the
-joint compliance (seed 004's "null variation"): the solution does not chase it, and an
+joint compliance (the control note's "null variation"): the solution does not chase it, and an
 ``effort_sigma`` keeps the remaining compliant leak from being exploited.
 """
 
@@ -130,7 +130,7 @@ class RecedingHorizon:
     Args:
         model: a model with controls and no complementarity rows (:func:`mbfg.control.check_controllable`).
         h: time-step [s].
-        horizon: N >= 1 steps (1: seed 004's one-step problem).
+        horizon: N >= 1 steps (1: the control note's one-step problem).
         rates: target rates by name (:func:`mbfg.control.rate_names`: a hinge name for its angle
             rate [rad/s], a body attached by one hinge for that hinge's rate, ``BODY.vx`` .. ``BODY.wz``).
         forces: target joint reactions by name (``JOINT.fx``, ``.fy``, ``.fz`` [N], world axes, on

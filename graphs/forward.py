@@ -1,4 +1,4 @@
-"""Forward dynamics as a factor graph (seed 003 sections 5.1, 5.2 and 7.1).
+"""Forward dynamics as a factor graph (Blanco-Claraco et al. (2021) sections 5.1, 5.2 and 7.1).
 
 Known: the initial state and the applied forces (gravity along -y plus an
 optional constant generalized force). Unknown: positions, velocities and
@@ -246,7 +246,7 @@ class _Builder:
 
 
 def lm_params(max_iterations: int = 15) -> gtsam.LevenbergMarquardtParams:
-    """Levenberg-Marquardt settings of the forward problems (seed 003 section 7.1: at most 15)."""
+    """Levenberg-Marquardt settings of the forward problems (Blanco-Claraco et al. (2021) section 7.1: at most 15)."""
     params = gtsam.LevenbergMarquardtParams()
     params.setMaxIterations(max_iterations)
     # One Gauss-Newton step reaches the least-squares floor (the constraints and the

@@ -1,4 +1,4 @@
-"""Inverse dynamics as a factor graph (seed 003 sections 5.3 and 7.2).
+"""Inverse dynamics as a factor graph (Blanco-Claraco et al. (2021) sections 5.3 and 7.2).
 
 Given a prescribed trajectory of some coordinates ("imposed" coordinates,
 e.g. a crank angle), find the generalized forces on those coordinates that

@@ -1,6 +1,6 @@
-"""The complementarity multipliers of inverse dynamics in closed form (seed 000 eq. 2.31, 2.24).
+"""The complementarity multipliers of inverse dynamics in closed form (Marklund et al. (2025) eq. 2.31, 2.24).
 
-In the inverse-dynamics impulse residual (seed 000 eqs. 3.6-3.7) the next
+In the inverse-dynamics impulse residual (Marklund et al. (2025) eqs. 3.6-3.7) the next
 velocity v_{k+1} is a variable, not an unknown of the step, so the mixed LCP of
 the Spook stepper loses its coupling through the mass matrix: what is left,
 
@@ -17,7 +17,7 @@ splits into independent groups, one per frictional hinge (F.4) or contact
   eps_t on the diagonal and +1 in the bound's column (E);
 - one bound row ``U lam_N - E^T lam_T + Delta sigma + q_sigma = w_sigma`` (U = the friction
   coefficients on the normal multipliers, Delta the regularization, q_sigma = b_sigma a
-  load-independent bound: 0 in seed 000, ``h F_c`` for a Coulomb force F_c).
+  load-independent bound: 0 in Marklund et al. (2025), ``h F_c`` for a Coulomb force F_c).
 
 With the friction bound f = U lam_N + q_sigma, the tangent rows give
 ``lam_T+_i = max(0, -omega_i - sigma) / eps_t`` and ``lam_T-_i = max(0, omega_i - sigma) / eps_t``,
@@ -94,7 +94,7 @@ def solve_group(q: jnp.ndarray, g: Group, data: GroupData) -> tuple[jnp.ndarray,
     """
     lam_N = jnp.maximum(-q[g.normals], 0.0) / data.sigma_N
     # The friction bound: U lam_N, plus the bound row's own q (its b; a load-independent bound such as
-    # a slider's h F_c, 0 for seed 000's friction, whose bound grows with the normal impulses only).
+    # a slider's h F_c, 0 for Marklund et al.'s (2025) friction, whose bound grows with the normal impulses only).
     f = data.U @ lam_N + q[g.bound]
     omega = q[g.plus]
     a = jnp.abs(omega)

@@ -1,36 +1,36 @@
-"""Activations that reach a target velocity or a target constraint force (seed 004), for rigid-body models.
+"""Activations that reach a target velocity or a target constraint force (the control note), for rigid-body models.
 
 Seed 004 writes one implicit-Euler step of the constrained dynamics with activations ``a`` and
 solves it by Newton's method. For our 3D rigid-body models (:mod:`mbfg.rigid`) one Newton
 iteration from ``(qdot^t, lambda = 0)`` with the forces and the constraint Jacobian frozen at
-x_k *is* the Spook step (seed 000 eq. 2.28), so the step here is exactly the one
-:func:`mbfg.spook.step` takes. In the seed's abstract form (our multipliers are impulses,
+x_k *is* the Spook step (Marklund et al. (2025) eq. 2.28), so the step here is exactly the one
+:func:`mbfg.spook.step` takes. In the note's abstract form (our multipliers are impulses,
 ``lambda_ours = tau lambda_seed``, and our f is the applied force, ``f_ours = -f_seed``)::
 
     [ H   G^T ] [ qdot^{t+tau} ]   [ h(a) ]          H = M + tau D + rotor inertias
     [ G   -E  ] [ -lambda      ] = [ g    ]
 
 - G, E, g: the *holonomic* joint rows of :meth:`RigidModel.rows` (A, Sigma_A, -a); E, the
-  regularization of the joints (compliance and damping, seed 000 eq. 2.10), is the seed's
+  regularization of the joints (compliance and damping, Marklund et al. (2025) eq. 2.10), is the note's
   compliance block.
 - H: the mass matrix plus the rows that are forces rather than constraints, eliminated
-  exactly: a viscous drag row (Sigma = 1/(h c)) adds ``tau D = h c Gbar^T Gbar`` (the seed's
-  tau D), a motor row (Sigma = 1/J_s, seed 001 F.3) adds the rotor inertia ``J_s Gbar^T Gbar``.
+  exactly: a viscous drag row (Sigma = 1/(h c)) adds ``tau D = h c Gbar^T Gbar`` (the note's
+  tau D), a motor row (Sigma = 1/J_s, Marklund et al. (2025) F.3) adds the rotor inertia ``J_s Gbar^T Gbar``.
 - h(a) = M qdot^t + tau f + (motor and drag terms): the motor torque ``gain * a`` enters here,
-  so ``dh/da = -tau A`` with the seed's ``A = df/da``. The model's controls (the Furuta motor
+  so ``dh/da = -tau A`` with the note's ``A = df/da``. The model's controls (the Furuta motor
   voltage, the double pendulum's joint torques) are its activations.
 
 The Schur complement ``S = E + G H^-1 G^T`` gives the multipliers and, differentiated, the
-sensitivities (seed 004, "Abstract view and discrete derivatives")::
+sensitivities (the control note, "Abstract view and discrete derivatives")::
 
     S dlambda/da = dg/da - G H^-1 dh/da,      H dqdot/da = dh/da + G^T dlambda/da
 
-(dg/da = 0 for our models: the controls act through force rows, as in the seed). A target
+(dg/da = 0 for our models: the controls act through force rows, as in the note). A target
 velocity ``L = 1/2 |qdot* - P qdot|^2`` or a target constraint force
 ``L = 1/2 |tau lambda* - tau P_lambda lambda|^2`` (lambda* in N) has the gradient dL/da by the
 direct method (:func:`gradient_direct`, n_a solves with H) or the adjoint method
 (:func:`gradient_adjoint`, one adjoint solve per cost). Where a constraint prevents a velocity,
-P dqdot/da vanishes with E (the seed's "null variation"): the controller does not chase it.
+P dqdot/da vanishes with E (the note's "null variation"): the controller does not chase it.
 
 Models with dry friction or contacts (complementarity rows) are refused by
 :func:`check_controllable`, naming the joint or contact: their step is only piecewise smooth.
@@ -53,7 +53,7 @@ from mbfg.errors import ModelError
 from mbfg.rigid import Hinge, Prismatic, RigidModel, State
 
 #: Components of a body velocity a target may name, ``BODY.vx`` ... ``BODY.wz``; v in the world
-#: [m/s], omega in the body frame [rad/s] (the model's generalized velocity, seed 000 eq. 2.2).
+#: [m/s], omega in the body frame [rad/s] (the model's generalized velocity, Marklund et al. (2025) eq. 2.2).
 BODY_RATES = ("vx", "vy", "vz", "wx", "wy", "wz")
 #: Components of a joint reaction a target may name: ``JOINT.fx``, ``.fy``, ``.fz`` [N], world axes,
 #: the force the joint exerts on its child body (the body of its frame ``b``).
@@ -76,8 +76,8 @@ class _Partition:
 def check_controllable(model: RigidModel) -> None:
     """Raise ModelError unless ``model`` has controls and no complementarity rows.
 
-    A hinge with dry friction or a contact makes the step piecewise smooth (an LCP, seed 000
-    eq. 2.24): the seed's derivatives do not hold across its kinks. The message names the joint
+    A hinge with dry friction or a contact makes the step piecewise smooth (an LCP, Marklund et al. (2025)
+    eq. 2.24): the note's derivatives do not hold across its kinks. The message names the joint
     or contact and the model's smooth twin (``model.without_dry_friction()``).
     """
     if not model.controls:
@@ -220,7 +220,7 @@ def solve_step(sys: StepSystem) -> tuple[jnp.ndarray, jnp.ndarray]:
 def step(model: RigidModel, state: State, a: jnp.ndarray, p: Mapping[str, Any], h: float) -> tuple[State, jnp.ndarray]:
     """One controlled step x_k -> x_{k+1} with activations ``a``: (x_{k+1}, lambda (m,) [impulses]).
 
-    The same step as :func:`mbfg.spook.step` with ``u = a`` (tested), computed in seed 004's form.
+    The same step as :func:`mbfg.spook.step` with ``u = a`` (tested), computed in the control note's form.
     """
     v, lam = solve_step(_system(model, state, a, p, h, derivatives=False))
     v = v.reshape(-1, 6)
@@ -231,7 +231,7 @@ def step(model: RigidModel, state: State, a: jnp.ndarray, p: Mapping[str, Any], 
 def sensitivities(sys: StepSystem) -> tuple[jnp.ndarray, jnp.ndarray]:
     """(dqdot/da (n, n_a), dlambda/da (m, n_a) [impulse per unit activation]) by the direct method.
 
-    ``S dlambda/da = dg/da - G H^-1 dh/da``, ``H dqdot/da = dh/da + G^T dlambda/da`` (seed 004);
+    ``S dlambda/da = dg/da - G H^-1 dh/da``, ``H dqdot/da = dh/da + G^T dlambda/da`` (the control note);
     n_a solves with H.
     """
     f = _factor(sys.H, sys.G, sys.E)
@@ -372,7 +372,7 @@ def velocity_projection(model: RigidModel, names: Sequence[str], state: State, p
 def force_projection(model: RigidModel, names: Sequence[str]) -> np.ndarray:
     """P_lambda (k, m): picks the named reaction components (``JOINT.fx`` ...) from the constraint multipliers.
 
-    A joint's first three rows are ``o_b - o_a`` in world axes (seed 001 F.1), so their
+    A joint's first three rows are ``o_b - o_a`` in world axes (Marklund et al. (2025) F.1), so their
     multipliers are the force on the child body along x, y, z.
     """
     part = _partition(model)
@@ -389,7 +389,7 @@ def force_projection(model: RigidModel, names: Sequence[str]) -> np.ndarray:
 def constraint_multipliers(model: RigidModel, x0: State, v1: jnp.ndarray, p: Mapping[str, Any], h: float
                            ) -> jnp.ndarray:
     """The constraint impulses lambda (m,) [N s, N m s] of a step from x0 that ends at velocity v1 (6 nb,):
-    ``E^-1 (g - G v1)``, the regularized constraints of seed 000 eq. 2.30 (holonomic rows only).
+    ``E^-1 (g - G v1)``, the regularized constraints of Marklund et al. (2025) eq. 2.30 (holonomic rows only).
 
     The holonomic rows do not depend on the activations (the controls act through motor rows).
     """

@@ -1,10 +1,10 @@
-"""Marginal covariances of a few variables (the parameters) of a whitened linear system (seed 001 section 3.7).
+"""Marginal covariances of a few variables (the parameters) of a whitened linear system (Marklund et al. (2025) section 3.7).
 
 The other variables (the states) are eliminated by GTSAM's QR, leaving the marginal Bayes net on the
 variables asked for, ``R x = d``; their information is ``R^T R`` and their covariance ``(R^T R)^-1``.
 
 Gauge damping. GTSAM's QR does not pivot columns. Where the eliminated variables have a direction no factor
-determines, a gauge freedom of the model (seed 002's particle moves in x-z and is observed in x and z: its
+determines, a gauge freedom of the model (Berard and Trinkle's (2008) particle moves in x-z and is observed in x and z: its
 y translation and its rotation are free), a frontal block is rank-deficient, and the QR keeps in its
 conditional rows that belong to the marginal: information on the parameters is lost, at random and up to
 orders of magnitude (the particle's mu, before this damping: a standard deviation of 10 in one noise draw

@@ -24,13 +24,13 @@ parameters. What the mapping keeps exactly and what it approximates:
   combinations. The planar dynamics are identical; only the split of the load
   between the hinges' constraint forces differs.
 - **Rotors.** Both motors get shaft inertia ``gr^2 Ir`` (our :class:`~mbfg.rigid.Motor`,
-  seed 001 F.3) and motor 2's rotor, carried by link 1, adds ``Ir`` to link 1's
+  Marklund et al. (2025) F.3) and motor 2's rotor, carried by link 1, adds ``Ir`` to link 1's
   inertia: M00 and M11 exact. The off-diagonal ``-gr Ir`` (about 0.7 % of M01)
   needs a geared coupling between a rotor and the next link, which our hinges do
   not have; it is dropped.
 - **Coulomb friction.** A load-independent Coulomb torque per hinge
   (``Hinge(coulomb=...)``: the friction impulse of a step is bounded by
-  ``h tau_c``, through the complementarity path of seed 001 App. F), with
+  ``h tau_c``, through the complementarity path of Marklund et al. (2025) App. F), with
   ``tau_c = (pi/2) cf``, the lab's sliding torque. The lab's ``atan(100 qdot)``
   smooths the sign below about 0.01 rad/s; ours sticks exactly (static friction
   up to ``tau_c``).

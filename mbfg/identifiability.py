@@ -11,7 +11,7 @@ for results without it, its covariance ``C = I^-1``. In coordinates relative to 
 scale ``s`` (``x_i = theta_i / s_i``, ``s_i = |theta_i|`` by default), ``D I D``
 (``D = diag(s)``) has eigenvectors ``v_k`` and eigenvalues ``mu_k``; along ``v_k``
 the relative standard deviation is ``1 / sqrt(mu_k)``. A direction is *determined*
-when that is at most ``threshold`` (1 by default: the not-excited rule of seed 001
+when that is at most ``threshold`` (1 by default: the not-excited rule of Marklund et al. (2025)
 section 4.6, std > value, applied to combinations).
 
 - A determined direction is reported as the function of the parameters it

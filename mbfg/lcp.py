@@ -33,7 +33,7 @@ against round-off-induced cycling. In both failure cases ``ok`` is False and
 ``z`` is the last complementary iterate, which is *not* a solution; callers
 must check ``ok``.
 
-Derivative rule (seed 001, Appendix D.1). At a solution let
+Derivative rule (Marklund et al. (2025), Appendix D.1). At a solution let
 ``alpha = {i : z_i > w_i}`` (the active set, basic ``z``) and ``beta`` its
 complement. Under a small perturbation of ``(M, q)`` the active set persists,
 so ``z_beta_dot = 0`` and ``(M_dot z + M z_dot + q_dot)_alpha = 0``, i.e.
@@ -250,7 +250,7 @@ def _with_implicit_jvp(M: jnp.ndarray, q: jnp.ndarray, z: jnp.ndarray) -> jnp.nd
     """Identity on the solution ``z`` of LCP(M, q) that carries its implicit tangent.
 
     The tangent of ``z`` passed in is ignored: ``z`` is a function of ``(M, q)``
-    only, and its tangent is given by the rule of seed 001 App. D.1.
+    only, and its tangent is given by the rule of Marklund et al. (2025) App. D.1.
     """
     return z
 
@@ -291,7 +291,7 @@ def solve_lcp(
     Returns:
         :class:`LCPSolution` ``(z, w, ok, pivots)``; ``w = M z + q``.
 
-    Differentiable in ``M`` and ``q`` by the implicit rule of seed 001 App. D.1
+    Differentiable in ``M`` and ``q`` by the implicit rule of Marklund et al. (2025) App. D.1
     (custom JVP, transposable for reverse mode); ``ok`` and ``pivots`` carry no
     derivative, and where ``ok`` is False the tangent is as meaningless as ``z``. Works under ``jax.jit``, ``jax.vmap``, ``jax.jvp``, ``jax.jacfwd``.
     """

@@ -3,7 +3,7 @@
 A :class:`ParameterSet` is what a model's JAX functions read: ``params.arrays()``
 is a dict ``name -> jnp array`` (a scalar, or a (3, 3) rotation matrix for a
 rotation parameter such as the gravity tilt), a pytree, so changing a value
-never recompiles anything. The bounds are the box B of seed 000 section 3.1
+never recompiles anything. The bounds are the box B of Marklund et al. (2025) section 3.1
 (the parameter space excludes non-physical values); calibration keeps free
 parameters inside it.
 

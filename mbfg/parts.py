@@ -3,9 +3,9 @@
 Everything numeric in a part may be a number or a parameter expression (:data:`ParamLike`:
 a parameter name, or names and numbers joined by + and -), resolved by :func:`resolve`
 against the model's parameter values, so models are differentiable in their parameters.
-The equations each joint imposes live in :mod:`mbfg.rigid`; the joints follow seed 000
+The equations each joint imposes live in :mod:`mbfg.rigid`; the joints follow Marklund et al. (2025)
 section 2 (hinge, ball, lock; prismatic as a package of elementary constraints) and
-seed 001 App. F (friction, motor).
+Marklund et al. (2025) App. F (friction, motor).
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ class Frame:
 
 @dataclass(frozen=True)
 class Motor:
-    """A motor on a hinge or slider (seed 001 App. F, F.3): effort ``gain * u`` through a shaft of inertia
+    """A motor on a hinge or slider (Marklund et al. (2025) App. F, F.3): effort ``gain * u`` through a shaft of inertia
     ``shaft_inertia``.
 
     Args:
@@ -159,7 +159,7 @@ class Hinge(_AxialJoint):
         coulomb: a load-independent dry friction torque [N m]: the friction impulse of a step is
             bounded by ``h * coulomb`` (plus the ``dry`` bound if both are given). None: none.
         stribeck: ``(delta_mu_r [m], omega_s [rad/s])``: the dry coefficient becomes
-            ``dry + delta_mu_r * exp(-(omega_k / omega_s)^2)`` (seed 001 eq. 4.1), or None.
+            ``dry + delta_mu_r * exp(-(omega_k / omega_s)^2)`` (Marklund et al. (2025) eq. 4.1), or None.
             Without ``dry``, ``delta`` [N m] is added to the ``coulomb`` torque instead.
         motor: a :class:`Motor`, or None.
         friction_compliance: Sigma_t of the two tangential friction rows [rad/(N m s^2)]: while
@@ -172,11 +172,11 @@ class Hinge(_AxialJoint):
 class Prismatic(_AxialJoint):
     """Prismatic joint (slider) between frames ``a`` and ``b``: translation along a's z axis only.
 
-    A package of elementary constraints (seed 000 section 2): b's origin stays on a's z axis
+    A package of elementary constraints (Marklund et al. (2025) section 2): b's origin stays on a's z axis
     (2 translational rows, ``x_a . (o_b - o_a)`` and ``y_a . (o_b - o_a)``) and b's orientation
     stays a's (3 rotational rows, as in :class:`Lock`). Its coordinate, the observation of its
     name, is the displacement ``d = z_a . (o_b - o_a)`` [m]. Friction and the motor are those
-    of the frictional hinge (seed 001 App. F) carried over to the translational axis.
+    of the frictional hinge (Marklund et al. (2025) App. F) carried over to the translational axis.
 
     Args:
         name: unique joint name; its displacement [m] is the observation of that name.
@@ -191,7 +191,7 @@ class Prismatic(_AxialJoint):
             ``dry`` times the translational and ``dry / (1 m)`` times the rotational constraint
             multipliers (added to the ``coulomb`` bound if both are given). None: none.
         stribeck: ``(delta, v_s [m/s])``: ``delta * exp(-(v_k / v_s)^2)`` is added to the ``dry``
-            coefficient [-], or, without ``dry``, to the ``coulomb`` force [N] (seed 001 eq. 4.1).
+            coefficient [-], or, without ``dry``, to the ``coulomb`` force [N] (Marklund et al. (2025) eq. 4.1).
         motor: a :class:`Motor` (force ``gain * u`` through the reflected inertia), or None.
         friction_compliance: Sigma_t of the two tangential friction rows [m/(N s^2)]: while the
             slider sticks it creeps at friction_compliance times the friction impulse
@@ -256,7 +256,7 @@ class Contact:
 
 @dataclass(frozen=True)
 class AppliedForce:
-    """A constant force on a body's CoM, world frame [N] (e.g. the push on seed 002's particle)."""
+    """A constant force on a body's CoM, world frame [N] (e.g. the push on Berard and Trinkle's (2008) particle)."""
 
     body: str
     force: Vec3
@@ -269,5 +269,5 @@ Axial = Hinge | Prismatic
 #: Regularization of each friction-bound (sigma) row, Delta of eq. 2.24.
 SIGMA_REGULARIZATION = 1e-10
 #: The paper unifies friction from force and torque multipliers with an
-#: arbitrary distance (seed 001 section 4.3); ours is 1 m.
+#: arbitrary distance (Marklund et al. (2025) section 4.3); ours is 1 m.
 ROTATIONAL_FRICTION_DISTANCE = 1.0

@@ -1,4 +1,4 @@
-"""Planar mechanisms in natural coordinates (seed 003, sections 2 and 6, Appendix III).
+"""Planar mechanisms in natural coordinates (Blanco-Claraco et al. (2021), sections 2 and 6, Appendix III).
 
 The generalized coordinates ``q`` are the x and y of every free point, in the
 order the points are given, followed by one angle per relative-angle coordinate.
@@ -158,7 +158,7 @@ def phi_q(mech: MechanismArrays, q: jnp.ndarray) -> jnp.ndarray:
 
 
 def phi_q_dot_times_qdot(mech: MechanismArrays, q: jnp.ndarray, qdot: jnp.ndarray) -> jnp.ndarray:
-    """(d Phi_q / dt) qdot = Phi_qq[qdot, qdot], shape (m,) (seed 003 eq. 42)."""
+    """(d Phi_q / dt) qdot = Phi_qq[qdot, qdot], shape (m,) (Blanco-Claraco et al. (2021) eq. 42)."""
 
     def phi_dot(q_: jnp.ndarray) -> jnp.ndarray:
         return jax.jvp(lambda s: phi(mech, s), (q_,), (qdot,))[1]
@@ -169,7 +169,7 @@ def phi_q_dot_times_qdot(mech: MechanismArrays, q: jnp.ndarray, qdot: jnp.ndarra
 def qddot_dependent(
     mech: MechanismArrays, M: jnp.ndarray, Q: jnp.ndarray, q: jnp.ndarray, qdot: jnp.ndarray
 ) -> jnp.ndarray:
-    """Dependent-coordinate accelerations of seed 003 eq. (6), shape (n,).
+    """Dependent-coordinate accelerations of Blanco-Claraco et al. (2021) eq. (6), shape (n,).
 
     Solved through the augmented system (5), [M Phi_q^T; Phi_q 0][qddot; lambda]
     = [Q; c] with c = -Phi_q_dot qdot (eq. 3, time-independent constraints): eq. (6)
@@ -198,7 +198,7 @@ def qddot_dependent(
 def velocity_maps(
     mech: MechanismArrays, q: jnp.ndarray, indep: jnp.ndarray
 ) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """S (n, m) and R (n, d) of seed 003 eq. (11): [Phi_q; B]^-1 = [S R].
+    """S (n, m) and R (n, d) of Blanco-Claraco et al. (2021) eq. (11): [Phi_q; B]^-1 = [S R].
 
     ``indep`` (d,) are the indices of the independent coordinates z in q, so
     B selects them (eq. 9). With redundant constraints [Phi_q; B] is (m + d, n)
@@ -222,7 +222,7 @@ def zddot_independent(
     qdot: jnp.ndarray,
     indep: jnp.ndarray,
 ) -> jnp.ndarray:
-    """Independent-coordinate accelerations of seed 003 eq. (15), shape (d,).
+    """Independent-coordinate accelerations of Blanco-Claraco et al. (2021) eq. (15), shape (d,).
 
     zddot = Mbar^-1 Qbar with Mbar = R^T M R and Qbar = R^T (Q - M S c).
     """
@@ -375,7 +375,7 @@ class PlanarMechanism:
         return np.asarray(_phi_q_jit(self.arrays, jnp.asarray(q, dtype=float)))
 
     def qddot(self, q: np.ndarray, qdot: np.ndarray, Q: np.ndarray) -> np.ndarray:
-        """Accelerations (n,) of seed 003 eq. (6) for generalized forces Q (n,)."""
+        """Accelerations (n,) of Blanco-Claraco et al. (2021) eq. (6) for generalized forces Q (n,)."""
         return np.asarray(
             _qddot_jit(self.arrays, jnp.asarray(self.mass_matrix), jnp.asarray(Q), jnp.asarray(q), jnp.asarray(qdot))
         )

@@ -1,4 +1,4 @@
-"""Unit quaternions for body orientations (seed 000, section 2.3; seed 001, section 3.5).
+"""Unit quaternions for body orientations (Marklund et al. (2025), section 2.3; Marklund et al. (2025), section 3.5).
 
 A quaternion ``e = (w, x, y, z)`` (scalar first, shape (4,)) rotates body-frame
 vectors into the world frame: ``R_world_body = to_matrix(e)``.
@@ -78,11 +78,11 @@ def boxminus(e1: Array, e0: Array) -> jnp.ndarray:
 
 
 def boxminus_small(e1: Array, e0: Array) -> jnp.ndarray:
-    """Small-angle rotation residual, seed 001 eq. (3.20), for residuals only.
+    """Small-angle rotation residual, Marklund et al. (2025) eq. (3.20), for residuals only.
 
     The exact difference (3.19) has derivatives that blow up as the angle
     approaches pi; residuals use a smooth approximation instead. The equation's
-    text is stripped in the seed, so this is our choice of the family it
+    text is stripped in our copy of the paper, so this is our choice of the family it
     describes: with ``d = conj(e0) * e1 = (w, v)``, ``psi ~= 2 w v``, which is
     ``sin(angle) * axis``: correct to first order (and third: error
     O(angle^3)), smooth everywhere, and the same for ``d`` and ``-d``.

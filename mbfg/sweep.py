@@ -1,4 +1,4 @@
-"""Method-parameter sweeps and cross-validation matrices on Dask (seed 001 sections 4.5-4.7).
+"""Method-parameter sweeps and cross-validation matrices on Dask (Marklund et al. (2025) sections 4.5-4.7).
 
 Seed 001 leaves three method parameters to the user: the time-step h, the state
 error weight w and the constraint compliance eps. Its Figures 4 and 6 sweep
@@ -29,7 +29,7 @@ there (``retry_failed=True`` runs the failed ones again).
 
 eps: a swept compliance sets every compliance parameter of the model
 (:data:`COMPLIANCE`: the hinges' ``eps_lin`` [m/N] and ``eps_rot`` [rad/(N m)],
-a contact's ``eps``) to the same number, seed 001's "global hinge compliance";
+a contact's ``eps``) to the same number, Marklund et al.'s (2025) "global hinge compliance";
 ``None`` keeps the model's own values.
 """
 
@@ -142,7 +142,7 @@ class SweepResult:
 
     def matrix(self) -> pd.DataFrame:
         """The cross-validation matrix: rows (log, h, weight, eps) of the tuned cells, columns the scored
-        recordings; the diagonal holds each calibration's own cost (seed 001 Tables 3-4 put them side by side)."""
+        recordings; the diagonal holds each calibration's own cost (Marklund et al. (2025) Tables 3-4 put them side by side)."""
         import pandas as pd
 
         cal = self.calibrations.assign(scored_log=lambda f: f["log"], score=lambda f: f["cost"])

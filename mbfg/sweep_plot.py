@@ -1,4 +1,4 @@
-"""Figures of a sweep (:mod:`mbfg.sweep`): seed 001 Figures 4 and 6 and the cross-validation heat map.
+"""Figures of a sweep (:mod:`mbfg.sweep`): Marklund et al. (2025) Figures 4 and 6 and the cross-validation heat map.
 
 matplotlib is an optional dependency (``pip install 'mbfg[plot]'``), loaded by :func:`mbfg.plots.pyplot`.
 """
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-#: The method parameters a sweep varies, with their axis labels: seed 001's Figure 4 plots the
+#: The method parameters a sweep varies, with their axis labels: Marklund et al.'s (2025) Figure 4 plots the
 #: identified parameters and the cost against w and against eps, its Figure 6 against h and eps.
 METHOD_AXES = (("weight", "state error weight w"), ("eps", "global compliance eps"), ("h", "time-step h [s]"))
 
@@ -25,7 +25,7 @@ METHOD_AXES = (("weight", "state error weight w"), ("eps", "global compliance ep
 def plot(result: Any, path: str | os.PathLike[str] | None = None) -> Figure:
     """One figure: for each method parameter the sweep varies (w, eps, h; w alone if none varies), per
     free parameter its identified value (with +-1 std bars) and the cost per time-step against it, one
-    line per recording and setting of the other method parameters (log-scaled; seed 001 Figures 4 and 6),
+    line per recording and setting of the other method parameters (log-scaled; Marklund et al. (2025) Figures 4 and 6),
     then the cross-validation matrix as a heat map of log10(score). Returns the figure; saves it to
     ``path`` if given. Axes in that order: parameters then cost, per method parameter; the heat map last."""
     plt = pyplot("plotting a sweep")

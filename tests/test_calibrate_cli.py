@@ -260,7 +260,7 @@ def test_calibrate_table_output(capsys, calibration):
 def test_calibrate_restart_weight_solves_again_at_that_weight_from_a_free_simulation(capsys, calibration):
     """--restart-weight W2 reaches calibrate(restart_weight=W2): the result is the restarted solve's, at w = W2,
     and the table says how many of the iterations came before the restart. What the restart is for (contacts,
-    where it finds the minimum a solve from the readings misses) is checked by the seed 002 test in
+    where it finds the minimum a solve from the readings misses) is checked by the Berard and Trinkle (2008) test in
     test_calibration.py; on this smooth log it only has to stay near the truth (its LM stops on the relative
     tolerance, a few std from the truth)."""
     code, out, err = _run(capsys, "calibrate", "pendulum", calibration["log"], "--params", calibration["start"],

@@ -1,6 +1,6 @@
 """The closed-form multipliers of inverse dynamics (mbfg.complementarity) against Lemke's method.
 
-With v_{k+1} given, the LCP of seed 000 eq. 2.31 splits into one friction group
+With v_{k+1} given, the LCP of Marklund et al. (2025) eq. 2.31 splits into one friction group
 per frictional hinge (App. F.4) or contact (2.21, 2.24); each has a closed form.
 Lemke's method (mbfg.lcp, checked on its own against enumeration) on the whole
 dense LCP is the independent reference.

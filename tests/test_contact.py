@@ -1,7 +1,7 @@
-"""Unilateral contact (seed 002's discrete rule, seed 000 eq. 2.21): no impulse while the gap stays open.
+"""Unilateral contact (Berard and Trinkle's (2008) discrete rule, Marklund et al. (2025) eq. 2.21): no impulse while the gap stays open.
 
 Seed 002's time-stepping is ``0 <= h lam_n  perp  psi_n(q_{k+1}) >= 0``: the ground pushes only when
-the step would otherwise end inside it. Checked on seed 002's particle against the closed form of
+the step would otherwise end inside it. Checked on Berard and Trinkle's (2008) particle against the closed form of
 free fall, an inelastic impact with Coulomb's law on impulses, then sliding.
 """
 
@@ -46,7 +46,7 @@ def test_seed_002_discrete_contact_rule_no_push_at_a_distance_and_first_order_co
         np.testing.assert_allclose(vz[1:][open_], vz[:-1][open_] - P["g"] * h, rtol=0, atol=1e-12)
         assert np.all(traj.info.lam_B[open_, 0] == 0.0)
         # The step that would cross the ground stops at it: no deeper than the compliance eps
-        # under the largest contact force lam / h (the seed's rigid ground has eps = 0).
+        # under the largest contact force lam / h (the paper's rigid ground has eps = 0).
         assert zk.min() > -P["eps"] * traj.info.lam_B[:, 0].max() / h
     print(f"\nparticle max |error| (x, z) [m]: h = 50 ms {errors[0.05]}, h = 5 ms {errors[0.005]}")
     assert errors[0.05][0] / errors[0.005][0] >= 5 and errors[0.05][1] / errors[0.005][1] >= 5

@@ -1,4 +1,4 @@
-"""Forward dynamics factor graphs (seed 003 sections 5.1, 5.2, 7.1) against independent references.
+"""Forward dynamics factor graphs (Blanco-Claraco et al. (2021) sections 5.1, 5.2, 7.1) against independent references.
 
 The reference is the four-bar's crank-angle Lagrange equation integrated by
 scipy at rtol 1e-10 (tests/references.py), mapped to the point coordinates.
@@ -13,7 +13,7 @@ from references import fourbar_forward, pendulum_forward
 from mbfg import load_mbse_yaml
 from mbfg.graphs import simulate_forward
 
-G_SEED = 9.8  # seed 003 section 7.1
+G_SEED = 9.8  # Blanco-Claraco et al. (2021) section 7.1
 
 
 def _rmse_against_reference(result) -> float:
@@ -33,7 +33,7 @@ def test_table1_dependent_coordinates_window_2_rmse(fourbar):
     rmse = _rmse_against_reference(result)
     print(f"\nDC FG Nw=2: RMSE {rmse:.3e} m (seed: 0.002361 m), {result.wall_s:.1f} s wall")
     assert rmse <= 0.0024
-    # Far below the seed's figure: the trapezoidal rule is second order at dt = 1 ms.
+    # Far below the paper's figure: the trapezoidal rule is second order at dt = 1 ms.
     assert rmse < 1e-3
 
 

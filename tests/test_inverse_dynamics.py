@@ -1,4 +1,4 @@
-"""Inverse dynamics factor graph (seed 003 sections 5.3, 7.2) against MSC Adams and the closed form."""
+"""Inverse dynamics factor graph (Blanco-Claraco et al. (2021) sections 5.3, 7.2) against MSC Adams and the closed form."""
 
 from __future__ import annotations
 

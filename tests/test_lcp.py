@@ -1,4 +1,4 @@
-"""Lemke's LCP solver and its implicit derivative (seed 001 Appendix D.1).
+"""Lemke's LCP solver and its implicit derivative (Marklund et al. (2025) Appendix D.1).
 
 References are numpy: brute-force enumeration of all 2^n active sets for small
 P-matrix problems (whose solution is unique), and central differences for the

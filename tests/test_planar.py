@@ -1,4 +1,4 @@
-"""Planar natural-coordinate model (seed 003 section 2 and Appendix III) against rigid-body mechanics."""
+"""Planar natural-coordinate model (Blanco-Claraco et al. (2021) section 2 and Appendix III) against rigid-body mechanics."""
 
 from __future__ import annotations
 

@@ -326,7 +326,7 @@ def test_calibration_from_quantized_encoder_log_recovers_mass_and_friction(stage
 @pytest.fixture(scope="module")
 def stribeck_slider() -> RigidModel:
     """A 0.5 kg block on a horizontal slider along world x with viscous F_v, Coulomb F_c and Stribeck's term
-    ``dF exp(-(v / v_s)^2)`` on it (seed 001 eq. 4.1), pushed by a constant F."""
+    ``dF exp(-(v / v_s)^2)`` on it (Marklund et al. (2025) eq. 4.1), pushed by a constant F."""
     params = ParameterSet([
         Parameter("m", 0.5, "kg", 1e-6),
         Parameter("F_v", 10.0, "N s/m", 0.0),

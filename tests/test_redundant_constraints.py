@@ -44,7 +44,7 @@ from mbfg.errors import ModelError
 from mbfg.graphs import simulate_forward, solve_inverse_dynamics
 from mbfg.planar import Body, PlanarMechanism, Point
 
-G_SEED = 9.8  # seed 003 section 7.1, as the four-bar forward tests
+G_SEED = 9.8  # Blanco-Claraco et al. (2021) section 7.1, as the four-bar forward tests
 L = 1.0  # crank length [m]
 PIVOTS = np.array([[0.0, 0.0], [2.0, 0.0], [1.0, 1.0]])  # A, B, C [m]
 CRANKS = [(1.0, 0.5, 0.0), (1.5, 0.5, 0.0), (0.5, 0.5, 0.1)]  # (m [kg], a [m], b [m]) of cranks 1-3

@@ -117,7 +117,7 @@ links:
 
 def test_qube_servo_at_its_weight_estimates_the_encoders_quantization_noise_and_beats_the_vendors_values():
     """``qube-servo`` at its weight (the generic 1e6) on 2 s of the first episode from t = 5 s at h = 4 ms (the
-    benchmark's setting, shorter): converged; the observation noise it estimates (seed 001 (3.22)) is the noise its
+    benchmark's setting, shorter): converged; the observation noise it estimates (Marklund et al. (2025) (3.22)) is the noise its
     2048-count encoders make, 2 pi / 2048 / sqrt(12) rad, within a factor of 2 (at w = 1e3 the states follow
     the readings closer than the encoder can: 6e-5 rad); and its parameters score the second episode more
     than ten times better than the vendor's nominal values, each state estimation given the same 10 iterations.

@@ -1,8 +1,8 @@
-"""The Spook stepper on 3D rigid bodies (seed 000 section 2, seed 001 App. F) against independent references.
+"""The Spook stepper on 3D rigid bodies (Marklund et al. (2025) section 2, Marklund et al. (2025) App. F) against independent references.
 
 References: minimal-coordinate Lagrange equations integrated by scipy's DOP853
 at rtol 1e-12 (tests/rigid_references.py), closed-form solutions (Hooke's law
-of a regularized constraint, seed 002's falling and sliding particle), the
+of a regularized constraint, Berard and Trinkle's (2008) falling and sliding particle), the
 energy of a conservative system, and central differences for derivatives.
 """
 
@@ -197,7 +197,7 @@ def test_regularized_hinge_obeys_hookes_law_eq_2_10() -> None:
 
 
 def test_constraint_violation_of_stiff_hinge_is_linearization_error_order_h2() -> None:
-    """With stiff compliance what remains is the local linearization of g (seed 000 sec. 1).
+    """With stiff compliance what remains is the local linearization of g (Marklund et al. (2025) sec. 1).
 
     It drifts by O(h^2) per step and relaxes over tau, so with tau a fixed multiple of h it is O(h^2).
     """
@@ -323,7 +323,7 @@ def test_furuta_with_dry_friction_satisfies_complementarity_every_step() -> None
     assert np.all(traj.info.lcp_ok)
 
 
-# ----------------------------------------------------------------- seed 002: particle falling and sliding
+# ----------------------------------------------------------------- Berard and Trinkle (2008): particle falling and sliding
 
 
 def _particle_closed_form(t: np.ndarray, P: dict) -> tuple[np.ndarray, np.ndarray]:

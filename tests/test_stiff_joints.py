@@ -1,4 +1,4 @@
-"""Stiff joints (seed 001, abstract: "very stiff constraints may cause difficulties"): calibration at a hinge
+"""Stiff joints (Marklund et al. (2025), abstract: "very stiff constraints may cause difficulties"): calibration at a hinge
 compliance of 1e-8 m/N started from a solve with joints 100 times softer (``calibrate(soft_start=...)``,
 :func:`mbfg.graphs.restarts.stiffen`), against the double pendulum of a minimal-coordinate ODE (rigid hinges,
 DOP853 at rtol 1e-12: ``tests/rigid_references.py``)."""

@@ -505,7 +505,7 @@ def test_smooth_cli_bad_input_names_it(capsys, tmp_path, calibration_file) -> No
 
 
 def test_from_calibration_weights_the_dynamics_by_the_calibrations_impulse_noise_estimate(model, tmp_path) -> None:
-    """sigma_p is the calibration's estimate (seed 001 eq. 3.23), unless a weight w asks for sigma_y / sqrt(w)."""
+    """sigma_p is the calibration's estimate (Marklund et al. (2025) eq. 3.23), unless a weight w asks for sigma_y / sqrt(w)."""
     p = model.parameters
     doc = {"model": "pendulum", "parameters": {"J": {"value": p["J"].default, "std": 1e-6}}, "h": H,
            "fixed": {n: {"value": p[n].default} for n in p if n != "J"},

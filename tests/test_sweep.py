@@ -1,4 +1,4 @@
-"""Method-parameter sweeps on Dask (mbfg.sweep, mbfg sweep): seed 001 sections 4.5-4.7.
+"""Method-parameter sweeps on Dask (mbfg.sweep, mbfg sweep): Marklund et al. (2025) sections 4.5-4.7.
 
 Short simulated pendulum recordings (0.3 s at 1 ms, 1e-3 rad of noise) keep each
 calibration to seconds once compiled; one LocalCluster of 2 worker processes serves
@@ -174,7 +174,7 @@ def _wait_for(port: int, timeout: float = 60.0) -> None:
 @pytest.mark.slow
 def test_mbfg_sweep_on_a_real_dask_scheduler_and_workers_with_cross_validation(setup, tmp_path) -> None:
     """Separate dask scheduler and worker processes on localhost; the CLI connects by address. Each tuned
-    model scored on the other recording costs about the noise variance (seed 001 section 4.5)."""
+    model scored on the other recording costs about the noise variance (Marklund et al. (2025) section 4.5)."""
     start, logs, cache = setup
     paths = []
     for name, log in logs.items():

@@ -1,6 +1,6 @@
 """The vectorized batch path (mbfg.vectorized, the bounded LM's block solve) against GTSAM's own.
 
-The same joint problem (seed 000 section 3) is linearized by GTSAM through the
+The same joint problem (Marklund et al. (2025) section 3) is linearized by GTSAM through the
 CustomFactors and by VectorizedGraph over blocks; the two linear systems, and
 the LM iterates they lead to, must be the same.
 """

@@ -26,7 +26,7 @@ GTSAM's ``IncrementalFixedLagSmoother`` or ``BatchFixedLagSmoother``
   (predicted by the model's Spook steps, their factors linearized in one
   vmapped call per type) and the window holds ``m + N`` states.
 
-Weights, as in the calibration (seed 001 section 4.4): the objective is
+Weights, as in the calibration (Marklund et al. (2025) section 4.4): the objective is
 ``sum |Delta y_k|^2 / sigma_y^2 + sum |Delta p_k|^2 / sigma_p^2``, and the
 covariances are in the units of the readings. ``sigma_y`` defaults to the
 encoder's quantization noise ``step / sqrt(12)`` (step = 2 pi / ppr), else the
@@ -34,7 +34,7 @@ calibration's estimated observation noise. ``sigma_p`` is, in this order: the
 ``sigma_impulse`` given; ``sigma_y / sqrt(w)`` for a state error weight w given
 (then the minimizer is that of ``mbfg calibrate`` / ``mbfg crossval`` with the
 same w); with :meth:`StreamEstimator.from_calibration`, the calibration's
-estimate of the impulse noise (seed 001 eq. 3.23: what the model left
+estimate of the impulse noise (Marklund et al. (2025) eq. 3.23: what the model left
 unexplained on the calibration log); else ``sigma_y / sqrt(w)`` at the model's
 own weight (:attr:`~mbfg.rigid.RigidModel.weight`, as calibration). On a real
 rig the estimate is what makes the dynamics smooth the rates: on the QUBE-Servo

@@ -296,7 +296,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         """An estimator with the parameters, h and noise estimates of a calibration (``mbfg calibrate --json``).
 
         The impulse noise sigma_p is the calibration's estimate
-        (``sigma_impulse``, seed 001 eq. 3.23), the observation noise its
+        (``sigma_impulse``, Marklund et al. (2025) eq. 3.23), the observation noise its
         ``sigma_observation`` where no ``ppr`` gives the quantization noise.
         The sample period is the calibration log's (its ``period``; a file without one: its
         ``h``), which a stream of the rig at its own rate has too: at an h of several periods,

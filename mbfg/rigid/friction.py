@@ -1,4 +1,4 @@
-"""Friction and contact rows of the Spook system (seed 000 eqs. 2.21, 2.24; seed 001 eq. 4.1).
+"""Friction and contact rows of the Spook system (Marklund et al. (2025) eqs. 2.21, 2.24; Marklund et al. (2025) eq. 4.1).
 
 The friction groups' blocks of B and Sigma_B, the Stribeck and load-independent Coulomb bounds of a
 joint, and the constant b of a contact's normal row.
@@ -15,7 +15,7 @@ from mbfg.parts import SIGMA_REGULARIZATION, Axial, resolve
 
 
 def _stribeck(j: Axial, rate: jnp.ndarray, p: Mapping[str, Any]) -> jnp.ndarray | float:
-    """Stribeck's term ``delta exp(-(rate_k / rate_s)^2)`` (seed 001 eq. 4.1) of a joint, 0 without one."""
+    """Stribeck's term ``delta exp(-(rate_k / rate_s)^2)`` (Marklund et al. (2025) eq. 4.1) of a joint, 0 without one."""
     if j.stribeck is None:
         return 0.0
     delta, rate_s = (jnp.asarray(resolve(x, p), dtype=float) for x in j.stribeck)
@@ -37,7 +37,7 @@ def contact_normal_b(gap: jnp.ndarray, Cv: jnp.ndarray, gamma: jnp.ndarray, h: A
     ``b = max(gap / h, min(spook, 0))`` with Spook's stabilization ``spook = 4/h gamma gap - gamma C v_k``
     (2.21), gap [m] and C v_k [m/s]:
 
-    - open gap (``gap > 0``): ``b = gap / h``, seed 002's discrete rule
+    - open gap (``gap > 0``): ``b = gap / h``, Berard and Trinkle's (2008) discrete rule
       ``0 <= h lam_n  perp  psi_n(q_{k+1}) >= 0`` linearized, ``gap + h C v_{k+1} >= 0``: no
       impulse while the step ends with the gap still open, whatever tau and h. Spook's value
       would limit the approach speed to about gap / tau there, pushing at a distance.
@@ -45,7 +45,7 @@ def contact_normal_b(gap: jnp.ndarray, Cv: jnp.ndarray, gamma: jnp.ndarray, h: A
       clipped to ``[gap / h, 0]``: never above 0, so that an approach cannot go on (after the
       step that closes a gap the body still moves at the closing speed, and Spook's
       -gamma C v_k would let a fraction gamma of it through: the impact that Spook leaves to
-      a separate impulse step, seed 000 after 2.21), and never below seed 002's one-step removal
+      a separate impulse step, Marklund et al. (2025) after 2.21), and never below Berard and Trinkle's (2008) one-step removal
       ``gap / h``. For a resting contact (C v_k = 0, tau >= 0.75 h) neither clip is active.
 
     b is continuous in (gap, C v_k) (both sides are 0 at gap = 0) and piecewise linear; ``maximum``

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # annotations only: the model imports this module
 
 
 class State(NamedTuple):
-    """State x = (q, v) of nb bodies (seed 000 eq. 2.1-2.2).
+    """State x = (q, v) of nb bodies (Marklund et al. (2025) eq. 2.1-2.2).
 
     r: (nb, 3) CoM positions [m]; e: (nb, 4) unit quaternions body->world;
     v: (nb, 3) CoM velocities in the world [m/s]; w: (nb, 3) angular velocities

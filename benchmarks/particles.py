@@ -2,21 +2,21 @@
 
 Run from the repository root::
 
-    python benchmarks/seed002_particles.py                 # the single particle at the seed's noise levels
-    python benchmarks/seed002_particles.py --particles 3   # also 3 particles, each its own mu, in one graph
-    python benchmarks/seed002_particles.py --weight 1e2    # the state error weight w (default 1e-5)
-    python benchmarks/seed002_particles.py --restart-weight 1e3   # then again from a free simulation
-    python benchmarks/seed002_particles.py --start-mu 0.3         # start elsewhere than the seed's mu = 1
-    python benchmarks/seed002_particles.py --truth-lambda 1e-12   # the solve from the truth at less damping
-    python benchmarks/seed002_particles.py --restart-weight 1e3 --draws 50   # (c) over 50 noise draws
-    python benchmarks/seed002_particles.py --restart-weight 1e3 --draws 50 --restart-search 10   # multi-start
-    python benchmarks/seed002_particles.py --restart-weight 1e3 --draws 50 --backtracking 0      # the plain LM
+    python benchmarks/particles.py                 # the single particle at the paper's noise levels
+    python benchmarks/particles.py --particles 3   # also 3 particles, each its own mu, in one graph
+    python benchmarks/particles.py --weight 1e2    # the state error weight w (default 1e-5)
+    python benchmarks/particles.py --restart-weight 1e3   # then again from a free simulation
+    python benchmarks/particles.py --start-mu 0.3         # start elsewhere than the paper's mu = 1
+    python benchmarks/particles.py --truth-lambda 1e-12   # the solve from the truth at less damping
+    python benchmarks/particles.py --restart-weight 1e3 --draws 50   # (c) over 50 noise draws
+    python benchmarks/particles.py --restart-weight 1e3 --draws 50 --restart-search 10   # multi-start
+    python benchmarks/particles.py --restart-weight 1e3 --draws 50 --backtracking 0      # the plain LM
 
 (a) Seed 002's particle (``mbfg.models.particle``: m = 1, q0 = (0, 3), push (5, -9.81 m), mu = 0.2,
 h = 0.05 s, N = 100 steps) is simulated, uniform noise in [-eps, eps] is added to x and z, and mu
-is identified with the joint estimator (:func:`mbfg.calibration.calibrate`) from the seed's
+is identified with the joint estimator (:func:`mbfg.calibration.calibrate`) from the paper's
 initial guess mu = 1 (``--start-mu``: another; with the particles, every mu). Printed: mu, its
-error, our LM iterations (with a restart: the first solve's + the restarted one's), beside the seed's
+error, our LM iterations (with a restart: the first solve's + the restarted one's), beside the paper's
 KNITRO figures;
 and, as the reference for what the estimator can reach on that noise, the same least squares solved
 from the truth (the simulated states and mu = 0.2; at the restart weight when one is given): its
@@ -33,12 +33,12 @@ is 8; 0 is the plain LM).
 
 (b) Several particles (random x0 in [-10, 10] m, z0 in [0, 5] m, mu in (0, 0.5], noise in
 [-0.005, 0.005] m, as in the seed), each on its own contact with its own mu, identified together
-in one graph; printed: the RMS mu error and the iterations beside the seed's.
+in one graph; printed: the RMS mu error and the iterations beside the paper's.
 
 (c) With ``--draws M``, the single particle again at every noise level over M independent noise draws
 (seeds 1 .. M; (a) is draw 1 alone, and its five rows are one draw scaled by eps): the RMS and median of
 |mu - 0.2| of the calibration and of the least-squares minimum (the solve from the truth), the median of the
-standard deviation the calibration reports for mu, the median and largest LM iterations, and the fraction of draws whose calibration is as close to 0.2 as the seed's one
+standard deviation the calibration reports for mu, the median and largest LM iterations, and the fraction of draws whose calibration is as close to 0.2 as the paper's one
 figure (its "0.2" read as 0.2 +- 5e-7, half its last printed digit). The spread over draws is what the
 noise allows an estimator on these readings; the seed reports one draw. Last, the draws whose calibration
 ended more than 0.02 from 0.2 (in another local minimum), how many of those the result itself flags (not
@@ -93,7 +93,7 @@ def _draws(model: RigidModel, args: argparse.Namespace) -> None:
     print(f"\n(c) single particle over {args.draws} noise draws (seeds 1 .. {args.draws}); |error| = |mu - 0.2|")
     print(f"{'noise eps':>9} {'RMS |error|':>11} {'median':>9} {'LS minimum: RMS':>15} {'median':>9} "
           f"{'median std':>10} {'LM it median / max':>18} {'conv':>5} {'as close as the seed':>20} {'off by > 0.02 (flagged)':>23} "
-          f"{'their sigma_y / noise':>21}   seed 002 |error|")
+          f"{'their sigma_y / noise':>21}   Berard and Trinkle (2008) |error|")
     for eps, (smu, _) in SEED_SINGLE.items():
         seed_error = max(abs(smu - 0.2), 5e-7)
         errors, minimum, stds, iterations, converged, off, flagged = [], [], [], [], 0, 0, 0
@@ -131,7 +131,7 @@ def main() -> None:
     parser.add_argument("--restart-weight", type=float, default=None,
                         help="restart the calibration at this w from a free simulation of its result")
     parser.add_argument("--start-mu", type=float, default=1.0,
-                        help="initial guess of every mu (default 1, the seed's)")
+                        help="initial guess of every mu (default 1, the paper's)")
     parser.add_argument("--restart-search", type=int, default=0,
                         help="with --restart-weight: restarts from this many box samples' simulations too")
     parser.add_argument("--backtracking", type=int, default=None,
@@ -147,7 +147,7 @@ def main() -> None:
     print(f"(a) single particle, mu = 0.2, start mu = {args.start_mu:g}; the solve from the truth from LM damping "
           f"{args.truth_lambda:g}")
     print(f"{'noise eps':>9} {'mu':>10} {'|error|':>9} {'LM it':>6} {'conv':>5} {'wall s':>7}   "
-          f"{'from the truth: mu, |error|, it':>31}   seed 002 (KNITRO): mu, iterations")
+          f"{'from the truth: mu, |error|, it':>31}   Berard and Trinkle (2008) (KNITRO): mu, iterations")
     for eps, (smu, sit) in SEED_SINGLE.items():
         log, truth = _noisy_log(model, eps, 1)
         start = time.perf_counter()
@@ -184,7 +184,7 @@ def main() -> None:
         serr, sit = SEED_MULTI.get(n, (float("nan"), "-"))
         print(f"(b) {n} particles: mu true {np.round(truth, 4)}, found {np.round(found, 4)}; RMS error {rms:.2e}, "
               f"LM iterations {r.iterations} (converged {r.converged}), {wall:.1f} s; from the truth: RMS error "
-              f"{best_rms:.2e} in {best_it} iterations; seed 002: RMS {serr}, {sit} iterations", flush=True)
+              f"{best_rms:.2e} in {best_it} iterations; Berard and Trinkle (2008): RMS {serr}, {sit} iterations", flush=True)
 
 
 if __name__ == "__main__":
