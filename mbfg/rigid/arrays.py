@@ -152,6 +152,8 @@ class ModelArrays:
     contact_origin: np.ndarray
     #: position functions in layout order: index into the concatenation [joint groups..., contacts]
     position_order: np.ndarray
+    #: whether position_order is the identity (the concatenation is in layout order already)
+    positions_in_order: bool
     mass: ParamTable  # (6 nb,): the diagonal of M, per body [m, m, m, Jx, Jy, Jz]
     #: the equality rows' parameters: "eps", "tau" (holonomic rows), "c" (viscous rows), "J", "K" (motor rows)
     row_parameters: ParamBundle
@@ -277,6 +279,7 @@ def compile_arrays(model: RigidModel) -> ModelArrays:
         contact_basis=np.array(bases).reshape(-1, 3, 3),
         contact_origin=np.array([c.origin for c in model.contacts], dtype=float).reshape(-1, 3),
         position_order=position_order,
+        positions_in_order=bool(np.array_equal(position_order, np.arange(L.n_pos))),
         mass=done(mass),
         row_parameters=_bundle({"eps": done(tables["hol_eps"]), "tau": done(tables["hol_tau"]),
                                 "c": done(tables["vis_c"]), "J": done(tables["mot_J"]), "K": done(tables["mot_K"])}),

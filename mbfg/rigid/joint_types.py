@@ -18,7 +18,6 @@ of asking ``isinstance``: a new joint type is one class below and its entry in :
 
 from __future__ import annotations
 
-import functools
 from typing import Any, ClassVar
 
 import numpy as np
@@ -95,10 +94,11 @@ class JointType:
         """Whether the joint has one coordinate (an angle [rad] or a displacement [m])."""
         return self.coordinate is not None or self.angle is not None
 
-    @functools.cached_property
-    def _selection(self) -> np.ndarray:
+    def __init__(self) -> None:
+        # Built at registration, not on first use: a model's pickled bytes (the fingerprint of its programs on
+        # disk) must not depend on whether a position was evaluated before.
         extra = [self.coordinate] if self.coordinate is not None else list(self.angle or ())
-        return _matrix(self.rows + extra)
+        self._selection = _matrix(self.rows + extra)
 
     def positions(self, o_a: jnp.ndarray, R_a: jnp.ndarray, o_b: jnp.ndarray, R_b: jnp.ndarray) -> jnp.ndarray:
         """(n, n_rows + axial): the rows g, then the coordinate, of n joints from their frames' origins
