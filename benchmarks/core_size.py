@@ -4,6 +4,7 @@ Run from anywhere::
 
     python benchmarks/core_size.py                       # chains of 1, 2, 4, 7, 12 links
     python benchmarks/core_size.py --links 1,12 --out /tmp/size.json
+    python benchmarks/core_size.py --links 1,7 --simulate 1 --out /tmp/sim.json   # and simulate's speed
 
 For URDF chains of n hinged links (written by this script: revolute joints about y, 0.3 m apart,
 a viscous ``<dynamics damping>`` and a torque motor on every joint), the traced program of
@@ -32,6 +33,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 os.environ["MBFG_CACHE_DIR"] = "off"  # before mbfg imports JAX: compile times from scratch
 os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
@@ -68,7 +71,7 @@ def count_equations(jaxpr) -> int:
     return total
 
 
-def measure(n: int) -> dict:
+def measure(n: int, simulate_s: float = 0.0) -> dict:
     """The figures of one chain (run in its own process: see :func:`main`)."""
     from mbfg import residuals
     from mbfg._jax import jax, jnp
@@ -96,8 +99,17 @@ def measure(n: int) -> dict:
     compiled = lowered.compile()
     compile_s = time.perf_counter() - start
     jax.block_until_ready(compiled(x0, x1, p))
-    return {"links": n, "equations": equations, "residual_equations": residual_equations,
-            "trace_s": trace_s, "compile_s": compile_s, "parameters": len(p)}
+    figures = {"links": n, "equations": equations, "residual_equations": residual_equations,
+               "trace_s": trace_s, "compile_s": compile_s, "parameters": len(p)}
+    if simulate_s:
+        from mbfg.spook import simulate
+
+        steps = int(round(simulate_s / h))
+        controls = np.full((steps, n), 0.2)
+        first = simulate(model, simulate_s, h, initial=x0, controls=controls)  # compiles the chunk
+        warm = min(simulate(model, simulate_s, h, initial=x0, controls=controls).wall_s for _ in range(3))
+        figures.update(simulate_first_s=first.wall_s, simulate_us_per_step=1e6 * warm / steps)
+    return figures
 
 
 def main() -> None:
@@ -106,23 +118,29 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "core_size.json"),
                         help="JSON file for the figures")
     parser.add_argument("--label", default="", help="a label stored with the figures (e.g. the commit)")
+    parser.add_argument("--simulate", type=float, default=0.0, metavar="T",
+                        help="also time mbfg.spook.simulate of T seconds at h = 1 ms: its first call (trace and "
+                             "compile) and its best warm time per step of 3 calls")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: measure one chain, print JSON
     args = parser.parse_args()
     if args.one is not None:
-        print(json.dumps(measure(args.one)))
+        print(json.dumps(measure(args.one, args.simulate)))
         return
     sizes = [int(s) for s in args.links.split(",")]
     print(f"# core_size: {platform.node()}, python {platform.python_version()}, "
           f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     rows = []
     for n in sizes:
-        out = subprocess.run([sys.executable, __file__, "--one", str(n)], check=True, capture_output=True, text=True)
+        command = [sys.executable, __file__, "--one", str(n), "--simulate", str(args.simulate)]
+        out = subprocess.run(command, check=True, capture_output=True, text=True)
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
     base = rows[0]["equations"]
-    print(f"{'links':>5} {'equations':>10} {'/ first':>8} {'residual eq.':>13} {'trace s':>8} {'compile s':>10}")
+    sim = " simulate first s  us/step" if args.simulate else ""
+    print(f"{'links':>5} {'equations':>10} {'/ first':>8} {'residual eq.':>13} {'trace s':>8} {'compile s':>10}{sim}")
     for r in rows:
+        sim = f" {r['simulate_first_s']:>16.2f} {r['simulate_us_per_step']:>8.1f}" if args.simulate else ""
         print(f"{r['links']:>5} {r['equations']:>10} {r['equations'] / base:>8.2f} {r['residual_equations']:>13} "
-              f"{r['trace_s']:>8.2f} {r['compile_s']:>10.2f}")
+              f"{r['trace_s']:>8.2f} {r['compile_s']:>10.2f}{sim}")
     print(f"# load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"label": args.label, "measure": "jax.jacfwd(residuals.impulse, "

@@ -35,6 +35,9 @@ def take(x: Array, index: np.ndarray) -> jnp.ndarray:
     """``x[index]`` along the first axis for a constant index array (NumPy ints, in bounds): one gather, without
     the normalization of negative indices that ``x[index]`` traces (five equations per use)."""
     x = jnp.asarray(x)
+    index = np.asarray(index, dtype=np.int64).reshape(-1)
+    if len(index) and np.array_equal(index, np.arange(index[0], index[0] + len(index))):
+        return x[int(index[0]) : int(index[0]) + len(index)]  # a run of rows: a slice, which XLA fuses
     dims = jax.lax.GatherDimensionNumbers(offset_dims=tuple(range(1, x.ndim)), collapsed_slice_dims=(0,),
                                       start_index_map=(0,))
     return jax.lax.gather(x, np.asarray(index, dtype=np.int32).reshape(-1, 1), dims, (1, *x.shape[1:]),

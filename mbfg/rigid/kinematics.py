@@ -56,9 +56,9 @@ def positions_from_geometry(X: ModelArrays, r: Array, R: Array, geometry: Mappin
         values.append(jnp.concatenate([gap[:, None], tangential], axis=1).reshape(-1))
     if not values:
         return jnp.zeros(0)
-    values = jnp.concatenate(values) if len(values) > 1 else values[0]
+    stacked = jnp.concatenate(values) if len(values) > 1 else values[0]
     # one joint type and no contacts (a chain of hinges): the values are in layout order already
-    return values if X.positions_in_order else take(values, X.position_order)
+    return stacked if X.positions_in_order else take(stacked, X.position_order)
 
 
 def frame_poses(X: ModelArrays, r: Array, R: Array, geometry: Mapping[str, jnp.ndarray]) -> tuple[jnp.ndarray, ...]:
