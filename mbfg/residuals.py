@@ -78,7 +78,7 @@ def impulse(model: RigidModel, x0: State, x1: State, u: jnp.ndarray, p: Mapping[
     M = model.mass_diagonal(p)
     v0, v1 = x0.velocity(), x1.velocity()
     _, _, constraint_impulse = multipliers(model, x0, v1, u, p, h, lcp)
-    rest = constraint_impulse + h * model.forces(x0, p)
+    rest = constraint_impulse + h * model.forces(x0, p, M)
     dp_u = M * (v1 - v0) - rest
     dp_q = M * (configuration_difference(x1, x0) / h - v0) - rest
     return jnp.concatenate([dp_u, dp_q])

@@ -14,7 +14,7 @@ One step from x_k = (q_k, v_k) with control u_k:
 Everything is pure JAX: :func:`step` is differentiable in the state, the
 control and the parameters; derivatives through the LCP use the implicit rule
 of seed 001 App. D.1 (in :mod:`mbfg.lcp`). :func:`simulate` runs steps with
-``lax.scan``, compiled once per model and step count.
+``lax.scan``, compiled once per model and chunk of steps (any duration reuses it).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def step(
     M = model.mass_diagonal(p)
     Minv = 1.0 / M
     vel = state.velocity()
-    p_k = -(M * vel + h * model.forces(state, p))
+    p_k = -(M * vel + h * model.forces(state, p, M))
     rows = model.rows(state, u, p, h)
     A, B = rows.A, rows.B
     nA, nB = A.shape[0], B.shape[0]
@@ -272,7 +272,9 @@ def simulate(
         parameters: parameter values by name, replacing the model's for the names given (the others keep
             the model's values): ``{"J": 0.002}``.
         quiet: no progress lines on stderr.
-        chunk: steps per compiled scan (progress is reported between chunks).
+        chunk: steps per compiled scan (progress is reported between chunks). A simulation of any duration
+            runs whole chunks (the last padded, its extra steps dropped), so it reuses the program compiled
+            for this model and chunk; a chunk much longer than the simulation costs those padded steps.
 
     Raises:
         ModelError: an argument of the wrong type or shape, a bad time-step or duration, controls that are not
@@ -325,7 +327,9 @@ def simulate(
     model.check_state(x0)
     p = model.parameters.arrays_with(parameters, "parameters")  # the names given replace the model's values
     model.check_configuration(x0, p)
-    chunk = max(1, min(int(chunk), n))
+    # Every call runs whole chunks of ``chunk`` steps, the last one padded with zero controls (its extra steps
+    # are dropped): one compiled program per model and chunk, whatever the duration.
+    chunk = int(chunk)
     n_chunks = -(-n // chunk)
     padded = np.zeros((n_chunks * chunk, nu))
     padded[:n] = controls

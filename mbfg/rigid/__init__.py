@@ -36,7 +36,9 @@ of the Spook system (2.18 and 2.24) for the stepper in :mod:`mbfg.spook`.
 The package keeps one concept per module: :mod:`~mbfg.rigid.model` (:class:`RigidModel`),
 :mod:`~mbfg.rigid.state` (:class:`State`, placing bodies from joint coordinates),
 :mod:`~mbfg.rigid.layout` (:class:`Rows` and which rows each part owns), :mod:`~mbfg.rigid.kinematics`
-(position functions, :func:`hinge_angle`), :mod:`~mbfg.rigid.rows` (the Spook rows of a step),
+(position functions, :func:`hinge_angle`), :mod:`~mbfg.rigid.joint_types` (one class per joint type: its rows,
+coordinate and compliances), :mod:`~mbfg.rigid.arrays` (the model compiled into index arrays, so that all
+joints of a type are one vectorized expression), :mod:`~mbfg.rigid.rows` (the Spook rows of a step),
 :mod:`~mbfg.rigid.friction` (friction and contact rows) and :mod:`~mbfg.rigid.validate` (the model's
 checks). Every name that ``mbfg.rigid`` had as one module is importable from here.
 """

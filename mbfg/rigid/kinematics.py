@@ -10,9 +10,11 @@ import numpy as np
 
 from mbfg._jax import Array, jnp
 from mbfg.errors import ModelError
-from mbfg.parts import WORLD, Ball, Frame, Hinge, Prismatic, resolve, resolve3
+from mbfg.parts import WORLD, Frame, Hinge, Prismatic, resolve3
+from mbfg.rigid.arrays import take
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
+    from mbfg.rigid.arrays import ModelArrays
     from mbfg.rigid.model import RigidModel
 
 
@@ -31,28 +33,59 @@ def position_functions(model: RigidModel, r: Array, R: Array, p: Mapping[str, An
     Per joint its constraint rows g (F.1 for a hinge), then a hinge's angle or a slider's displacement;
     per contact the gap and the contact point's position along two tangents.
     The rows' Jacobians are the derivatives of these along ``q boxplus delta``.
+
+    All joints of a type are evaluated at once from the model's index arrays (:mod:`mbfg.rigid.arrays`),
+    the contacts likewise, and one gather puts the values in layout order: the traced program does not
+    grow with the number of joints.
     """
+    X = model.arrays
+    return positions_from_geometry(X, r, R, X.geometry(X.parameter_vector(p)))
+
+
+def positions_from_geometry(X: ModelArrays, r: Array, R: Array, geometry: Mapping[str, jnp.ndarray]) -> jnp.ndarray:
+    """:func:`position_functions` given the model's arrays and their geometry (``X.geometry`` of the parameter
+    vector, :mod:`mbfg.rigid.arrays`)."""
+    values = joint_positions(X, r, R, geometry)
+    if len(X.contact_body):
+        i = X.contact_body
+        s = geometry["contact_point"].reshape(-1, 3)
+        point = take(r, i) + jnp.einsum("nij,nj->ni", take(R, i), s)
+        gap = jnp.einsum("ni,ni->n", X.contact_basis[:, 0], point - X.contact_origin) - geometry["contact_radius"]
+        # the tangents' components of the point itself (not of point - origin), as the rows have them
+        tangential = jnp.einsum("nki,ni->nk", X.contact_basis[:, 1:], point)
+        values.append(jnp.concatenate([gap[:, None], tangential], axis=1).reshape(-1))
+    if not values:
+        return jnp.zeros(0)
+    stacked = jnp.concatenate(values) if len(values) > 1 else values[0]
+    # one joint type and no contacts (a chain of hinges): the values are in layout order already
+    return stacked if X.positions_in_order else take(stacked, X.position_order)
+
+
+def frame_poses(X: ModelArrays, r: Array, R: Array, geometry: Mapping[str, jnp.ndarray]) -> tuple[jnp.ndarray, ...]:
+    """(o_a, R_a, o_b, R_b) of every joint's frames, stacked by joint type (:mod:`mbfg.rigid.arrays`): origins
+    (nj, 3) [m], orientations R_world_frame (nj, 3, 3). The world is body nb (origin, identity)."""
+    r_ext = jnp.concatenate([r, np.zeros((1, 3))])
+    R_ext = jnp.concatenate([R, np.eye(3)[None]])
+
+    def pose(bodies: np.ndarray, position: jnp.ndarray, rot: np.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+        s = position.reshape(-1, 3)
+        R_body = take(R_ext, bodies)
+        return take(r_ext, bodies) + jnp.einsum("nij,nj->ni", R_body, s), jnp.einsum("nij,njk->nik", R_body, rot)
+
+    return (*pose(X.body_a, geometry["pos_a"], X.rot_a), *pose(X.body_b, geometry["pos_b"], X.rot_b))
+
+
+def joint_positions(X: ModelArrays, r: Array, R: Array, geometry: Mapping[str, jnp.ndarray]) -> list[jnp.ndarray]:
+    """Each joint type's position functions (rows, then coordinate), flattened per type: a list of arrays."""
+    if not len(X.body_a):
+        return []
+    o_a, R_a, o_b, R_b = frame_poses(X, r, R, geometry)
     out = []
-    for j in model.joints:
-        o_a, R_a = frame_pose(model.body_index, j.a, r, R, p)
-        o_b, R_b = frame_pose(model.body_index, j.b, r, R, p)
-        if isinstance(j, Hinge):
-            z_a = R_a[:, 2]
-            out += [o_b - o_a, jnp.stack([z_a @ R_b[:, 0], z_a @ R_b[:, 1]]), hinge_angle(R_a, R_b)[None]]
-        elif isinstance(j, Ball):
-            out.append(o_b - o_a)
-        elif isinstance(j, Prismatic):
-            d_a = R_a.T @ (o_b - o_a)  # b's origin in frame a: on a's z axis when (x, y) = 0
-            out += [d_a[:2], _alignment_rows(R_a, R_b), d_a[2:]]
-        else:
-            out += [o_b - o_a, _alignment_rows(R_a, R_b)]
-    for c in model.contacts:
-        i = model.body_index[c.body]
-        point = r[i] + R[i] @ resolve3(c.point, p)
-        n, t1, t2 = _plane_basis(c.normal)
-        gap = n @ (point - jnp.asarray(c.origin)) - resolve(c.radius, p)
-        out.append(jnp.stack([gap, t1 @ point, t2 @ point]))
-    return jnp.concatenate(out) if out else jnp.zeros(0)
+    for group in X.groups:  # one expression per joint type (a fixed, small number), never per joint
+        k = group.slot
+        if k.stop > k.start:
+            out.append(group.kind.positions(o_a[k], R_a[k], o_b[k], R_b[k]).reshape(-1))
+    return out
 
 
 def _joints_by_name(model: RigidModel) -> dict[str, Any]:

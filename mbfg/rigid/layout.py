@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from mbfg import complementarity
 from mbfg._jax import jnp
-from mbfg.parts import Ball, Contact, Hinge, Joint, Lock, Prismatic
+from mbfg.parts import Axial, Contact, Joint
+from mbfg.rigid.joint_types import joint_type
 
 
 class Rows(NamedTuple):
@@ -54,13 +55,15 @@ def make_layout(joints: Sequence[Joint], contacts: Sequence[Contact]) -> _Layout
     groups: list[complementarity.Group] = []
     n_pos = n_A = n_B = 0
     for j in joints:
-        n_g = {Hinge: 5, Prismatic: 5, Ball: 3, Lock: 6}[type(j)]
+        kind = joint_type(j)
+        n_g = kind.n_rows
         pos = slice(n_pos, n_pos + n_g)
         n_pos += n_g
-        if not isinstance(j, (Hinge, Prismatic)):
+        if not kind.axial:
             blocks.append(("holonomic", j, pos, n_A))
             n_A += n_g
             continue
+        j = cast(Axial, j)  # an axial joint type: a hinge or a slider
         coordinate = n_pos  # the angle or displacement follows the joint's rows
         n_pos += 1
         if j.dry is not None:

@@ -24,6 +24,7 @@ from mbfg.errors import ModelError
 from mbfg.parameters import Parameter, ParameterSet
 from mbfg.parts import AppliedForce, Axial, Body, Contact, Frame, Hinge, Joint, Prismatic, resolve, resolve3
 from mbfg.rigid import kinematics
+from mbfg.rigid.arrays import compile_arrays, take
 from mbfg.rigid.layout import Rows, _Layout, make_layout
 from mbfg.rigid.rows import assemble_rows, joint_compliance
 from mbfg.rigid.state import State, state_from_coordinates
@@ -93,6 +94,7 @@ class RigidModel:
         for obs in self.observations:
             self._observation_fn(obs)  # raises ModelError on an unknown name
         self.layout = self._make_layout()
+        self.arrays = compile_arrays(self)
 
     # -- structure -------------------------------------------------------------------
     @property
@@ -157,15 +159,13 @@ class RigidModel:
 
     def mass_diagonal(self, p: Mapping[str, Any]) -> jnp.ndarray:
         """Diagonal of M (6 nb,): per body [m, m, m, Jx, Jy, Jz]."""
-        rows = []
-        for b in self.bodies:
-            m = jnp.asarray(resolve(b.mass, p), dtype=float)
-            rows.append(jnp.concatenate([jnp.stack([m, m, m]), resolve3(b.inertia, p)]))
-        return jnp.concatenate(rows)
+        return self.arrays.mass(self.arrays.parameter_vector(p))
 
-    def forces(self, state: State, p: Mapping[str, Any]) -> jnp.ndarray:
-        """Applied forces f + f_g (6 nb,): gravity on each CoM [N], gyroscopic -omega x J omega [N m] (body frame)."""
-        M = self.mass_diagonal(p).reshape(-1, 6)
+    def forces(self, state: State, p: Mapping[str, Any], mass: jnp.ndarray | None = None) -> jnp.ndarray:
+        """Applied forces f + f_g (6 nb,): gravity on each CoM [N], gyroscopic -omega x J omega [N m] (body frame).
+
+        ``mass``: :meth:`mass_diagonal` of ``p`` when the caller has it."""
+        M = (self.mass_diagonal(p) if mass is None else mass).reshape(-1, 6)
         f_lin = M[:, :3] * self.gravity(p)
         for f in self.applied:
             f_lin = f_lin.at[self.body_index[f.body]].add(resolve3(f.force, p))
@@ -185,7 +185,8 @@ class RigidModel:
         """
         return kinematics.position_functions(self, r, R, p)
 
-    def _lifted_positions(self, state: State, p: Mapping[str, Any]) -> Callable[[jnp.ndarray], jnp.ndarray]:
+    def _lifted_positions(self, state: State, p: Mapping[str, Any], vector: jnp.ndarray | None = None
+                          ) -> Callable[[jnp.ndarray], jnp.ndarray]:
         """delta (6 nb,) -> the position functions along ``q boxplus delta`` (n_pos,), for derivatives at 0.
 
         The rotation follows the tangent line ``R (I + [psi]x)`` of ``R Exp(psi)`` (lie.rot3_tangent_line):
@@ -193,12 +194,14 @@ class RigidModel:
         the exponential's trigonometry and small-angle branches in every derivative pass.
         """
         R_world_body = self.rotations(state)
+        vector = self.arrays.parameter_vector(p) if vector is None else vector
+        geometry = self.arrays.geometry(vector)  # once, not in every derivative pass of lifted
 
         def lifted(delta: jnp.ndarray) -> jnp.ndarray:
             delta = delta.reshape(-1, 6)
             r = state.r + delta[:, :3]
             R = jax.vmap(lie.rot3_tangent_line)(R_world_body, delta[:, 3:])
-            return self.position_functions(r, R, p)
+            return kinematics.positions_from_geometry(self.arrays, r, R, geometry)
 
         return lifted
 
@@ -220,8 +223,10 @@ class RigidModel:
         ``A v_{k+1} + Sigma_A lam_A + a = 0``; ``B v_{k+1} + Sigma_B lam_B + b = w_B >= 0``,
         ``lam_B >= 0``, ``lam_B . w_B = 0``. Multipliers are impulses [N s, N m s].
         """
-        f_pos, J_pos = self.position_jacobian(state, p)
-        return self._assemble_rows(f_pos, J_pos, J_pos @ state.velocity(), u, p, h)
+        vector = self.arrays.parameter_vector(p)
+        lifted = self._lifted_positions(state, p, vector)
+        f_pos, J_pos = lifted(jnp.zeros(6 * self.nb)), jax.jacfwd(lifted)(jnp.zeros(6 * self.nb))
+        return assemble_rows(self, f_pos, J_pos, J_pos @ state.velocity(), u, p, h, vector=vector)
 
     def position_rows(
         self, state: State, u: jnp.ndarray, p: Mapping[str, Any], h: float | jnp.ndarray
@@ -235,14 +240,16 @@ class RigidModel:
         differentiates at the cost of first derivatives of the position functions; through
         the explicit J_pos of :meth:`rows` it needs all their second derivatives.
         """
-        lifted = self._lifted_positions(state, p)
+        vector = self.arrays.parameter_vector(p)
+        lifted = self._lifted_positions(state, p, vector)
         zeros = jnp.zeros(6 * self.nb)
         f_pos, pullback = jax.vjp(lifted, zeros)
 
         def J(v: jnp.ndarray) -> jnp.ndarray:
             return jax.jvp(lifted, (zeros,), (v,))[1]
 
-        rows_f = self._assemble_rows(f_pos, jnp.eye(f_pos.shape[0]), J(state.velocity()), u, p, h, dense=False)
+        rows_f = assemble_rows(self, f_pos, jnp.eye(f_pos.shape[0]), J(state.velocity()), u, p, h, dense=False,
+                               vector=vector)
         return rows_f, J, lambda y: pullback(y)[0]
 
     def _assemble_rows(self, f_pos: jnp.ndarray, J_pos: jnp.ndarray, Jv: jnp.ndarray, u: jnp.ndarray,
@@ -273,8 +280,9 @@ class RigidModel:
     def observe(self, state: State, p: Mapping[str, Any]) -> jnp.ndarray:
         """Observation function h(x; chi) (n_obs,): hinge angles in (-pi, pi] [rad], slider displacements and
         CoM coordinates [m]."""
-        R = self.rotations(state)
-        return jnp.stack([self._observation_fn(name)(state.r, R, p) for name in self.observations])
+        # The joints' coordinates are among the position functions (all joints at once, one gather after).
+        f_pos = self.position_functions(state.r, self.rotations(state), p)
+        return take(jnp.concatenate([f_pos, jnp.reshape(state.r, -1)]), self.arrays.observation_index)
 
     def energy(self, state: State, p: Mapping[str, Any]) -> jnp.ndarray:
         """Kinetic + gravitational + constraint (0.5 g^T eps^-1 g) + motor-shaft energy [J]."""

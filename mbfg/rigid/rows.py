@@ -10,63 +10,43 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from mbfg import complementarity
 from mbfg._jax import jnp
-from mbfg.parts import ROTATIONAL_FRICTION_DISTANCE, Ball, Hinge, Joint, Prismatic, resolve
+from mbfg.parts import ROTATIONAL_FRICTION_DISTANCE, Joint, resolve
+from mbfg.rigid.arrays import take
 from mbfg.rigid.friction import _coulomb, _friction_data, _friction_rows, _stribeck, contact_normal_b
+from mbfg.rigid.joint_types import joint_type
 from mbfg.rigid.layout import Rows
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
+    from mbfg.rigid.arrays import ModelArrays
     from mbfg.rigid.model import RigidModel
 
 
 def assemble_rows(model: RigidModel, f_pos: jnp.ndarray, J_pos: jnp.ndarray, Jv: jnp.ndarray, u: jnp.ndarray,
-                  p: Mapping[str, Any], h: float | jnp.ndarray, dense: bool = True) -> Rows:
+                  p: Mapping[str, Any], h: float | jnp.ndarray, dense: bool = True,
+                  vector: jnp.ndarray | None = None) -> Rows:
     """The rows from the position functions f_pos (n_pos,), their Jacobian J_pos (n_pos, n) and
     J_pos v_k (n_pos,); A and B are built only by copying signed rows of J_pos. ``dense``: build
-    the (nB, nB) Sigma_B too (the stepper's LCP); else only its per-group entries."""
+    the (nB, nB) Sigma_B too (the stepper's LCP); else only its per-group entries. ``vector``: the
+    model's parameter vector of ``p`` (:meth:`ModelArrays.parameter_vector`) when the caller has it."""
     L = model.layout
+    X = model.arrays
     nv = J_pos.shape[1]
-    A = jnp.zeros((L.n_A, nv))
-    Sigma_A, Sigma_A_inv, a = jnp.zeros(L.n_A), jnp.zeros(L.n_A), jnp.zeros(L.n_A)
+    vector = X.parameter_vector(p) if vector is None else vector
+    A, Sigma_A, Sigma_A_inv, a = equality_rows(X, f_pos, J_pos, Jv, u, vector, h)
     B = jnp.zeros((L.n_B, nv))
     Sigma_B, b = (jnp.zeros((L.n_B, L.n_B)) if dense else None), jnp.zeros(L.n_B)
     friction: list[complementarity.GroupData] = []
-    controls = {name: u[i] for i, name in enumerate(model.controls)}
 
+    # The complementarity rows (dry friction, Coulomb bounds, contacts) are still built part by part.
     for block in L.blocks:
         kind = block[0]
-        if kind == "holonomic":
-            _, j, pos, i0 = block
-            g, G = f_pos[pos], J_pos[pos]
-            eps, tau = joint_compliance(j, p)
-            gamma = 1.0 / (1.0 + 4.0 * tau / h)  # (2.9)
-            rows = slice(i0, i0 + g.shape[0])
-            A = A.at[rows].set(G)
-            Sigma_A = Sigma_A.at[rows].set(4.0 / h**2 * eps * gamma)  # (2.10)
-            Sigma_A_inv = Sigma_A_inv.at[rows].set(h**2 / (4.0 * eps * gamma))
-            a = a.at[rows].set(4.0 / h * gamma * g - gamma * Jv[pos])  # (2.8), (2.11)
-        elif kind == "viscous":
-            # F.2: Sigma lam + G_bar v_{k+1} = 0 gives the drag impulse lam = -h c omega_{k+1}
-            # when Sigma = 1/(h c); c = 0 means no drag (floored to keep Sigma finite).
-            _, j, coordinate, i = block
-            c = jnp.asarray(resolve(j.viscous, p), dtype=float)
-            A = A.at[i].set(J_pos[coordinate])
-            Sigma_A = Sigma_A.at[i].set(1.0 / (h * jnp.maximum(c, 1e-12)))
-            Sigma_A_inv = Sigma_A_inv.at[i].set(h * c)
-        elif kind == "motor":
-            # F.3: a shaft of inertia J_s driven by gain*u: J_s (w_{k+1} - w_k) = h gain u - lam, with
-            # w = G_bar v, i.e. Sigma lam + G_bar v_{k+1} = G_bar v_k + h gain u / J_s, Sigma = 1/J_s.
-            # On a slider the same with the force gain * u and the reflected inertia J_s [kg].
-            _, j, coordinate, i = block
-            Js = jnp.asarray(resolve(j.motor.shaft_inertia, p), dtype=float)
-            gain = jnp.asarray(resolve(j.motor.gain, p), dtype=float)
-            G_bar = J_pos[coordinate]
-            A = A.at[i].set(G_bar)
-            Sigma_A = Sigma_A.at[i].set(1.0 / Js)
-            Sigma_A_inv = Sigma_A_inv.at[i].set(Js)
-            a = a.at[i].set(-(Jv[coordinate] + h * gain * controls[j.motor.control] / Js))
-        elif kind == "dry_joint":
+        if kind in ("holonomic", "viscous", "motor"):
+            continue
+        if kind == "dry_joint":
             _, j, pos, coordinate, i0 = block
             g, G = f_pos[pos], J_pos[pos]
             eps, tau = joint_compliance(j, p)
@@ -80,7 +60,7 @@ def assemble_rows(model: RigidModel, f_pos: jnp.ndarray, J_pos: jnp.ndarray, Jv:
             G_bar = J_pos[coordinate]
             mu_r = jnp.asarray(resolve(j.dry, p), dtype=float) + _stribeck(j, Jv[coordinate], p)
             # Translational rows first: 3 on a hinge, 2 on a slider; the rest are rotational.
-            n_lin = 3 if isinstance(j, Hinge) else 2
+            n_lin = joint_type(j).n_lin
             U = jnp.concatenate([jnp.full(n_lin, mu_r), jnp.full(n_g - n_lin, mu_r / ROTATIONAL_FRICTION_DISTANCE)])
             data = _friction_data(sigma_N, jnp.tile(U, 2), 1, resolve(j.friction_compliance, p))
             B, Sigma_B = _friction_rows(B, Sigma_B, i0 + 2 * n_g, jnp.stack([G_bar, -G_bar]), normals, data)
@@ -111,14 +91,39 @@ def assemble_rows(model: RigidModel, f_pos: jnp.ndarray, J_pos: jnp.ndarray, Jv:
     return Rows(A, Sigma_A, Sigma_A_inv, a, B, Sigma_B, b, tuple(friction))
 
 
+def equality_rows(X: ModelArrays, f_pos: jnp.ndarray, J_pos: jnp.ndarray, Jv: jnp.ndarray, u: jnp.ndarray,
+                  vector: jnp.ndarray, h: float | jnp.ndarray) -> tuple[jnp.ndarray, ...]:
+    """(A (nA, n), Sigma_A, Sigma_A_inv, a (nA,)): the equality rows, each kind (holonomic, viscous drag, motor)
+    in one vectorized expression over the model's index arrays, put in layout order by one gather.
+
+    ``vector`` is the model's parameter vector (:meth:`ModelArrays.parameter_vector`)."""
+    hol, vis, mot = X.holonomic, X.viscous, X.motor
+    # Holonomic rows (2.8-2.11): the joint's g with compliance eps and damping tau.
+    param = X.row_parameters(vector)
+    eps, tau = param["eps"], param["tau"]
+    gamma = 1.0 / (1.0 + 4.0 * tau / h)  # (2.9)
+    hol_sigma = 4.0 / h**2 * eps * gamma  # (2.10)
+    hol_inv = h**2 / (4.0 * eps * gamma)
+    hol_a = 4.0 / h * gamma * take(f_pos, hol.source) - gamma * take(Jv, hol.source)  # (2.8), (2.11)
+    # F.2: Sigma lam + G_bar v_{k+1} = 0 gives the drag impulse lam = -h c omega_{k+1}
+    # when Sigma = 1/(h c); c = 0 means no drag (floored to keep Sigma finite).
+    c = param["c"]
+    vis_sigma, vis_inv = 1.0 / (h * jnp.maximum(c, 1e-12)), h * c
+    # F.3: a shaft of inertia J_s driven by gain*u: J_s (w_{k+1} - w_k) = h gain u - lam, with
+    # w = G_bar v, i.e. Sigma lam + G_bar v_{k+1} = G_bar v_k + h gain u / J_s, Sigma = 1/J_s.
+    # On a slider the same with the force gain * u and the reflected inertia J_s [kg].
+    Js, gain = param["J"], param["K"]
+    mot_a = -(take(Jv, mot.source) + h * gain * take(u, mot.control) / Js)
+    order = X.row_order
+    source = np.concatenate([hol.source, vis.source, mot.source])[order]
+    Sigma_A = take(jnp.concatenate([hol_sigma, vis_sigma, 1.0 / Js]), order)
+    Sigma_A_inv = take(jnp.concatenate([hol_inv, vis_inv, Js]), order)
+    a = take(jnp.concatenate([hol_a, jnp.zeros(len(vis.source)), mot_a]), order)
+    return take(J_pos, source), Sigma_A, Sigma_A_inv, a
+
+
 def joint_compliance(j: Joint, p: Mapping[str, Any]) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """Per-row compliance eps and damping tau of a joint's holonomic rows."""
+    """Per-row compliance eps (n_rows,) and damping tau of a joint's holonomic rows."""
     tau = jnp.asarray(resolve(j.tau, p), dtype=float)
-    if isinstance(j, Ball):
-        eps = jnp.full(3, resolve(j.eps, p))
-    else:
-        lin, rot = resolve(j.eps_lin, p), resolve(j.eps_rot, p)
-        n_lin = 2 if isinstance(j, Prismatic) else 3
-        n_rot = 2 if isinstance(j, Hinge) else 3
-        eps = jnp.concatenate([jnp.full(n_lin, lin), jnp.full(n_rot, rot)])
+    eps = jnp.stack([jnp.asarray(resolve(e, p), dtype=float) for e in joint_type(j).compliance(j)])
     return eps, tau
