@@ -1,4 +1,4 @@
-"""Joint state-parameter estimation over a log (seed 000 sections 3.1-3.3, seed 001 sections 3.4-4.5).
+"""Joint state-parameter estimation over a log (Marklund et al. (2025) sections 3.1-3.3, Marklund et al. (2025) sections 3.4-4.5).
 
 The graph over states x_0 .. x_{n-1} at time-step h (a whole multiple of the
 log's sample period) and the free parameters chi:
@@ -17,10 +17,10 @@ Weights (how the state error weight enters): the objective is
 i.e. R = I for the observations and Omega = I / w for the impulse residuals
 (and the initial-state residual) of 3.17: in GTSAM the observation factors
 have unit sigma and the impulse factors sigma 1/sqrt(w). ``cost`` everywhere
-is this objective divided by the number of time-steps (seed 001 section 4.5:
+is this objective divided by the number of time-steps (Marklund et al. (2025) section 4.5:
 "mean squared errors, the squared residuals divided by the number of time-steps").
 
-Initialization (seed 001 section 4.4): each observed channel is low-pass
+Initialization (Marklund et al. (2025) section 4.4): each observed channel is low-pass
 filtered by a second-order Butterworth filter run forward and backward
 (missing readings are interpolated for the filter only), then sampled at the
 state times; configurations are placed through the joints at the filtered
@@ -66,7 +66,7 @@ from mbfg.vectorized import Blocks, VectorizedGraph
 if TYPE_CHECKING:
     from mbfg.spook import Trajectory
 
-#: Default cut-off of the initialization low-pass filter [Hz] (the seed's value is stripped).
+#: Default cut-off of the initialization low-pass filter [Hz] (the paper's value is stripped).
 DEFAULT_CUTOFF_HZ = 20.0
 #: LM iterations of :func:`smooth_initial_states` for a model with dry friction (0: skip that stage).
 SMOOTH_START_ITERATIONS = 3
@@ -240,7 +240,7 @@ def _check_log(model: RigidModel, log: Log) -> None:
 
 
 def filtered_observations(t: np.ndarray, y: np.ndarray, cutoff_hz: float) -> np.ndarray:
-    """Second-order Butterworth low-pass, forward and backward (seed 001 section 4.4), per column.
+    """Second-order Butterworth low-pass, forward and backward (Marklund et al. (2025) section 4.4), per column.
 
     Missing readings (NaN) are linearly interpolated for the filter only. A
     cut-off at or above the Nyquist frequency leaves the signal as it is.
@@ -560,7 +560,7 @@ def estimate_states(model: RigidModel, log: Log, *, h: float | None = None, weig
                     parameters: Mapping[str, Any] | None = None, max_iterations: int = STATE_ESTIMATION_ITERATIONS,
                     quiet: bool = True, cutoff_hz: float = DEFAULT_CUTOFF_HZ,
                     free: Sequence[str] = (), backtracking: int | None = None) -> tuple[JointProblem, LMResult]:
-    """State estimation with every parameter fixed (seed 001 section 4.5's cross-validation).
+    """State estimation with every parameter fixed (Marklund et al. (2025) section 4.5's cross-validation).
 
     ``backtracking``: halvings of a rejected LM step (:func:`solve`); None: :data:`CONTACT_BACKTRACKING` for a
     model with contacts, as :func:`mbfg.calibration.calibrate` takes them, else 0 (the plain LM).

@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 
 #: The LM's initial damping for a solve restarted from a free simulation (the calibration's is
 #: :data:`mbfg.solvers.LAMBDA_INITIAL`, 1e-5). Its states satisfy the dynamics, so the Gauss-Newton model holds
-#: far: from such a start seed 002's particle takes steps with gain ratios of 1, which Marquardt's damping by the
+#: far: from such a start Berard and Trinkle's (2008) particle takes steps with gain ratios of 1, which Marquardt's damping by the
 #: diagonal of J^T J (dominated by the heavily weighted impulse rows) only shortens; each accepted step divides
 #: the damping by ten, so from 1e-5 the steps lengthen only after several iterations. A step that fails still
-#: raises it. ``python benchmarks/seed002_particles.py --restart-weight 1e3`` shows the iterations it saves.
+#: raises it. ``python benchmarks/particles.py --restart-weight 1e3`` shows the iterations it saves.
 RESTART_LAMBDA_INITIAL = 1e-9
 
 
@@ -45,9 +45,9 @@ def restart_from_simulation(problem: JointProblem, solution: LMResult, weight: f
     The model, with the parameters of ``solution``, is simulated with Spook from the estimated initial
     state x_0 of ``solution`` under the log's controls, over the problem's own state times; those states
     and parameters are the new start. Dynamics-consistent states, unlike states that follow the readings,
-    are in no contact or friction mode that the noise chose: with contacts (seed 002's particle, noise of
+    are in no contact or friction mode that the noise chose: with contacts (Berard and Trinkle's (2008) particle, noise of
     5e-2 m and more) a solve at a large w started from the readings stops in such modes (a local minimum),
-    and restarted this way it reaches the minimum it reaches from the truth (``benchmarks/seed002_particles.py
+    and restarted this way it reaches the minimum it reaches from the truth (``benchmarks/particles.py
     --restart-weight 1e3``). A free simulation drifts from a long or chaotic log, so this is a start for short
     recordings with contacts, not a general one: on a smooth 1 s pendulum log, a first solve at w = 1e2 (J
     biased by a few percent) restarted at 1e6 starts from a drifted trajectory, and the LM stops there after
@@ -73,9 +73,9 @@ def restarts_from_simulations(problem: JointProblem, solution: LMResult, weight:
     closest first. The caller solves each and keeps the lowest cost.
 
     A multi-start for contacts at large noise: where the first solve's parameters put a contact in the wrong
-    mode (seed 002's particle at 5e-1 m of noise: a first mu above the push over m g, where the free
+    mode (Berard and Trinkle's (2008) particle at 5e-1 m of noise: a first mu above the push over m g, where the free
     simulation sticks and mu has no gradient), the restart from them ends in that mode, and one from a
-    sampled mu that slides does not (``python benchmarks/seed002_particles.py --restart-weight 1e3 --draws 50
+    sampled mu that slides does not (``python benchmarks/particles.py --restart-weight 1e3 --draws 50
     --restart-search 10``).
     """
     first = _parameters(problem, solution)
@@ -159,7 +159,7 @@ def stiffen(problem: JointProblem, solution: LMResult, model: RigidModel, *,
     from the states and parameters of ``solution``, a solve of ``problem`` with softer joints.
 
     Stiff joints (eps_lin of 1e-8 m/N and less) remove the compliance bias, but a solve started from the
-    readings' states does not converge there (seed 001, abstract: "very stiff constraints may cause
+    readings' states does not converge there (Marklund et al. (2025), abstract: "very stiff constraints may cause
     difficulties in solving the optimization problem"; section 4.9): the constraint forces of those states are
     far from any consistent with the dynamics, and the LM follows a narrow curved valley. The solution with
     joints 100 times softer has states whose constraint forces the stiff joints nearly share; from them the

@@ -5,10 +5,10 @@
 Levenberg-Marquardt, and returns a :class:`CalibrationResult`: the parameters
 with linearized standard deviations, the per-step cost, flags for parameters
 the data does not excite, a simulation of the identified model against the
-log (seed 001 Figure 5), and the cross-validation score on another log
+log (Marklund et al. (2025) Figure 5), and the cross-validation score on another log
 (section 4.5). Results convert to a pandas DataFrame and to JSON.
 
-Standard deviations (seed 001 section 3.7): the noise variances of the
+Standard deviations (Marklund et al. (2025) section 3.7): the noise variances of the
 observations and of the impulses are estimated from the residuals at the
 solution (3.22-3.23, ``sum r^2 / (N - 1)``); with those as the weights, the
 parameter covariance is the parameter block of the inverse of J^T W J at the
@@ -72,7 +72,7 @@ class ParameterEstimate:
 
     @property
     def excited(self) -> bool:
-        """False when the data cannot tell the value from zero: std > |value| (seed 001 section 4.6)."""
+        """False when the data cannot tell the value from zero: std > |value| (Marklund et al. (2025) section 4.6)."""
         return bool(np.isfinite(self.std) and self.std <= abs(self.value))
 
     @property
@@ -283,7 +283,7 @@ class CalibrationResult:
         return "\n".join(lines)
 
     def simulate(self, log: Log | None = None) -> tuple[Trajectory, dict[str, float]]:
-        """Simulate the identified model from the estimated x_0 with the log's controls (seed 001 Figure 5).
+        """Simulate the identified model from the estimated x_0 with the log's controls (Marklund et al. (2025) Figure 5).
 
         Returns (trajectory, rmse) where rmse maps each observation to the RMS of
         (simulated - logged) over the logged readings at the state times.
@@ -388,10 +388,10 @@ def calibrate(
         backtracking: halve a rejected LM step up to this many times along its direction before raising the
             damping, in every solve of the calibration (:func:`~mbfg.solvers.bounded_levenberg_marquardt`; 0:
             the plain LM). Default: :data:`~mbfg.graphs.joint.CONTACT_BACKTRACKING` for a model with contacts,
-            whose impulse residuals steepen a hundredfold where a contact engages, 0 for others. On seed 002's
+            whose impulse residuals steepen a hundredfold where a contact engages, 0 for others. On Berard and Trinkle's (2008)
             particle over 50 noise draws it takes median 15 and 27 iterations at 5e-3 and 5e-2 m of noise
             instead of 36 and 44, and leaves 3 draws of 50 in another minimum at 5e-1 instead of 13 (``python
-            benchmarks/seed002_particles.py --restart-weight 1e3 --draws 50 --backtracking 8`` against
+            benchmarks/particles.py --restart-weight 1e3 --draws 50 --backtracking 8`` against
             ``--backtracking 0``). Not the default without contacts: on the two real rigs' recordings (``python
             benchmarks/real_rigs.py --backtracking 8``) it reaches lower costs but is still creeping down after 30
             iterations, where the plain LM stops on its tolerance (QUBE) or creeps as well (DFKI).
@@ -492,7 +492,7 @@ def discretization_bias(
 ) -> dict[str, dict[str, float]]:
     """The error of calibrated values that comes from the discrete model, not from the noise.
 
-    Spook is first order in the time-step h (seed 000), and the joints are compliant (a constraint
+    Spook is first order in the time-step h (Marklund et al. (2025)), and the joints are compliant (a constraint
     row with compliance eps deflects by eps times its force), so an estimate carries a bias
     ``c_h h + c_eps eps`` that no amount of data removes; the standard deviation does not show it.
     Both parts are estimated to first order by calibrating again from the identified model:

@@ -1,8 +1,8 @@
-"""Ready-made rigid-body models (seed 001 sections 4.2-4.3, seed 002) and a builder for hinged trees.
+"""Ready-made rigid-body models (Marklund et al. (2025) sections 4.2-4.3, Berard and Trinkle (2008)) and a builder for hinged trees.
 
 World frame: z up, gravity ``R_tilt (0, 0, -g)``. Angles are 0 with the
-pendulums hanging straight down. The papers' numerical tables (seed 001
-Tables 1 and 5) are stripped from the seed text, so the default values here
+pendulums hanging straight down. The papers' numerical tables (Marklund et al. (2025)
+Tables 1 and 5) are stripped from our copy of the paper, so the default values here
 are ours: a small laboratory rig of the same kind (PendCon-like pendulum,
 QUBE-like Furuta pendulum), each documented with its unit and bounds. The
 parameter *names* follow the papers' roles:
@@ -51,7 +51,7 @@ from mbfg.trees import _plus as _plus
 
 
 def pendulum(friction: str = "viscous") -> RigidModel:
-    """The pendulum of seed 001 section 4.2: one body on a frictional hinge offset from its CoM.
+    """The pendulum of Marklund et al. (2025) section 4.2: one body on a frictional hinge offset from its CoM.
 
     The hinge axis is the world y axis through the origin; ``theta`` is the
     rotation about it (0 hanging down, CoM at (0, 0, -d)).
@@ -93,7 +93,7 @@ def pendulum(friction: str = "viscous") -> RigidModel:
         [Body("pendulum", "m", ("J_x", "J", "J_z"))],
         [hinge],
         parameters=ParameterSet(params),
-        description=f"seed 001 sec. 4.2 pendulum, hinge offset d from the CoM, {friction} friction",
+        description=f"Marklund et al. (2025) sec. 4.2 pendulum, hinge offset d from the CoM, {friction} friction",
     )
 
 
@@ -101,7 +101,7 @@ def pendulum(friction: str = "viscous") -> RigidModel:
 
 
 def furuta(dry: bool = True) -> RigidModel:
-    """The Furuta pendulum of seed 001 section 4.3.
+    """The Furuta pendulum of Marklund et al. (2025) section 4.3.
 
     Hinge ``theta`` (1): world origin, axis world z, motor with gain ``K`` on
     control ``u`` [V] and shaft inertia ``J_s``. Arm A: CoM at ``r_A`` along
@@ -153,7 +153,7 @@ def furuta(dry: bool = True) -> RigidModel:
         [hinge1, hinge2],
         parameters=ParameterSet(params),
         tilt="tilt",
-        description="seed 001 sec. 4.3 Furuta pendulum: motor-driven arm, free pendulum, tilt"
+        description="Marklund et al. (2025) sec. 4.3 Furuta pendulum: motor-driven arm, free pendulum, tilt"
         + ("" if dry else ", viscous friction only"),
     )
 
@@ -250,14 +250,14 @@ def particle() -> RigidModel:
         applied=[AppliedForce("particle", ("F_x", 0.0, 0.0))],
         parameters=params,
         observations=["particle.x", "particle.z"],
-        description="seed 002: particle falling onto the ground and sliding with Coulomb friction",
+        description="Berard and Trinkle (2008): particle falling onto the ground and sliding with Coulomb friction",
     )
 
 
 def particles(n: int, seed: int = 0) -> RigidModel:
     """Seed 002's "multiple particles": n particles (m = 1 kg, push ``F_x`` = 5 N along x), released from rest
     at random x0 in [-10, 10] m, z0 in [0, 5] m, each on the ground z = 0 with its own friction coefficient
-    ``mu_i``, random in (0, 0.5] (the seed's ranges), drawn from ``numpy.random.default_rng(seed)``.
+    ``mu_i``, random in (0, 0.5] (the paper's ranges), drawn from ``numpy.random.default_rng(seed)``.
     Observations: ``p<i>.x``, ``p<i>.z`` [m] for each particle.
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
@@ -278,7 +278,7 @@ def particles(n: int, seed: int = 0) -> RigidModel:
         applied.append(AppliedForce(name, ("F_x", 0.0, 0.0)))
     return RigidModel(f"particles-{n}", bodies, contacts=contacts, parameters=ParameterSet(params), applied=applied,
                       observations=[f"p{i}.{ax}" for i in range(n) for ax in "xz"],
-                      description="seed 002: several particles, each on the ground with its own friction coefficient")
+                      description="Berard and Trinkle (2008): several particles, each on the ground with its own friction coefficient")
 
 
 # --------------------------------------------------------------------------- linear stage

@@ -1,4 +1,4 @@
-"""Residuals of joint state-parameter estimation for rigid-body models (seed 000 sections 2.6-3.3).
+"""Residuals of joint state-parameter estimation for rigid-body models (Marklund et al. (2025) sections 2.6-3.3).
 
 Pure JAX, no GTSAM: the factors in :mod:`mbfg.factors` wrap these. A state
 x_k = (q_k, v_k) is a :class:`~mbfg.rigid.State`; ``p`` the parameter values.

@@ -1,4 +1,4 @@
-"""The Spook stepper (seed 000 sections 2.3-2.5) for :class:`~mbfg.rigid.RigidModel`.
+"""The Spook stepper (Marklund et al. (2025) sections 2.3-2.5) for :class:`~mbfg.rigid.RigidModel`.
 
 One step from x_k = (q_k, v_k) with control u_k:
 
@@ -13,7 +13,7 @@ One step from x_k = (q_k, v_k) with control u_k:
 
 Everything is pure JAX: :func:`step` is differentiable in the state, the
 control and the parameters; derivatives through the LCP use the implicit rule
-of seed 001 App. D.1 (in :mod:`mbfg.lcp`). :func:`simulate` runs steps with
+of Marklund et al. (2025) App. D.1 (in :mod:`mbfg.lcp`). :func:`simulate` runs steps with
 ``lax.scan``, compiled once per model and chunk of steps (any duration reuses it).
 """
 

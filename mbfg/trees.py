@@ -28,7 +28,7 @@ AXIS_FRAMES: dict[str, np.ndarray] = {
 INF = np.inf
 
 #: Default hinge compliance (eps_lin [m/N], eps_rot [rad/(N m)]) and damping tau [s]. Soft on
-#: purpose: estimation breaks down for stiff constraints (seed 001 sections 4.9, 5); pass
+#: purpose: estimation breaks down for stiff constraints (Marklund et al. (2025) sections 4.9, 5); pass
 #: STIFF values with ``model.with_parameters`` for simulations that should approach rigid joints.
 SOFT = (1e-5, 1e-3, 2e-3)
 #: Joint compliance rigid at the time-step's scale (eps_lin [m/N], eps_rot [rad/(N m)], tau [s]): a joint row is a

@@ -1,8 +1,8 @@
-"""Joint state-parameter estimation (seed 000 sections 2.6-3.3, seed 001 sections 3.4-4.7, seed 002).
+"""Joint state-parameter estimation (Marklund et al. (2025) sections 2.6-3.3, Marklund et al. (2025) sections 3.4-4.7, Berard and Trinkle (2008)).
 
 Synthetic logs come from the Spook simulator with known parameters; the
 estimates are checked against those, within their linearized standard
-deviations (seed 001 section 3.7).
+deviations (Marklund et al. (2025) section 3.7).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def test_initial_state_residual_eqs_3_14_3_15_is_zero_on_the_constraint_manifold
     assert np.abs(np.asarray(residuals.initial_state(model, bad, p, 1e-3))).max() > 1e-6
 
 
-# ----------------------------------------------------------------- initialization (seed 001 section 4.4)
+# ----------------------------------------------------------------- initialization (Marklund et al. (2025) section 4.4)
 
 
 def test_butterworth_filtfilt_initialization_has_no_lag_and_bridges_missing_readings() -> None:
@@ -308,7 +308,7 @@ def test_unknown_free_parameter_and_bad_weight_are_named(pendulum_log) -> None:
         build_joint_problem(model, log, weight=-1.0)
 
 
-# ----------------------------------------------------------------- seed 002: the particle's friction coefficient
+# ----------------------------------------------------------------- Berard and Trinkle (2008): the particle's friction coefficient
 
 #: Seed 002's table (KNITRO, MPEC): uniform observation noise in [-eps, eps] -> (mu found, iterations).
 SEED_002 = {5e-5: (0.2, 301), 5e-4: (0.2, 443), 5e-3: (0.2, 19), 5e-2: (0.200022, 149), 5e-1: (0.199873, 96)}
@@ -324,8 +324,8 @@ def _seed_002_log(eps: float, draw: int) -> Log:
 
 def _seed_002_calibration(eps: float, covariance: bool = False, draw: int = 1, restart_search: int = 0,
                           backtracking: int | None = None):
-    """mu of seed 002's particle (N = 100 steps of h = 0.05 s, as in the seed) from x, z with uniform noise in
-    [-eps, eps] [m] (noise draw ``draw``), started at the seed's mu = 1: a first solve at w = 1e-5, restarted at
+    """mu of Berard and Trinkle's (2008) particle (N = 100 steps of h = 0.05 s, as in the seed) from x, z with uniform noise in
+    [-eps, eps] [m] (noise draw ``draw``), started at the paper's mu = 1: a first solve at w = 1e-5, restarted at
     w = 1e3; ``backtracking``: calibrate's (None: its default for a model with contacts, 8)."""
     model = particle()
     return calibrate(model.with_parameters({"mu": 1.0}), _seed_002_log(eps, draw), free=["mu"], weight=1e-5,
@@ -334,14 +334,14 @@ def _seed_002_calibration(eps: float, covariance: bool = False, draw: int = 1, r
 
 
 def test_particle_friction_coefficient_seed_002_is_recovered_at_every_noise_level() -> None:
-    """mu = 0.2 from positions with uniform noise in [-eps, eps], starting from mu = 1 (seed 002's initial guess).
+    """mu = 0.2 from positions with uniform noise in [-eps, eps], starting from mu = 1 (Berard and Trinkle's (2008) initial guess).
 
     The log comes from the same soft-contact model (1e-4 m/N) that estimates. A first solve at w = 1e-5
     lets the positions (unit sigma, in metres) hold the states; it is restarted at w = 1e3 from a free
     simulation of its result (``restart_weight``), whose states are in no contact mode the noise chose.
     Without the restart mu is 0.191 at 5e-2 and 0.389 at 5e-1; solved at w = 1e3 from the readings
     alone it stops at 0.223 and 0.253. The error of least squares grows in proportion to the noise (from
-    the true states and mu the minimum of this log is 0.2 + 7.7e-3 eps, ``benchmarks/seed002_particles.py
+    the true states and mu the minimum of this log is 0.2 + 7.7e-3 eps, ``benchmarks/particles.py
     --weight 1e3``), so the bound is proportional to eps.
     """
     rows = []
@@ -351,7 +351,7 @@ def test_particle_friction_coefficient_seed_002_is_recovered_at_every_noise_leve
         rows.append((eps, mu, abs(mu - 0.2), result.iterations, seed_mu, seed_iters))
         assert result.converged, rows[-1]
         assert abs(mu - 0.2) < max(0.02 * eps, 1e-5), rows[-1]
-    print("\nnoise eps   mu (mbfg)   |error|    LM iterations   seed 002: mu, KNITRO iterations")
+    print("\nnoise eps   mu (mbfg)   |error|    LM iterations   Berard and Trinkle (2008): mu, KNITRO iterations")
     for eps, mu, err, it, smu, sit in rows:
         print(f"{eps:8.0e}  {mu:.7f}  {err:9.2e}  {it:6d}           {smu}, {sit}")
 
@@ -362,7 +362,7 @@ def test_seed_002_mu_std_section_3_7_is_the_exact_marginal_despite_the_particles
     once the states are projected out of the re-weighted system, computed here densely (SVD); and the estimate
     lies within three of it. Without the gauge damping (mbfg.covariance, with GAUGE_DAMPING = 0) GTSAM's QR
     loses part of that information at random: 3.3e-6 here where 2.8e-6 is exact. (The std grows in proportion
-    to the noise, as the spread of the estimate over noise draws does: ``benchmarks/seed002_particles.py
+    to the noise, as the spread of the estimate over noise draws does: ``benchmarks/particles.py
     --draws 50``.)"""
     result = _seed_002_calibration(5e-4, covariance=True)
     problem, values = result.problem, result.solution
@@ -438,7 +438,7 @@ def test_a_restart_search_needs_a_restart_and_finite_bounds(pendulum_log) -> Non
 
 def test_a_solve_restarted_from_a_free_simulation_starts_at_the_smaller_damping_and_needs_fewer_steps() -> None:
     """The restarted solve starts at RESTART_LAMBDA_INITIAL, not the calibration's LAMBDA_INITIAL: from its
-    dynamics-consistent states (seed 002's particle, noise 5e-4 m) the undamped steps hold, and the same
+    dynamics-consistent states (Berard and Trinkle's (2008) particle, noise 5e-4 m) the undamped steps hold, and the same
     restarted problem solved from the larger damping takes more iterations to the same mu."""
     result = _seed_002_calibration(5e-4)
     first = result.problem.restarted_from

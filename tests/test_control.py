@@ -1,4 +1,4 @@
-"""Control (seed 004): the implicit-Euler step with activations, its gradients, the control graphs, ``mbfg control``.
+"""Control (the control note): the implicit-Euler step with activations, its gradients, the control graphs, ``mbfg control``.
 
 Independent checks: the step against the Spook stepper (:func:`mbfg.spook.step`, another
 elimination of the same equations); the direct and adjoint gradients against JAX's derivative of
@@ -36,7 +36,7 @@ def _state(model, rng: np.random.Generator) -> State:
 @pytest.mark.parametrize("name", ["furuta-viscous", "double-pendulum-torque"])
 def test_seed_004_step_is_the_spook_step_and_its_gradients_match_jax_and_finite_differences(name):
     # One compiled function per model checks both (the compilation is most of the cost):
-    # - the step in the seed's Schur form equals the Spook step (states, multipliers) and zeroes the
+    # - the step in the note's Schur form equals the Spook step (states, multipliers) and zeroes the
     #   step factor's residual (Q = 0, R_q = 0);
     # - dL/da by the direct and the adjoint method equals JAX's derivative of the Spook step and
     #   central differences (L is quadratic in a at a fixed state: exact up to round-off), to 1e-8.

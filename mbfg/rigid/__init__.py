@@ -1,4 +1,4 @@
-"""3D rigid bodies in maximal coordinates and their joints (seed 000 section 2; seed 001 App. F).
+"""3D rigid bodies in maximal coordinates and their joints (Marklund et al. (2025) section 2; Marklund et al. (2025) App. F).
 
 Each body has a configuration ``q = (r, e)`` (CoM position in the world [m],
 unit quaternion body -> world, eq. 2.1) and a velocity ``v = (v, omega)``
@@ -17,7 +17,7 @@ compliance ``eps`` and a damping ``tau`` (2.9-2.11):
   frame ``a`` stays orthogonal to the x and y axes of frame ``b`` (2 rows); the
   joint angle is the rotation of ``b`` about ``a``'s z. Options: viscous drag
   (F.2), a motor with shaft inertia driven by a control (F.3), and dry friction
-  (F.4) with optional Stribeck curve (seed 001 eq. 4.1).
+  (F.4) with optional Stribeck curve (Marklund et al. (2025) eq. 4.1).
 - :class:`Prismatic` (slider): b's origin stays on a's z axis (2 rows) and b's orientation
   stays a's (3 rows); the coordinate is the displacement along a's z. The hinge's options
   carried over to the axis: viscous drag, a motor with reflected inertia, dry friction.
@@ -25,7 +25,7 @@ compliance ``eps`` and a damping ``tau`` (2.9-2.11):
   group of (2.24) without normal rows whose bound row carries ``b = h F_c``.
 - :class:`Ball` (3 rows), :class:`Lock` (6 rows).
 - :class:`Contact`: a point on a body above a plane, ``c(q) >= 0`` with Coulomb
-  friction (2.21, 2.24); no impulse while the gap stays open over the step (seed 002's
+  friction (2.21, 2.24); no impulse while the gap stays open over the step (Berard and Trinkle's (2008)
   discrete contact rule, :func:`contact_normal_b`).
 
 The parts are defined in :mod:`mbfg.parts`. Everything numeric in a model may be a number or

@@ -1,5 +1,5 @@
 """The rigid-body model: :class:`RigidModel`, a system's parts and parameters with the functions of them
-that the stepper, the residuals and the estimators evaluate (seed 000 section 2; seed 001 App. F).
+that the stepper, the residuals and the estimators evaluate (Marklund et al. (2025) section 2; Marklund et al. (2025) App. F).
 
 The package docstring (:mod:`mbfg.rigid`) states the variables and the parts. This module holds the
 model's structure, dynamics (mass, forces, energy), observations and read-outs; the pieces it delegates to
@@ -46,7 +46,7 @@ class RigidModel:
         parameters: every parameter the parts name, plus ``g`` (gravity [m/s^2])
             and, optionally, a rotation parameter named by ``tilt``.
         tilt: name of the rotation parameter R_tilt; gravity is
-            ``R_tilt @ (0, 0, -g)`` (seed 001 section 4.6). None: no tilt.
+            ``R_tilt @ (0, 0, -g)`` (Marklund et al. (2025) section 4.6). None: no tilt.
         observations: observed quantities, in log column order: a hinge name
             (its angle [rad]) or ``"body.x"``, ``"body.y"``, ``"body.z"`` (CoM position [m]).
         description: one line for ``mbfg models``.
@@ -54,7 +54,7 @@ class RigidModel:
             sweeps use unless told otherwise (:data:`DEFAULT_WEIGHT` unless the model says).
             It says how far the rig this model describes follows its Spook steps against its
             readings: a model of a real rig with unmodelled effects calibrates best at a smaller w
-            (seed 001 section 5: with too large a w the problem becomes infeasible).
+            (Marklund et al. (2025) section 5: with too large a w the problem becomes infeasible).
 
     Raises:
         ModelError: a non-positive mass or inertia, a part naming an unknown body

@@ -1,4 +1,4 @@
-"""The rows of a rigid model's Spook system at one step (seed 000 eqs. 2.8-2.11, 2.17-2.19, 2.24-2.25).
+"""The rows of a rigid model's Spook system at one step (Marklund et al. (2025) eqs. 2.8-2.11, 2.17-2.19, 2.24-2.25).
 
 :func:`assemble_rows` turns the position functions, their Jacobian and J v_k into A, Sigma_A, a
 (joints' holonomic rows, viscous drag F.2, motors F.3) and B, Sigma_B, b (dry joints F.4, Coulomb
