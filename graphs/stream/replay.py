@@ -69,7 +69,8 @@ class _Replay(_StreamHost):
             smoothed[est.k] = est
         ks = sorted(filtered)
         if not ks:
-            raise DataError(f"{log.source}: no complete sample to start the stream from")
+            raise DataError(f"{log.source}: the stream estimated no state from the log's {len(log.t)} sample(s) "
+                            f"({self.status.summary()}); it starts at the first sample with every reading")
 
         def pick(src: dict[int, Estimate], attr: str) -> np.ndarray:
             return np.stack([getattr(src[k], attr) if k in src else np.full(len(self.model.observations), np.nan)
