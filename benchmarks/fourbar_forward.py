@@ -72,7 +72,7 @@ G = 9.8  # [m/s^2], Blanco-Claraco et al. (2021) section 7.1
 DT = 1e-3  # [s]
 POINT_COORDINATES = ("x1", "y1", "x2", "y2")
 
-#: Seed 003 Table 1: Nw -> (DC RMSE, IC RMSE) [m], against MSC Adams.
+#: Blanco-Claraco et al. (2021) Table 1: Nw -> (DC RMSE, IC RMSE) [m], against MSC Adams.
 SEED_TABLE_1 = {
     2: (0.002361, 0.023834),
     3: (0.002356, 0.019645),
@@ -104,7 +104,7 @@ def q_rmse(result: mbfg.graphs.ForwardResult, g: float) -> float:
 
 def table_1(mech: mbfg.PlanarMechanism, duration: float, windows: list[int], smoother: str) -> None:
     """Print the RMSE of DC and IC simulations for each window, beside the paper's."""
-    print(f"== 1. Seed 003 Table 1: RMSE of q (x1, y1, x2, y2) [m], {duration:g} s from rest, "
+    print(f"== 1. Blanco-Claraco et al. (2021) Table 1: RMSE of q (x1, y1, x2, y2) [m], {duration:g} s from rest, "
           f"dt = {DT * 1e3:g} ms, g = {G}, smoother = {smoother}")
     print("   ours: against the minimal-coordinate reference (tests/references.py, DOP853, rtol 1e-10);")
     print("   seed: against MSC Adams (its own discretization and solver errors are in the paper's figures).")

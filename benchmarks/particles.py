@@ -1,4 +1,4 @@
-"""Seed 002 reproduced: friction coefficients identified from noisy positions of falling, sliding particles.
+"""Berard and Trinkle (2008) reproduced: friction coefficients identified from noisy positions of falling, sliding particles.
 
 Run from the repository root::
 
@@ -12,7 +12,7 @@ Run from the repository root::
     python benchmarks/particles.py --restart-weight 1e3 --draws 50 --restart-search 10   # multi-start
     python benchmarks/particles.py --restart-weight 1e3 --draws 50 --backtracking 0      # the plain LM
 
-(a) Seed 002's particle (``mbfg.models.particle``: m = 1, q0 = (0, 3), push (5, -9.81 m), mu = 0.2,
+(a) Berard and Trinkle's (2008) particle (``mbfg.models.particle``: m = 1, q0 = (0, 3), push (5, -9.81 m), mu = 0.2,
 h = 0.05 s, N = 100 steps) is simulated, uniform noise in [-eps, eps] is added to x and z, and mu
 is identified with the joint estimator (:func:`mbfg.calibration.calibrate`) from the paper's
 initial guess mu = 1 (``--start-mu``: another; with the particles, every mu). Printed: mu, its
@@ -63,9 +63,9 @@ from mbfg.rigid import RigidModel
 from mbfg.solvers import LAMBDA_INITIAL
 from mbfg.spook import simulate
 
-#: Seed 002, single particle (KNITRO): noise eps [m] -> (mu found, iterations).
+#: Berard and Trinkle (2008), single particle (KNITRO): noise eps [m] -> (mu found, iterations).
 SEED_SINGLE = {5e-5: (0.2, 301), 5e-4: (0.2, 443), 5e-3: (0.2, 19), 5e-2: (0.200022, 149), 5e-1: (0.199873, 96)}
-#: Seed 002, multiple particles (noise 0.005): particles -> (RMS mu error, iterations).
+#: Berard and Trinkle (2008), multiple particles (noise 0.005): particles -> (RMS mu error, iterations).
 SEED_MULTI = {2: (0.0, 334), 3: (0.0, 185), 5: (0.000006, 364), 10: (0.0000072, 281)}
 
 

@@ -359,7 +359,7 @@ class _Encoders:
 
 
 def solve_one_step(model: RigidModel, state: State, h: float, **kwargs: Any) -> ControlResult:
-    """Seed 004's one-step problem: the activations a_0 that bring the next step closest to the targets
+    """The control note's one-step problem: the activations a_0 that bring the next step closest to the targets
     (keyword arguments as :class:`RecedingHorizon`, horizon 1)."""
     return RecedingHorizon(model, h, 1, **kwargs).solve(state)
 

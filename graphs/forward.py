@@ -45,7 +45,7 @@ from mbfg.progress import Progress
 class ForwardNoise:
     """Standard deviations of the forward-dynamics factors.
 
-    Seed 003 Table 2 gives covariances: 1e-2 for the integrators, 1e-4 for the
+    Blanco-Claraco et al. (2021) Table 2 gives covariances: 1e-2 for the integrators, 1e-4 for the
     dynamics, 1e2 for the soft equality and 0 (exact) for priors and
     constraints; these are their square roots, with "exact" as a sigma small
     enough to be exact at float64 without making GTSAM's solve singular.

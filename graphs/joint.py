@@ -578,7 +578,7 @@ def estimate_states(model: RigidModel, log: Log, *, h: float | None = None, weig
 
 def cross_validation(model: RigidModel, log: Log, parameters: Mapping[str, Any], **kwargs: Any
                      ) -> tuple[float, LMResult]:
-    """Seed 001 section 4.5: the cost per time-step of state estimation on ``log`` with ``parameters`` fixed
+    """Marklund et al. (2025) section 4.5: the cost per time-step of state estimation on ``log`` with ``parameters`` fixed
     (``kwargs``: :func:`estimate_states`'s), and that state estimation's solve (its ``converged``: a score of
     an unconverged one is above the minimum's)."""
     problem, result = estimate_states(model, log, parameters=parameters, **kwargs)

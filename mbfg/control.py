@@ -1,6 +1,6 @@
 """Activations that reach a target velocity or a target constraint force (the control note), for rigid-body models.
 
-Seed 004 writes one implicit-Euler step of the constrained dynamics with activations ``a`` and
+The control note writes one implicit-Euler step of the constrained dynamics with activations ``a`` and
 solves it by Newton's method. For our 3D rigid-body models (:mod:`mbfg.rigid`) one Newton
 iteration from ``(qdot^t, lambda = 0)`` with the forces and the constraint Jacobian frozen at
 x_k *is* the Spook step (Marklund et al. (2025) eq. 2.28), so the step here is exactly the one
@@ -117,7 +117,7 @@ def _partition(model: RigidModel) -> _Partition:
 
 
 class StepSystem(NamedTuple):
-    """Seed 004's step system at x_k (see the module docstring); n = 6 nb, m constraint rows, n_a activations.
+    """The control note's step system at x_k (see the module docstring); n = 6 nb, m constraint rows, n_a activations.
 
     H: (n, n) [kg, kg m^2]; G: (m, n); E: (m,) the compliance block; g: (m,) [m/s, rad/s];
     h: (n,) right-hand side at the activations a [N s, N m s]; dh: (n, n_a) = dh/da = -tau A;
@@ -244,7 +244,7 @@ def sensitivities(sys: StepSystem) -> tuple[jnp.ndarray, jnp.ndarray]:
 
 
 class Objective(NamedTuple):
-    """Seed 004's costs: ``1/2 |qdot* - P qdot|^2 + 1/2 |tau lambda* - tau P_lambda lambda|^2``.
+    """The control note's costs: ``1/2 |qdot* - P qdot|^2 + 1/2 |tau lambda* - tau P_lambda lambda|^2``.
 
     P: (k_v, n) velocity projection; qdot_star: (k_v,) target [rad/s, m/s];
     P_lambda: (k_f, m) constraint-row projection; lambda_star: (k_f,) target force [N].

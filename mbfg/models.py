@@ -228,12 +228,12 @@ def qube_servo() -> RigidModel:
 
 
 def particle() -> RigidModel:
-    """Seed 002's "2D particle falling and sliding", in the x-z plane.
+    """Berard and Trinkle's (2008) "2D particle falling and sliding", in the x-z plane.
 
     m = 1 kg, mu = 0.2, released from rest at (x, z) = (0, 3) m under gravity
     with a constant push ``F_x`` = 5 N along x; the ground is the plane z = 0
     with Coulomb friction (contact normal row plus a four-sided friction pyramid).
-    Seed 002 steps it with h = 0.05 s.
+    Berard and Trinkle (2008) steps it with h = 0.05 s.
     """
     params = ParameterSet([
         _p("m", 1.0, "kg", 1e-6, INF, "mass"),
@@ -255,7 +255,7 @@ def particle() -> RigidModel:
 
 
 def particles(n: int, seed: int = 0) -> RigidModel:
-    """Seed 002's "multiple particles": n particles (m = 1 kg, push ``F_x`` = 5 N along x), released from rest
+    """Berard and Trinkle's (2008) "multiple particles": n particles (m = 1 kg, push ``F_x`` = 5 N along x), released from rest
     at random x0 in [-10, 10] m, z0 in [0, 5] m, each on the ground z = 0 with its own friction coefficient
     ``mu_i``, random in (0, 0.5] (the paper's ranges), drawn from ``numpy.random.default_rng(seed)``.
     Observations: ``p<i>.x``, ``p<i>.z`` [m] for each particle.

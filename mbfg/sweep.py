@@ -1,6 +1,6 @@
 """Method-parameter sweeps and cross-validation matrices on Dask (Marklund et al. (2025) sections 4.5-4.7).
 
-Seed 001 leaves three method parameters to the user: the time-step h, the state
+Marklund et al. (2025) leaves three method parameters to the user: the time-step h, the state
 error weight w and the constraint compliance eps. Its Figures 4 and 6 sweep
 them, and its Tables 3 and 4 score every tuned model on every other recording.
 :func:`sweep` runs that grid, h x w x eps x recordings, as independent tasks on
@@ -151,7 +151,7 @@ class SweepResult:
                                 dropna=False)
 
     def plot(self, path: str | os.PathLike[str] | None = None) -> Figure:
-        """Seed 001 Figures 4 and 6 (identified parameters and cost against each swept w, eps and h) and
+        """Marklund et al. (2025) Figures 4 and 6 (identified parameters and cost against each swept w, eps and h) and
         the cross-validation heat map; saved to ``path`` if given. Needs matplotlib (``pip install 'mbfg[plot]'``)."""
         from mbfg.sweep_plot import plot
 

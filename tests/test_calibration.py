@@ -243,7 +243,7 @@ def test_trajectory_to_log_adds_noise_and_quantizes_like_an_encoder() -> None:
     assert exact.u.shape == (len(traj.t), 0) and exact.observations == model.observations
 
 
-# Seed 001 Table 3 (viscous, dry and Stribeck friction compared by cost and cross-validation on a log
+# Marklund et al. (2025) Table 3 (viscous, dry and Stribeck friction compared by cost and cross-validation on a log
 # simulated with Stribeck friction) is checked by notebooks/pendulum_friction.ipynb, which the tests run.
 
 
@@ -310,12 +310,12 @@ def test_unknown_free_parameter_and_bad_weight_are_named(pendulum_log) -> None:
 
 # ----------------------------------------------------------------- Berard and Trinkle (2008): the particle's friction coefficient
 
-#: Seed 002's table (KNITRO, MPEC): uniform observation noise in [-eps, eps] -> (mu found, iterations).
+#: Berard and Trinkle's (2008) table (KNITRO, MPEC): uniform observation noise in [-eps, eps] -> (mu found, iterations).
 SEED_002 = {5e-5: (0.2, 301), 5e-4: (0.2, 443), 5e-3: (0.2, 19), 5e-2: (0.200022, 149), 5e-1: (0.199873, 96)}
 
 
 def _seed_002_log(eps: float, draw: int) -> Log:
-    """Seed 002's particle (mu = 0.2), 5 s at h = 0.05 s, x and z read with uniform noise in [-eps, eps] [m]."""
+    """Berard and Trinkle's (2008) particle (mu = 0.2), 5 s at h = 0.05 s, x and z read with uniform noise in [-eps, eps] [m]."""
     model = particle()
     traj = simulate(model, 5.0, 0.05)
     y = traj.observations + np.random.default_rng(draw).uniform(-eps, eps, traj.observations.shape)
@@ -469,7 +469,7 @@ def test_seed_002_multiple_particles_model_draws_the_seeds_ranges_and_refuses_a_
 
 @pytest.mark.slow
 def test_section_4_7_release_recovery_shadow_parameter_bias_shrinks_with_h() -> None:
-    """Seed 001 section 4.7: J_Az, J_Bx, b_1, b_2 of the viscous Furuta pendulum from a release log.
+    """Marklund et al. (2025) section 4.7: J_Az, J_Bx, b_1, b_2 of the viscous Furuta pendulum from a release log.
 
     The log is a Spook simulation at 0.25 ms (a stand-in for the continuous
     system) with 1e-4 rad noise; the estimates at h = 2 and 1 ms carry the

@@ -1,6 +1,6 @@
 """Unilateral contact (Berard and Trinkle's (2008) discrete rule, Marklund et al. (2025) eq. 2.21): no impulse while the gap stays open.
 
-Seed 002's time-stepping is ``0 <= h lam_n  perp  psi_n(q_{k+1}) >= 0``: the ground pushes only when
+Berard and Trinkle's (2008) time-stepping is ``0 <= h lam_n  perp  psi_n(q_{k+1}) >= 0``: the ground pushes only when
 the step would otherwise end inside it. Checked on Berard and Trinkle's (2008) particle against the closed form of
 free fall, an inelastic impact with Coulomb's law on impulses, then sliding.
 """
@@ -16,7 +16,7 @@ from mbfg.spook import simulate
 
 
 def _closed_form(t: np.ndarray, P: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Seed 002's particle: free fall from z0 = 3 m with the push F_x until t_c = sqrt(2 z0 / g); at
+    """Berard and Trinkle's (2008) particle: free fall from z0 = 3 m with the push F_x until t_c = sqrt(2 z0 / g); at
     impact the normal impulse m v_z removes mu v_z of the tangential velocity; then sliding at
     (F_x - mu m g) / m on z = 0."""
     g, m, mu, F, z0 = P["g"], P["m"], P["mu"], P["F_x"], 3.0

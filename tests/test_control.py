@@ -118,7 +118,7 @@ def test_one_step_solution_equals_the_closed_form_pseudo_inverse():
 
 
 def test_null_variation_a_locked_velocity_does_not_make_the_activation_grow():
-    # Seed 004: "the variation of activation needed to reach a new state will be null if a
+    # The control note: "the variation of activation needed to reach a new state will be null if a
     # constraint prevents to do so". On the Furuta, the arm's vertical velocity is locked by the
     # motor hinge; its variation is of the order of the joints' compliance (the pendulum's
     # reaction bends the compliant hinge): 1000 times stiffer joints, hundreds of times less.

@@ -28,7 +28,7 @@ def fourbar(mbse_dir):
 
 
 def test_table1_dependent_coordinates_window_2_rmse(fourbar):
-    """Seed 003 Table 1, DC FG, Nw = 2: RMSE of q over 5 s at dt = 1 ms is at most 0.0024 m."""
+    """Blanco-Claraco et al. (2021) Table 1, DC FG, Nw = 2: RMSE of q over 5 s at dt = 1 ms is at most 0.0024 m."""
     result = simulate_forward(fourbar, dt=1e-3, duration=5.0, g=G_SEED, window=2)
     rmse = _rmse_against_reference(result)
     print(f"\nDC FG Nw=2: RMSE {rmse:.3e} m (seed: 0.002361 m), {result.wall_s:.1f} s wall")
@@ -38,7 +38,7 @@ def test_table1_dependent_coordinates_window_2_rmse(fourbar):
 
 
 def test_table1_independent_coordinates_window_2_rmse(fourbar):
-    """Seed 003 Table 1, IC FG: RMSE of q over 5 s at dt = 1 ms below 0.017 m.
+    """Blanco-Claraco et al. (2021) Table 1, IC FG: RMSE of q over 5 s at dt = 1 ms below 0.017 m.
 
     The crank passes -90 and -180 degrees, where x1 and y1 in turn stop being
     independent coordinates, so this also exercises the switch of z.

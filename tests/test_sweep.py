@@ -135,7 +135,7 @@ def test_a_rerun_computes_nothing_new(setup, grid) -> None:
 
 
 def test_eps_is_the_global_compliance_of_every_hinge_row_and_a_tilt_comes_back_as_its_rotation() -> None:
-    """Seed 001 section 4.6 sweeps one hinge compliance: eps sets eps_lin and eps_rot (and nothing else)."""
+    """Marklund et al. (2025) section 4.6 sweeps one hinge compliance: eps sets eps_lin and eps_rot (and nothing else)."""
     from scipy.spatial.transform import Rotation
 
     from mbfg.models import furuta

@@ -58,7 +58,7 @@ def test_vectorized_linearization_is_gtsams_linear_system_over_blocks(furuta_pro
 
 
 def test_vectorized_lm_takes_the_iterates_of_the_ordinary_lm_with_a_bound_active(furuta_problem):
-    """Seed 001 eq. 3.18's box: a lower bound on b_1 above its optimum pins it; both paths (damped QR with
+    """Marklund et al. (2025) eq. 3.18's box: a lower bound on b_1 above its optimum pins it; both paths (damped QR with
     stiff rows on the pinned components; Cholesky of the states then the exact small bounded solve) must
     take the same steps and end on the bound."""
     problem = furuta_problem
