@@ -76,8 +76,8 @@ def test_the_iteration_limit_is_not_converged_in_the_result_and_its_json(pendulu
 
 
 def test_calibrate_cli_exits_non_zero_naming_the_factor_type_of_a_non_finite_cost(pendulum_log, tmp_path, capsys):
-    """A start with viscous damping b = 1e300 N m s/rad: the impulse residuals are finite but their squares
-    overflow, so the cost is infinite from the start. The command still writes the JSON, with status "failed"
+    """A start with viscous damping b = 1e11 N m s/rad at the state error weight 1e300: the whitened impulse
+    residuals are finite but their squares overflow, so the cost is infinite from the start. The command still writes the JSON, with status "failed"
     and the impulse factor type named, says FAILED with the reason on stderr, and exits 1."""
     model, log = pendulum_log
     path, params, out = tmp_path / "log.csv", tmp_path / "start.yaml", tmp_path / "out.json"
@@ -85,9 +85,9 @@ def test_calibrate_cli_exits_non_zero_naming_the_factor_type_of_a_non_finite_cos
         fh.write("t," + ",".join(model.observations) + "\n")
         for t, row in zip(log.t, log.y):
             fh.write(f"{float(t)!r}," + ",".join(repr(float(v)) for v in row) + "\n")
-    params.write_text("b: 1.0e+300\n")
-    code = main(["calibrate", "pendulum", str(path), "--free", "J", "--params", str(params), "--json", "--quiet",
-                 "--out", str(out)])
+    params.write_text("b: 1.0e+11\n")
+    code = main(["calibrate", "pendulum", str(path), "--free", "J", "--params", str(params), "--weight", "1e300",
+                 "--json", "--quiet", "--out", str(out)])
     stdout, stderr = capsys.readouterr()
     assert code == 1, (code, stderr)
     doc = json.loads(stdout)

@@ -325,7 +325,7 @@ def test_each_fault_is_handled_counted_and_flagged(model, truth) -> None:
 def test_a_restart_that_fails_at_once_starts_again_without_the_velocity_it_carried(model, truth, monkeypatch) -> None:
     """A failed solve restarts the smoother with its velocity prior on the last estimate. Where that estimate had
     diverged (here: a failure injected at the 100th update, its filtered velocity 1e6 rad/s), the restart fails
-    at once; carried again, it failed at every update for the rest of the stream. The second
+    within its first few states; carried again, it failed at every update for the rest of the stream. The second
     restart starts from the readings alone, and the stream recovers."""
     import dataclasses
 
@@ -345,8 +345,9 @@ def test_a_restart_that_fails_at_once_starts_again_without_the_velocity_it_carri
     est = StreamEstimator(model, lag=LAG, h=H, ppr=PPR, on_warning=lambda m: None)
     flags = [est.push(log.t[i], [log.y[i, 0]]).flags for i in range(len(log.t))]
     failed = [i for i, f in enumerate(flags) if "solver_failure" in f]
-    # the failure, then the restart at the next sample with the velocity carried; the next restart holds
-    assert est.status.solver_failures == 2 and failed[1] == failed[0] + 1, (failed, est.status.summary())
+    # the failure, then the restart with the velocity carried failing within its first resync states; the next
+    # restart, from the readings alone, holds
+    assert est.status.solver_failures == 2 and 0 < failed[1] - failed[0] <= est.resync, (failed, est.status.summary())
     # after the second restart: every later sample taken in, the last on the truth within a few encoder counts
     window = est.window()
     assert est.status.states == len(log.t) - 2 and window[-1].k == len(log.t) - 1

@@ -524,13 +524,15 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
     def _solver_failed(self, t: float, exc: Exception, flags: list[str]) -> StreamStep:
         """Count and report a failed update; the smoother restarts at the next complete sample, its velocity
         prior centred on the last estimate, or, where the failed smoother was such a restart that failed
-        before it added a state, on no velocity (the readings decide, as at the stream's start)."""
+        within its first ``resync`` states, on no velocity (the readings decide, as at the stream's start)."""
         self.status.solver_failures += 1
         self._warn("solver", f"stream: the smoother failed at t = {t:g} s ({type(exc).__name__}: {exc}); "
                    "restarting at the next complete sample")
-        # A restart that fails at once was most likely sent off by the velocity it carried (a diverged
-        # estimate): carried again, it fails at every restart for the rest of the stream.
-        failed_fresh = self._smoother is not None and self._k == self._k_start
+        # A restart that fails within its first ``resync`` states was most likely sent off by the velocity it
+        # carried (a diverged estimate): carried again, it fails at every restart for the rest of the stream.
+        # Not only one that fails before its first state: the chain takes a restart's first states with a
+        # diverged velocity prior, and the failure comes a few states later.
+        failed_fresh = self._smoother is not None and self._k - self._k_start < self.resync
         if failed_fresh:
             self._restart_velocity = None
         elif self._filtered is not None:
