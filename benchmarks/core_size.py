@@ -58,23 +58,11 @@ def chain_urdf(n: int) -> str:
     return f'<robot name="chain{n}">' + "".join(links) + "".join(joints) + "</robot>"
 
 
-def count_equations(jaxpr) -> int:
-    """Equations of a jaxpr, those of the sub-jaxprs its equations hold (pjit, scan, cond ...) included."""
-    total = 0
-    for eqn in jaxpr.eqns:
-        total += 1
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, (list, tuple)) else (value,):
-                inner = getattr(sub, "jaxpr", sub)  # a ClosedJaxpr holds its Jaxpr as .jaxpr
-                if hasattr(inner, "eqns"):
-                    total += count_equations(inner)
-    return total
-
-
 def measure(n: int, simulate_s: float = 0.0) -> dict:
     """The figures of one chain (run in its own process: see :func:`main`)."""
     from mbfg import residuals
     from mbfg._jax import jax, jnp
+    from mbfg._programs import jaxpr_equation_count
     from mbfg.urdf import urdf_from_string
 
     path = f"chain{n}.urdf"
@@ -93,8 +81,8 @@ def measure(n: int, simulate_s: float = 0.0) -> dict:
     start = time.perf_counter()  # the first trace of this function: nothing traced is cached yet
     lowered = jax.jit(jac).lower(x0, x1, p)
     trace_s = time.perf_counter() - start
-    equations = count_equations(jax.make_jaxpr(jac)(x0, x1, p).jaxpr)
-    residual_equations = count_equations(jax.make_jaxpr(residual)(x0, x1, p).jaxpr)
+    equations = jaxpr_equation_count(jax.make_jaxpr(jac)(x0, x1, p).jaxpr)
+    residual_equations = jaxpr_equation_count(jax.make_jaxpr(residual)(x0, x1, p).jaxpr)
     start = time.perf_counter()
     compiled = lowered.compile()
     compile_s = time.perf_counter() - start

@@ -64,6 +64,20 @@ def jaxpr_fingerprint(fn: Callable[..., Any], *args: Any) -> str | None:
     return digest.hexdigest()
 
 
+def jaxpr_equation_count(jaxpr: Any) -> int:
+    """Equations of a jaxpr, those of the jaxprs its equations hold (pjit, custom_jvp, scan, cond ...) included:
+    the size of a traced program (``benchmarks/core_size.py``, ``tests/test_core_arrays.py``)."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += 1
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (list, tuple)) else (value,):
+                inner = getattr(sub, "jaxpr", sub)  # a ClosedJaxpr holds its Jaxpr as .jaxpr
+                if hasattr(inner, "eqns"):
+                    total += jaxpr_equation_count(inner)
+    return total
+
+
 #: Top-level packages whose code a closure may reach for :func:`closure_fingerprint`: mbfg's own
 #: (its source is hashed) and those whose release is part of the key.
 _TRUSTED = ("mbfg", "numpy", "jax", "jaxlib", "builtins", "functools", "collections", "dataclasses", "enum",

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 import gtsam
 import numpy as np
 
+from mbfg import keys
 from mbfg.errors import ModelError
 
 if TYPE_CHECKING:
@@ -126,20 +127,17 @@ class WeightEstimate:
                 f"{len(self.evaluations)} solves")
 
 
-def log_determinant(problem: JointProblem, values: gtsam.Values, damping: np.ndarray | None = None
-                    ) -> tuple[float, np.ndarray]:
-    """log det H of the problem's Gauss-Newton information H = J^T W J at ``values``, and the damping used.
+def log_determinant(problem: JointProblem, values: gtsam.Values) -> float:
+    """log det H of the problem's Gauss-Newton information H = J^T W J at ``values``.
 
-    The whitened linear system over the problem's blocks (states in time order, parameters last) is
-    eliminated by GTSAM (sparse Cholesky, QR where a pivot is lost to round-off); log det H = 2 log |det R|.
-    ``damping``: the per-column damping added as rows (default the square root of :data:`DETERMINANT_DAMPING`
-    times this system's diagonal)."""
+    The whitened linear system over the problem's blocks (states in time order, parameters last), each column
+    damped by :data:`DETERMINANT_DAMPING` of its diagonal, is eliminated by GTSAM (sparse Cholesky, QR where a
+    pivot is lost to round-off); log det H = 2 log |det R|."""
     graph = problem.vectorized
     if graph is None:
         raise ModelError("log_determinant: the problem has no vectorized graph")
     linear, diag = graph.linearize(values)
-    if damping is None:
-        damping = np.sqrt(DETERMINANT_DAMPING * np.maximum(diag, 1e-300))
+    damping = np.sqrt(DETERMINANT_DAMPING * np.maximum(diag, 1e-300))
     damped = gtsam.GaussianFactorGraph()
     damped.push_back(linear)
     for block, size in graph.blocks.size.items():
@@ -151,9 +149,13 @@ def log_determinant(problem: JointProblem, values: gtsam.Values, damping: np.nda
         bayes_net = damped.eliminateSequential(order)
     except RuntimeError:  # a pivot lost to round-off in a stiff system: QR works on J itself
         bayes_net = damped.eliminateSequential(order, gtsam.EliminateQR)
-    # |det R| from the conditionals' diagonals (QR's may be negative, which GTSAM's logDeterminant does not allow).
-    log_det = sum(float(np.sum(np.log(np.abs(np.diag(bayes_net.at(i).R()))))) for i in range(bayes_net.size()))
-    return 2.0 * log_det, damping
+    return 2.0 * _log_abs_det(bayes_net)
+
+
+def _log_abs_det(bayes_net: gtsam.GaussianBayesNet) -> float:
+    """log |det R| of a Bayes net's conditionals, from their diagonals (QR's may be negative, which GTSAM's
+    logDeterminant does not allow)."""
+    return sum(float(np.sum(np.log(np.abs(np.diag(bayes_net.at(i).R()))))) for i in range(bayes_net.size()))
 
 
 def impulse_log_determinant(problem: JointProblem, values: gtsam.Values) -> float:
@@ -167,12 +169,10 @@ def impulse_log_determinant(problem: JointProblem, values: gtsam.Values) -> floa
         if label == "impulse":
             impulses.push_back(problem.graph.at(i))
     linear = impulses.linearize(values)
-    from mbfg import keys
-
     state_keys = [key for k in range(problem.n)
                   for key in [*(keys.X(k, i) for i in range(problem.model.nb)), keys.V(k)]]
     bayes_net, _ = linear.eliminatePartialSequential(gtsam.Ordering(state_keys), gtsam.EliminateQR)
-    return sum(float(np.sum(np.log(np.abs(np.diag(bayes_net.at(i).R()))))) for i in range(bayes_net.size()))
+    return _log_abs_det(bayes_net)
 
 
 def starting_weight(problem: JointProblem) -> float:
@@ -272,7 +272,7 @@ def estimate_weight(
                                          history=lm.history + more.history)
         costs = problem.step_costs(lm.values)
         cost = float(costs["observation"].sum() + costs["impulse"].sum())
-        log_det, _ = log_determinant(problem, lm.values)
+        log_det = log_determinant(problem, lm.values)
         # -n_p log w - 2 log |det J_x| = -2 log |det (sqrt(w) J_x)|, the whitened rows' determinant.
         criterion = dof * math.log(max(cost, 1e-300)) + log_det - 2.0 * impulse_log_determinant(problem, lm.values)
         solved[log10_w] = (problem, lm, WeightEvaluation(w, criterion, cost, log_det, lm.iterations, lm.converged))
