@@ -15,8 +15,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-from mkdocs.exceptions import PluginError
-
 MARKER = "<!-- mbfg-benchmarks -->"
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
@@ -92,6 +90,8 @@ def benchmarks_page() -> str:
             record = json.loads(path.read_text(encoding="utf-8"))
             record_module.check(record, where)
         except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            from mkdocs.exceptions import PluginError  # here: the page's Markdown is made without mkdocs in tests
+
             raise PluginError(f"benchmarks page: {exc}") from None
         records.setdefault(record["benchmark"], []).append((path, record))
     scripts = {p.stem: p for p in sorted(BENCHMARKS.glob("*.py")) if not p.name.startswith("_")}
