@@ -44,8 +44,9 @@ def kernel_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
-    # Headless plotting in the kernel, whatever the notebook selects.
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    # Headless plotting in the kernel, whatever the notebook selects: Jupyter's inline backend, which draws each
+    # cell's figures as PNG outputs of the cell (the documentation shows them) and closes them.
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     return KERNEL_NAME
 
 
