@@ -48,6 +48,7 @@ import gtsam
 import numpy as np
 
 from mbfg.box import box_qp
+from mbfg.keys import name as key_name
 from mbfg.progress import Progress
 from mbfg.vectorized import VectorizedGraph
 
@@ -201,7 +202,7 @@ def bounded_levenberg_marquardt(
     for key, (lo, hi) in bounds.items():
         x = values.atVector(key)
         if np.any(x < lo) or np.any(x > hi):
-            raise ValueError(f"initial value of bounded variable {gtsam.DefaultKeyFormatter(key)} is outside its box")
+            raise ValueError(f"initial value of bounded variable {key_name(key)} is outside its box")
     system = _Blocked(graph, values, bounds) if isinstance(graph, VectorizedGraph) else _Ordinary(graph, values, bounds)
     progress = Progress(label, max_iterations, quiet=quiet, interval_s=0.0)
     start = time.perf_counter()
@@ -393,7 +394,7 @@ class _Ordinary:
             else:
                 bad = not _finite_factor(linear.at(i))
             if bad:
-                keys = ", ".join(gtsam.DefaultKeyFormatter(k) for k in factor.keys())
+                keys = ", ".join(key_name(k) for k in factor.keys())
                 named.append(f"factor {i} ({type(factor).__name__} on {keys})")
         return _listed(named)
 
@@ -481,7 +482,7 @@ class _Blocked:
             finite = _finite_factor(linear.at(i))
             i += 1
             if not finite:
-                keys = ", ".join(gtsam.DefaultKeyFormatter(k) for k in factor.keys())
+                keys = ", ".join(key_name(k) for k in factor.keys())
                 named.append(f"factor {j} of the others ({type(factor).__name__} on {keys})")
         return _listed(named)
 
