@@ -16,6 +16,7 @@ if not _os.path.isdir(_os.path.join(_here, "graphs")) and all(
     __path__.append(_root)  # noqa: F821
 
 from mbfg import _jax  # noqa: F401  (float64 before anything touches JAX)
+from mbfg._jax import X64Warning, enable_compilation_cache
 from mbfg.adapter import POSE3, REGISTRY, ROT3, VECTOR, FactorType, Key, VarKind, noise_model
 from mbfg.errors import DataError, MbfgError, ModelError
 from mbfg.factor_type import Point2Var, Point3Var, Pose2Var, Pose3Var, Rot2Var, Rot3Var, VectorVar, factor_type
@@ -69,6 +70,8 @@ __all__ = [
     "Rot3Var",
     "VarKind",
     "VectorVar",
+    "X64Warning",
+    "enable_compilation_cache",
     "factor_type",
     "load_mbse_yaml",
     "noise_model",

@@ -37,6 +37,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from mbfg._jax import enable_compilation_cache
 from mbfg.cli import (
     calibrate,
     control,
@@ -141,6 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the process's garbage collector, which it must not do when called from a user's Python.
     args.own_process = argv is None
     args.started = started
+    # A command's second run loads its compiled programs from disk (the library leaves the cache to its user).
+    enable_compilation_cache()
     try:
         return int(args.handler(args))
     except MbfgError as exc:
