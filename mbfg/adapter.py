@@ -242,15 +242,25 @@ class FactorType:
                                  f"index 0..{len(kinds) - 1} exactly once")
         groups = self.jacobian_groups
 
+        name = self.name
+
+        def checked(r: Any) -> jnp.ndarray:
+            # Caught while tracing, once per shape: GTSAM's callback would otherwise fail inside pybind
+            # ("Unable to cast Python instance ... Eigen::Matrix") without naming the factor type.
+            if jnp.ndim(r) != 1:
+                raise TypeError(f"factor type {name!r}: its residual must return a 1-D array of shape (m,), got "
+                                f"shape {jnp.shape(r)}; return e.g. jnp.atleast_1d(r) for one scalar residual")
+            return r
+
         def error(xs: tuple, cs: tuple) -> jnp.ndarray:
-            return residual(*xs, *cs)
+            return checked(residual(*xs, *cs))
 
         def linearize(xs: tuple, cs: tuple, passes: tuple[tuple[int, ...], ...] | None = None) -> jnp.ndarray:
             def lifted(*xis: jnp.ndarray) -> jnp.ndarray:
                 return residual(*(k.tangent_line(x, xi) for k, x, xi in zip(kinds, xs, xis)), *cs)
 
             zeros = tuple(jnp.zeros(k.tangent_dim(x)) for k, x in zip(kinds, xs))
-            r = residual(*xs, *cs)
+            r = checked(residual(*xs, *cs))
             if passes is None:
                 blocks = jax.jacfwd(lifted, argnums=tuple(range(len(xs))))(*zeros)
             else:

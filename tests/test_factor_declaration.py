@@ -232,6 +232,25 @@ def _late_variable(c: jax.Array, x: VectorVar) -> jax.Array:
 # ---------------------------------------------------------------------------------
 
 
+def test_a_residual_that_returns_a_scalar_is_refused_naming_the_factor_type():
+    """GTSAM takes a residual vector (m,); a scalar would fail inside pybind without a name."""
+
+    @factor_type(name="test_scalar_residual")
+    def scalar(x: VectorVar, c: jax.Array) -> jax.Array:
+        return x.sum() - c
+
+    key, values = keys.Q(0), gtsam.Values()
+    values.insert(key, np.zeros(2))
+    single = scalar.make([key], gtsam.noiseModel.Unit.Create(1), 1.0)
+    group = scalar.make_many([[key]], gtsam.noiseModel.Unit.Create(1), 1.0)
+    graph = gtsam.NonlinearFactorGraph()
+    graph.add(single)
+    for evaluate in (lambda: single.error(values), lambda: graph.linearize(values), lambda: group[0].error(values)):
+        with pytest.raises(TypeError, match=r"factor type 'test_scalar_residual': its residual must return a 1-D "
+                                            r"array of shape \(m,\), got shape \(\)"):
+            evaluate()
+
+
 def test_registration_is_explicit_needs_an_example_and_refuses_a_second_declaration_of_a_name():
     registry = Registry()
     ft = FactorType("prior", lambda x, x0: x - x0, (VECTOR,))
