@@ -34,6 +34,7 @@ from mbfg.models import (
 )
 from mbfg.parameters import Parameter, ParameterSet
 from mbfg.planar import Body, PlanarMechanism, Point, RelativeAngle
+from mbfg.progress import log_to_stderr
 from mbfg.registry import register
 from mbfg.rigid import RigidModel, State
 from mbfg.spook import Trajectory, simulate
@@ -74,6 +75,7 @@ __all__ = [
     "enable_compilation_cache",
     "factor_type",
     "load_mbse_yaml",
+    "log_to_stderr",
     "noise_model",
     "Parameter",
     "ParameterSet",

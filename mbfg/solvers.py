@@ -178,7 +178,7 @@ def bounded_levenberg_marquardt(
         absolute_tol: converged when the cost is at most this.
         lambda_initial, lambda_max: LM damping start and give-up value.
         damping_update: "tenfold" or "nielsen", the rule for lam between trials (module docstring).
-        quiet: no progress lines (iteration, cost, lambda, time) on stderr.
+        quiet: no progress records (iteration, cost, lambda, time; :mod:`mbfg.progress`).
         on_iteration: called after each iteration with its history row and the current values.
         backtracking: halvings of a rejected step tried, along its direction, before the damping grows
             (0: none, the plain LM). A step accepted at a fraction ``alpha`` < 1 (in the history row) keeps
