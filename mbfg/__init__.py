@@ -18,7 +18,7 @@ if not _os.path.isdir(_os.path.join(_here, "graphs")) and all(
 from mbfg import _jax  # noqa: F401  (float64 before anything touches JAX)
 from mbfg._jax import X64Warning, enable_compilation_cache
 from mbfg.adapter import POSE3, REGISTRY, ROT3, VECTOR, FactorType, Key, VarKind, noise_model
-from mbfg.errors import DataError, MbfgError, ModelError
+from mbfg.errors import DataError, DeclarationError, LimitError, MbfgError, ModelError
 from mbfg.factor_type import Point2Var, Point3Var, Pose2Var, Pose3Var, Rot2Var, Rot3Var, VectorVar, factor_type
 from mbfg.mbse_yaml import load_mbse_yaml
 from mbfg.models import BUILTIN as BUILTIN_MODELS
@@ -56,8 +56,10 @@ __all__ = [
     "VECTOR",
     "Body",
     "DataError",
+    "DeclarationError",
     "FactorType",
     "Key",
+    "LimitError",
     "MbfgError",
     "ModelError",
     "PlanarMechanism",
