@@ -1,7 +1,8 @@
 """URDF robots as :class:`~mbfg.rigid.RigidModel`: a robot description as robotics engineers have it.
 
 The file is parsed by ``yourdfpy`` (meshes and scene graphs are not loaded: only the kinematic tree
-and the inertials matter here), the optional dependency of the ``urdf`` extra (``pip install 'mbfg[urdf]'``). The mapping:
+and the inertials matter here), the optional dependency of the ``urdf`` extra
+(``pip install 'mbfg[urdf]'``). The mapping:
 
 - the root link (no joint's child) is the world: a fixed base, z up, gravity ``(0, 0, -g)``; links
   welded to it by ``fixed`` joints are world too. ``floating`` and ``planar`` joints are refused.
