@@ -40,6 +40,7 @@ from mbfg._jax import jax, jnp
 from mbfg._programs import PersistentJit, closure_fingerprint, jaxpr_fingerprint
 from mbfg.noise import noise_model
 from mbfg.registry import REGISTRY
+from mbfg.values_snapshot import ValuesSnapshot
 
 __all__ = ["POINT2", "POINT3", "POSE2", "POSE3", "REGISTRY", "ROT2", "ROT3", "VECTOR", "FactorGroup", "FactorType",
            "Key", "PerFactor", "Point2Key", "Point3Key", "Pose2Key", "Pose3Key", "Rot2Key", "Rot3Key", "VarKind",
@@ -338,8 +339,10 @@ class FactorType:
                 hit = resolved[linearize] = (shapes, fn, self._columns(xs))
             return hit[1], hit[2]
 
+        readers = tuple(zip([_READ[kind] for kind in kinds], keys))  # no enum hashing per call
+
         def callback(_: gtsam.CustomFactor, values: gtsam.Values, H: Any) -> np.ndarray:
-            xs = tuple(kind.read(values, key) for kind, key in zip(kinds, keys))
+            xs = tuple([read(values, key) for read, key in readers])
             fn, columns = program(H is not None, xs)
             out = np.asarray(fn(*xs, *cs_leaves))
             if H is None:
@@ -540,11 +543,14 @@ class FactorGroup:
         self.constants = tuple(cs)
         self._error_fn, self._linearize_fn = ft._vmapped(tuple(axes), per_variable)
         self._chunks = self._chunk_plan(n)
-        self._inputs: list[tuple[np.ndarray, ...]] = []
+        self._key_columns = np.asarray(keys, dtype=np.uint64).reshape(n, len(ft.kinds))
+        # The values last read (stacked per variable) and what was computed there (the GTSAM callbacks).
+        self._xs: tuple[np.ndarray, ...] | None = None
         self._signatures: list[bytes] | None = None
         self._columns: list[slice] | None = None
         self._errors: np.ndarray | None = None
-        self._linear: np.ndarray | None = None
+        self._residuals: np.ndarray | None = None
+        self._blocks: list[np.ndarray] | None = None
         self._factors: list[gtsam.CustomFactor] | None = None
 
     @property
@@ -573,22 +579,12 @@ class FactorGroup:
             plan.append((start, min(start + size, n), cs))
         return plan
 
-    def read(self, values: gtsam.Values, cache: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
-        """Every factor's variables from ``values``, stacked per argument: ((N, ...) per variable).
-
-        ``cache``: key -> array already read (a state shared by several groups is read once)."""
-        cache = {} if cache is None else cache
-        stacked = []
-        for j, kind in enumerate(self.ft.kinds):
-            column = []
-            for row in self.keys:
-                key = row[j]
-                x = cache.get(key)
-                if x is None:
-                    x = cache[key] = kind.read(values, key)
-                column.append(x)
-            stacked.append(np.stack(column))
-        return tuple(stacked)
+    def read(self, values: gtsam.Values, snapshot: ValuesSnapshot | None = None) -> tuple[np.ndarray, ...]:
+        """Every factor's variables from ``values``, stacked per argument: ((N, ...) per variable), each
+        distinct variable read once (:class:`mbfg.values_snapshot.ValuesSnapshot`; pass one to share its
+        tables between groups)."""
+        snapshot = ValuesSnapshot(values) if snapshot is None else snapshot
+        return tuple(snapshot.column(kind, self._key_columns[:, j]) for j, kind in enumerate(self.ft.kinds))
 
     def evaluate(self, xs: tuple[np.ndarray, ...], linearize: bool) -> np.ndarray:
         """Residuals (N, m), or with ``linearize`` (N, m, 1 + sum of tangent dims) = [r | H_1 | H_2 | ...],
@@ -610,41 +606,54 @@ class FactorGroup:
         return np.concatenate(parts)
 
     # -- GTSAM callbacks -------------------------------------------------------------
-    def _read(self, values: gtsam.Values, row: list[int]) -> tuple[np.ndarray, ...]:
-        return tuple(kind.read(values, key) for kind, key in zip(self.ft.kinds, row))
+    # GTSAM calls back once per factor, and a Python callback costs microseconds however little it does:
+    # each one reads its own variables (to check that the group's result is for these values: the user may
+    # change a Values in place), compares their bytes with the signature of its row, and hands over arrays
+    # that the group's evaluation laid out per factor, contiguous, beforehand.
 
     def _refresh(self, values: gtsam.Values) -> None:
-        self._inputs = [self._read(values, row) for row in self.keys]
-        # Byte strings make the per-factor "is the cache mine?" check a single comparison.
-        self._signatures = [b"".join(x.tobytes() for x in xs) for xs in self._inputs]
-        self._errors = self._linear = None
+        """Read the group's variables at ``values`` (in bulk) and drop the results of older values."""
+        xs = self.read(values)
+        n = len(self.keys)
+        # One byte string per factor, as a callback's own read gives it (C order, float64): its cache
+        # check is then a single comparison.
+        flat = np.concatenate([np.asarray(x, dtype=float).reshape(n, -1) for x in xs], axis=1)
+        buf, width = flat.tobytes(), flat.shape[1] * flat.itemsize
+        self._xs = xs
+        self._signatures = [buf[i * width : (i + 1) * width] for i in range(n)]
+        self._errors = self._residuals = self._blocks = None
         if self._columns is None:
-            dims = [kind.tangent_dim(x) for kind, x in zip(self.ft.kinds, self._inputs[0])]
-            edges = np.cumsum([1, *dims])
-            self._columns = [slice(a, b) for a, b in zip(edges[:-1], edges[1:])]
+            self._columns = self.ft._columns(tuple(x[0] for x in xs))
+
+    def _linearized(self) -> None:
+        """Evaluate the group's residuals and Jacobians at the refreshed values, split per factor and
+        variable into contiguous arrays: (N, m) and, per variable, (N, m, dim)."""
+        assert self._xs is not None and self._columns is not None  # set by _refresh
+        out = self.evaluate(self._xs, linearize=True)
+        self._blocks = [np.ascontiguousarray(out[:, :, columns]) for columns in self._columns]
+        self._residuals = self._errors = np.ascontiguousarray(out[:, :, 0])
 
     def callback(self, i: int) -> Callable[..., np.ndarray]:
-        row = self.keys[i]
+        readers = tuple(zip([_READ[kind] for kind in self.ft.kinds], self.keys[i]))
 
         def evaluate(_: gtsam.CustomFactor, values: gtsam.Values, H: Any) -> np.ndarray:
-            xs = self._read(values, row)
-            signature = b"".join(x.tobytes() for x in xs)
-            if self._signatures is None or signature != self._signatures[i]:
-                if self._signatures is not None and not self.regroup:
-                    return self._alone(i, xs, H)
+            xs = [read(values, key) for read, key in readers]
+            signatures = self._signatures
+            if signatures is None or b"".join([x.tobytes() for x in xs]) != signatures[i]:
+                if signatures is not None and not self.regroup:
+                    return self._alone(i, tuple(xs), H)
                 self._refresh(values)
             if H is None:
                 if self._errors is None:
-                    self._errors = self.evaluate(self._stacked(), linearize=False)
+                    assert self._xs is not None  # set by _refresh
+                    self._errors = np.ascontiguousarray(self.evaluate(self._xs, linearize=False))
                 return self._errors[i]
-            if self._linear is None:
-                self._linear = self.evaluate(self._stacked(), linearize=True)
-                self._errors = self._linear[:, :, 0]
-            out = self._linear[i]
-            assert self._columns is not None  # set by _refresh
-            for j, columns in enumerate(self._columns):
-                H[j] = np.ascontiguousarray(out[:, columns])
-            return out[:, 0]
+            if self._blocks is None:
+                self._linearized()
+            assert self._blocks is not None and self._residuals is not None  # set by _linearized
+            for j, blocks in enumerate(self._blocks):
+                H[j] = blocks[i]
+            return self._residuals[i]
 
         return evaluate
 
@@ -659,6 +668,3 @@ class FactorGroup:
         for j, columns in enumerate(self._columns):
             H[j] = np.ascontiguousarray(out[:, columns])
         return out[:, 0]
-
-    def _stacked(self) -> tuple[np.ndarray, ...]:
-        return tuple(np.stack(v) for v in zip(*self._inputs))
