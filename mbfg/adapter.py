@@ -28,6 +28,7 @@ import functools
 import hashlib
 import inspect
 import itertools
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -503,6 +504,11 @@ def _call_size(n: int) -> int:
     return n if n <= EXACT_UP_TO else min(CHUNK, 1 << (n - 1).bit_length())
 
 
+#: The groups whose ``gtsam.CustomFactor`` s exist (:meth:`FactorGroup.factors`), for
+#: :func:`FactorGroup.find`: GTSAM keeps a factor's Python object, not what made it.
+_MADE_GROUPS: weakref.WeakSet[FactorGroup] = weakref.WeakSet()
+
+
 class FactorGroup:
     """N factors of one :class:`FactorType` evaluated together (:meth:`FactorType.make_many`).
 
@@ -519,7 +525,7 @@ class FactorGroup:
 
     def __init__(self, ft: FactorType, keys: list[list[int]], noise: gtsam.noiseModel.Base,
                  constants: tuple[Any, ...], regroup: bool = True, per_variable: bool = False) -> None:
-        self.ft, self.keys, self.noise, self.regroup = ft, keys, noise, regroup
+        self.ft, self.keys, self.noise, self.regroup, self.per_variable = ft, keys, noise, regroup, per_variable
         n = len(keys)
         for i, row in enumerate(keys):
             if len(row) != len(ft.kinds):
@@ -559,10 +565,27 @@ class FactorGroup:
         group vectorized never needs them)."""
         if self._factors is None:
             self._factors = [gtsam.CustomFactor(self.noise, row, self.callback(i)) for i, row in enumerate(self.keys)]
+            _MADE_GROUPS.add(self)
         return self._factors
+
+    def subset(self, rows: Sequence[int]) -> FactorGroup:
+        """A group of factors ``rows`` of this one (in that order; a row may repeat), with their slices of the
+        per-factor constants: the same factors, evaluated together."""
+        idx = np.asarray(rows, dtype=np.int64)
+        constants = tuple(PerFactor(jax.tree_util.tree_map(lambda a: a[idx], c)) if per else c  # noqa: B023
+                          for c, per in zip(self.constants, self._per_factor))
+        return FactorGroup(self.ft, [self.keys[i] for i in idx], self.noise, constants, self.regroup,
+                           self.per_variable)
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    @staticmethod
+    def find(factors: Sequence[Any]) -> dict[int, tuple[FactorGroup, int]]:
+        """Position in ``factors`` -> (group, row) for each factor made by a live group's :attr:`factors`
+        (found by identity: GTSAM hands back the Python object a factor was added as); others are absent."""
+        made = {id(f): (group, i) for group in list(_MADE_GROUPS) for i, f in enumerate(group._factors or ())}
+        return {n: made[id(f)] for n, f in enumerate(factors) if f is not None and id(f) in made}
 
     # -- vectorized evaluation -------------------------------------------------------
     def _chunk_plan(self, n: int) -> list[tuple[int, int, tuple[Any, ...]]]:
@@ -579,11 +602,14 @@ class FactorGroup:
             plan.append((start, min(start + size, n), cs))
         return plan
 
-    def read(self, values: gtsam.Values, snapshot: ValuesSnapshot | None = None) -> tuple[np.ndarray, ...]:
+    def read(self, values: gtsam.Values, cache: ValuesSnapshot | dict[int, np.ndarray] | None = None
+             ) -> tuple[np.ndarray, ...]:
         """Every factor's variables from ``values``, stacked per argument: ((N, ...) per variable), each
-        distinct variable read once (:class:`mbfg.values_snapshot.ValuesSnapshot`; pass one to share its
-        tables between groups)."""
-        snapshot = ValuesSnapshot(values) if snapshot is None else snapshot
+        distinct variable read once (:class:`mbfg.values_snapshot.ValuesSnapshot`).
+
+        ``cache``: shared between groups read at the same values, so that a variable is read once: a
+        snapshot of ``values``, or a dict key -> array (filled here)."""
+        snapshot = cache if isinstance(cache, ValuesSnapshot) else ValuesSnapshot(values, cache)
         return tuple(snapshot.column(kind, self._key_columns[:, j]) for j, kind in enumerate(self.ft.kinds))
 
     def evaluate(self, xs: tuple[np.ndarray, ...], linearize: bool) -> np.ndarray:

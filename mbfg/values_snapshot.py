@@ -31,10 +31,13 @@ class ValuesSnapshot:
 
     Args:
         values: the values to read; not copied, so the snapshot is valid while they are unchanged.
+        cache: key -> array of the variables read one by one, kept across snapshots of the same values (None:
+            this snapshot's own).
     """
 
-    def __init__(self, values: gtsam.Values) -> None:
+    def __init__(self, values: gtsam.Values, cache: dict[int, np.ndarray] | None = None) -> None:
         self.values = values
+        self._read: dict[int, np.ndarray] = {} if cache is None else cache
         self._poses: tuple[np.ndarray, np.ndarray] | None = None
         self._vectors: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
         self._keys: np.ndarray | None = None
@@ -86,9 +89,15 @@ class ValuesSnapshot:
             if len(table_keys) and np.array_equal(table_keys[at], keys):
                 return rows[at]
         if keys[0] == keys[-1] and np.all(keys == keys[0]):  # the parameters, the tilt: one variable
-            x = kind.read(self.values, int(keys[0]))
+            x = self._one(kind, int(keys[0]))
             return np.broadcast_to(x, (len(keys), *np.shape(x)))
         distinct, where = np.unique(keys, return_inverse=True)
         if len(distinct) == len(keys):
-            return np.stack([kind.read(self.values, int(k)) for k in keys])
-        return np.stack([kind.read(self.values, int(k)) for k in distinct])[where.reshape(-1)]
+            return np.stack([self._one(kind, int(k)) for k in keys])
+        return np.stack([self._one(kind, int(k)) for k in distinct])[where.reshape(-1)]
+
+    def _one(self, kind: VarKind, key: int) -> np.ndarray:
+        x = self._read.get(key)
+        if x is None:
+            x = self._read[key] = kind.read(self.values, key)
+        return x

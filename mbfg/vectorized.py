@@ -205,6 +205,35 @@ class VectorizedGraph:
         self._unit: dict[int, gtsam.noiseModel.Diagonal] = {}
         self._keys = [np.asarray(g.keys, dtype=np.uint64) for g in self.groups]
 
+    @classmethod
+    def from_graph(cls, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values) -> VectorizedGraph:
+        """A user's graph as a vectorized one: the factors of :meth:`FactorType.make_many` in it are
+        evaluated one call per group, every other factor (GTSAM's own, :meth:`FactorType.make`'s, a group's
+        under a noise model that is not diagonal Gaussian) by GTSAM. Each variable of ``values`` is a block
+        of its own, so the linear system is over the graph's own keys; elimination in COLAMD order.
+
+        The groups' factors are found by identity in ``graph`` (:meth:`FactorGroup.find`); a group only
+        some of whose factors are in the graph becomes a group of those."""
+        factors = [graph.at(i) for i in range(graph.size())]
+        found = FactorGroup.find(factors)
+        rows: dict[int, tuple[FactorGroup, list[int]]] = {}
+        others = gtsam.NonlinearFactorGraph()
+        for n, factor in enumerate(factors):
+            hit = found.get(n)
+            if hit is not None and isinstance(hit[0].noise, gtsam.noiseModel.Diagonal) \
+                    and not isinstance(hit[0].noise, gtsam.noiseModel.Constrained):
+                rows.setdefault(id(hit[0]), (hit[0], []))[1].append(hit[1])
+            elif factor is not None:
+                others.push_back(factor)
+        groups = [group if row == list(range(len(group))) else group.subset(row) for group, row in rows.values()]
+        zeros = values.zeroVectors()
+        blocks = Blocks([], {key: zeros.at(key).shape[0] for key in values.keys()})
+        ordering = graph.orderingCOLAMD()
+        order = [ordering.at(i) for i in range(ordering.size())]
+        # A variable no factor touches: last, where it does not disturb the ordering.
+        order += sorted(set(blocks.size) - set(order))
+        return cls(groups, others, blocks, order)
+
     @staticmethod
     def _read(group: FactorGroup, keys: np.ndarray, snapshot: ValuesSnapshot) -> tuple[np.ndarray, ...]:
         """A group's inputs, as ``FactorGroup.read``, from a bulk snapshot of the values."""
