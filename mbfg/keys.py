@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 import gtsam
 
 from mbfg.adapter import Pose3Key, Rot3Key, VectorKey
+from mbfg.errors import MbfgError
 
 if TYPE_CHECKING:
     from mbfg.factors._rigid import Variables
@@ -85,7 +86,7 @@ def _symbol(letter: str, k: int) -> int:
     """``gtsam.LabeledSymbol(letter, 'm', k).key()`` by the layout's arithmetic: as fast as a call into GTSAM,
     which leaves room for the typed key's construction (keys are built per sample)."""
     if not 0 <= k < _MAX_INDEX:
-        raise ValueError(f"time-step index must be >= 0, got {k}" if k < 0 else f"symbol index {k} out of range")
+        raise MbfgError(f"time-step index must be >= 0, got {k}" if k < 0 else f"symbol index {k} out of range")
     return _HIGH[letter] | k
 
 
@@ -131,9 +132,9 @@ BODY_STRIDE = 10_000
 def X(k: int, i: int) -> Pose3Key:
     """Key of the pose (Pose3) of rigid body i at step k."""
     if not 0 <= i < BODY_STRIDE:
-        raise ValueError(f"body index must be in [0, {BODY_STRIDE}), got {i}")
+        raise MbfgError(f"body index must be in [0, {BODY_STRIDE}), got {i}")
     if k < 0:
-        raise ValueError(f"time-step index must be >= 0, got {k}")
+        raise MbfgError(f"time-step index must be >= 0, got {k}")
     return Pose3Key(_symbol("x", k * BODY_STRIDE + i))
 
 
@@ -141,9 +142,9 @@ def rigid_state(k: int, nb: int) -> list[int]:
     """Keys of rigid-body state k: the poses X(k, 0) .. X(k, nb - 1), then the velocity V(k); the same keys
     as those calls, by the symbol layout's arithmetic (the stream asks for them several times per sample)."""
     if k < 0:
-        raise ValueError(f"time-step index must be >= 0, got {k}")
+        raise MbfgError(f"time-step index must be >= 0, got {k}")
     if not 0 < nb <= BODY_STRIDE:
-        raise ValueError(f"number of bodies must be in [1, {BODY_STRIDE}], got {nb}")
+        raise MbfgError(f"number of bodies must be in [1, {BODY_STRIDE}], got {nb}")
     x = _HIGH["x"] | (k * BODY_STRIDE)
     return [x + i for i in range(nb)] + [_HIGH["v"] | k]
 

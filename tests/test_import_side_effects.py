@@ -52,3 +52,15 @@ def test_enable_compilation_cache_takes_the_folder_asked_for_or_stays_off(tmp_pa
     assert off.stdout.split() == ["None", "None"]
     by_env = _python(code.format(arg=""), MBFG_CACHE_DIR=str(tmp_path / "env"))
     assert by_env.stdout.split() == [str(tmp_path / "env")] * 2
+
+
+def test_the_public_api_resolves_and_import_mbfg_stays_light() -> None:
+    """Every name in mbfg.__all__ is there (the estimation API loads on first use); `import mbfg` itself does not
+    load SciPy, pandas or the graph builders."""
+    code = ("import sys, mbfg\n"
+            "heavy = sorted(m for m in ('scipy', 'pandas', 'mbfg.graphs.joint', 'mbfg.calibration') if m in sys.modules)\n"
+            "missing = [n for n in mbfg.__all__ if getattr(mbfg, n, None) is None]\n"
+            "print(heavy, missing, callable(mbfg.calibrate), mbfg.StreamEstimator.__name__)\n")
+    run = _python(code)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[] [] True StreamEstimator"

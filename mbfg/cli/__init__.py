@@ -53,6 +53,7 @@ from mbfg.cli import (
 from mbfg.cli.args import BLANCO_CLARACO_2021, CONTROL_NOTE, MARKLUND_2025
 from mbfg.cli.common import _eprint, _model_with_params, _rigid_model  # noqa: F401  (tests import these from here)
 from mbfg.errors import MbfgError
+from mbfg.progress import log_to_stderr
 
 __all__ = ["main", "build_parser"]
 
@@ -144,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.started = started
     # A command's second run loads its compiled programs from disk (the library leaves the cache to its user).
     enable_compilation_cache()
+    # The library logs its progress; the command prints it.
+    log_to_stderr()
     try:
         return int(args.handler(args))
     except MbfgError as exc:
