@@ -362,6 +362,13 @@ class FactorType:
     ) -> list[gtsam.CustomFactor]:
         """Many factors of this type that GTSAM linearizes with ONE vmapped JAX call.
 
+        GTSAM still calls back once per factor, a few microseconds each however little the callback does,
+        and GTSAM's own optimizers (``gtsam.LevenbergMarquardtOptimizer`` ...) pass each call a copy of their
+        ``Values`` (pybind copies a ``const Values&`` that Python did not create): time in proportion to the
+        number of variables, per factor. :meth:`mbfg.vectorized.VectorizedGraph.from_graph` linearizes a graph
+        with these factors without callbacks, and :func:`mbfg.solvers.bounded_levenberg_marquardt` solves it
+        (``python benchmarks/adapter_overhead.py`` times each way against GTSAM's native factors).
+
         The first factor of the group that GTSAM evaluates at new values
         evaluates the whole group there (reading every factor's variables from
         the same ``gtsam.Values``); the others find their result in the group's
