@@ -53,7 +53,7 @@ LOAD_AT_START = os.getloadavg()
 from mbfg._jax import jax, jnp  # noqa: E402  (after the load is taken)
 from mbfg.adapter import PerFactor  # noqa: E402
 from mbfg.factor_type import Point3Var, Pose3Var, factor_type  # noqa: E402
-from mbfg.solvers import bounded_levenberg_marquardt  # noqa: E402
+from mbfg.solvers import LMResult, bounded_levenberg_marquardt  # noqa: E402
 from mbfg.vectorized import VectorizedGraph  # noqa: E402
 
 POSES, LANDMARKS, RANGES_PER_POSE = 100, 50, 20
@@ -138,12 +138,14 @@ def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 def gtsam_lm(graph: gtsam.NonlinearFactorGraph, initial: gtsam.Values) -> gtsam.Values:
     params = gtsam.LevenbergMarquardtParams()
     params.setMaxIterations(ITERATIONS)
+    params.setRelativeErrorTol(0.0)  # four iterations, as mbfg's LM below
+    params.setAbsoluteErrorTol(0.0)
     return gtsam.LevenbergMarquardtOptimizer(graph, initial, params).optimize()
 
 
-def mbfg_lm(graph: gtsam.NonlinearFactorGraph | VectorizedGraph, initial: gtsam.Values) -> gtsam.Values:
+def mbfg_lm(graph: gtsam.NonlinearFactorGraph | VectorizedGraph, initial: gtsam.Values) -> LMResult:
     return bounded_levenberg_marquardt(graph, initial, max_iterations=ITERATIONS, relative_tol=0.0,
-                                       gradient_tol=0.0, quiet=True).values
+                                       gradient_tol=0.0, quiet=True)
 
 
 def build_floor(problem: Problem) -> gtsam.GaussianFactorGraph:
@@ -176,7 +178,12 @@ def run(repeat: int, skip_make_gtsam_lm: bool) -> tuple[list[dict[str, Any]], li
             if how != "vectorized" and not (how == "make" and skip_make_gtsam_lm):
                 row["gtsam_lm_s"], solutions["gtsam", how] = best(lambda: gtsam_lm(graph, initial), repeat)  # noqa: B023
             target = vectorized if how == "vectorized" else graph
-            row["mbfg_lm_s"], solutions["mbfg", how] = best(lambda: mbfg_lm(target, initial), repeat)  # noqa: B023
+            row["mbfg_lm_s"], result = best(lambda: mbfg_lm(target, initial), repeat)  # noqa: B023
+            solutions["mbfg", how] = result.values
+            # Where the LM's time goes (the last run): its linearizations, and its damped solves with the trials'
+            # error evaluations.
+            row["mbfg_lm_linearize_s"] = sum(h["linearize_s"] for h in result.history)
+            row["mbfg_lm_solve_s"] = sum(h["solve_s"] for h in result.history)
         rows.append(row)
         print(f"{how:<26}" + "  ".join(f"{k} {v:.4f}" for k, v in row.items() if k != "factors"), flush=True)
     rows.append({"factors": "floor: building JacobianFactors",

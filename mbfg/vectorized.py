@@ -277,10 +277,19 @@ class VectorizedGraph:
                 diag += np.bincount(cols.ravel(), weights=np.einsum("nij,nij->nj", a, a).ravel(),
                                     minlength=diag.size)
             unit = self._unit_noise(r.shape[1])
-            keys = layout.slot_keys.tolist()
-            for i in range(r.shape[0]):
-                linear.push_back(_jacobian_factor([(keys[i][s], A[s][i]) for s in range(len(A))], b[i], unit,
-                                                  group.ft.name))
+            # GTSAM's Python JacobianFactor costs microseconds per factor whatever is done around it: the
+            # loop's own work is kept to iterating the arrays (one slot count per group, checked by the layout).
+            push, make = linear.push_back, gtsam.JacobianFactor
+            keys = layout.slot_keys.T.tolist()
+            if len(A) == 1:
+                for k1, A1, b1 in zip(keys[0], A[0], b):
+                    push(make(k1, A1, b1, unit))
+            elif len(A) == 2:
+                for k1, A1, k2, A2, b1 in zip(keys[0], A[0], keys[1], A[1], b):
+                    push(make(k1, A1, k2, A2, b1, unit))
+            else:
+                for k1, A1, k2, A2, k3, A3, b1 in zip(keys[0], A[0], keys[1], A[1], keys[2], A[2], b):
+                    push(make(k1, A1, k2, A2, k3, A3, b1, unit))
         for factor in _remapped(self.others.linearize(values), self.blocks, self._unit_noise):
             linear.push_back(factor)
             A_f, _ = factor.jacobian()
