@@ -103,8 +103,8 @@ def test_group_is_evaluated_once_per_linearization_and_follows_values_changed_in
 
 
 def test_from_graph_keeps_only_the_groups_factors_that_are_in_the_graph():
-    """Half of a group's factors in a graph beside a GTSAM prior: the vectorized linear system is GTSAM's
-    linearization of that graph."""
+    """Half of a group's factors in a graph beside a GTSAM prior: the vectorized linear system (a group of
+    those factors, with their own measurements) is that of the same prior and RangeFactor3D's."""
     X, L, values, rows, distances = _problem(seed=2)
     noise = gtsam.noiseModel.Isotropic.Sigma(1, 0.02)
     factors = range_3d.make_many(rows, noise, PerFactor(distances))
@@ -114,7 +114,24 @@ def test_from_graph_keeps_only_the_groups_factors_that_are_in_the_graph():
         graph.add(factor)
     vectorized = VectorizedGraph.from_graph(graph, values)
     assert [len(g) for g in vectorized.groups] == [len(factors[1::2])] and vectorized.others.size() == 1
+    native = _graph("native", rows[1::2], distances[1::2], noise)
+    native.add(graph.at(0))
     H, eta = _hessian(vectorized.linearize(values)[0], X + L)
-    H_gtsam, eta_gtsam = _hessian(graph.linearize(values), X + L)
+    H_gtsam, eta_gtsam = _hessian(native.linearize(values), X + L)
+    np.testing.assert_allclose(H, H_gtsam, rtol=0, atol=1e-9 * np.abs(H_gtsam).max())
+    np.testing.assert_allclose(eta, eta_gtsam, rtol=0, atol=1e-9 * np.abs(eta_gtsam).max())
+
+
+def test_from_graph_leaves_a_group_under_a_robust_noise_model_to_gtsam():
+    """A Huber-weighted group is not diagonal Gaussian: its factors stay GTSAM's to linearize (reweighted), and
+    the linear system is GTSAM's."""
+    X, L, values, rows, distances = _problem(seed=3)
+    robust = gtsam.noiseModel.Robust.Create(gtsam.noiseModel.mEstimator.Huber.Create(0.5),
+                                            gtsam.noiseModel.Isotropic.Sigma(1, 0.02))
+    graph = _graph("make_many", rows, distances + 1.0, robust)  # residuals of about 1 m: beyond Huber's knee
+    vectorized = VectorizedGraph.from_graph(graph, values)
+    assert vectorized.groups == [] and vectorized.others.size() == len(rows)
+    H, eta = _hessian(vectorized.linearize(values)[0], X + L)
+    H_gtsam, eta_gtsam = _hessian(_graph("native", rows, distances + 1.0, robust).linearize(values), X + L)
     np.testing.assert_allclose(H, H_gtsam, rtol=0, atol=1e-9 * np.abs(H_gtsam).max())
     np.testing.assert_allclose(eta, eta_gtsam, rtol=0, atol=1e-9 * np.abs(eta_gtsam).max())
