@@ -88,6 +88,8 @@ class ValuesSnapshot:
             at = np.minimum(np.searchsorted(table_keys, keys), max(len(table_keys) - 1, 0))
             if len(table_keys) and np.array_equal(table_keys[at], keys):
                 return rows[at]
+        if len(keys) < BULK_FROM:  # a few factors: reading them (once per key) is all there is to do
+            return np.stack([self._one(kind, int(k)) for k in keys])
         if keys[0] == keys[-1] and np.all(keys == keys[0]):  # the parameters, the tilt: one variable
             x = self._one(kind, int(keys[0]))
             return np.broadcast_to(x, (len(keys), *np.shape(x)))
