@@ -384,7 +384,7 @@ def build_joint_problem(
         h: time-step [s], a whole multiple of the sample period (default: the period).
         free: parameters to estimate (default: those the model marks free; ``[]``
             for state estimation with fixed parameters). The tilt is a Rot3 variable.
-        weight: the state error weight w (module docstring) [rad^2 / (N s)^2].
+        weight: the state error weight w (module docstring) [(reading unit)^2 / (impulse unit)^2: :func:`mbfg.roles.weight_unit`].
         cutoff_hz: cut-off of the initialization filter [Hz].
         priors: parameter name -> prior sigma [its unit], a prior at its initial value.
         initial_parameters: parameter values to start from (default: the model's).

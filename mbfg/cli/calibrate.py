@@ -74,7 +74,11 @@ estimation time-step h [s], a whole multiple of the log's sample period
 (default: the period); a larger h is faster but its Spook steps are coarser.
 --weight is the state error weight w (default: the model's, 1e6 for every
 built-in model but dfki-double-pendulum, a real rig's, at 1e3): larger trusts the
-model's dynamics more than the readings. --prior NAME=SIGMA,... adds prior knowledge: a
+model's dynamics more than the readings. Its unit is the readings' over the
+impulses', squared: m^2/(N s)^2 for a slider read in metres (the linear stage),
+rad^2/(N m s)^2 for a hinge read in radians; 'mbfg models MODEL' gives the
+model's, and the table and the JSON ("weight_unit", "sigma_observation_unit",
+"sigma_impulse_unit") say it beside the values. --prior NAME=SIGMA,... adds prior knowledge: a
 Gaussian prior on each named free parameter at its initial value, standard
 deviation SIGMA in the parameter's unit (e.g. rough CAD values of inertias the
 log does not excite, which otherwise fall to their bound and slow the fit down).
@@ -104,7 +108,8 @@ instead one JSON object: {"model", "parameters": {NAME: {"value", "std", "unit",
 held at: the file is the whole model), "cost", "cost_observation",
 "cost_impulse", "iterations", "start_iterations", "converged", "status",
 "message", "wall_s", "h",
-"weight", "sigma_observation", "sigma_impulse", "singular_values",
+"weight", "sigma_observation", "sigma_impulse", "weight_unit",
+"sigma_observation_unit", "sigma_impulse_unit", "singular_values",
 "not_excited", "at_bound", "combinations", "not_determined", "base_parameters",
 "base_held", "log", "params", "priors"} ("combinations": every direction the
 covariance has, [{"label", "coefficients" {NAME: c}, "value", "std",
@@ -202,7 +207,9 @@ def add_parser(sub: Subparsers) -> None:
     )
     cal.add_argument(
         "--weight", type=_positive_float, default=None, metavar="W",
-        help="state error weight w [rad^2/(N s)^2] (default: the model's, 1e6 for most; 'mbfg models MODEL')",
+        help="state error weight w [(reading unit)^2/(impulse unit)^2: m^2/(N s)^2 for a slider read in m, "
+             "rad^2/(N m s)^2 for a hinge read in rad] (default: the model's, 1e6 for most; 'mbfg models MODEL' "
+             "gives it with its unit)",
     )
     cal.add_argument(
         "--restart-weight", type=_positive_float, default=None, metavar="W2",
@@ -357,6 +364,7 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.atomic import replacing
     from mbfg.calibration import calibrate
     from mbfg.cli.recordings import read_recording
+    from mbfg.roles import weight_unit
 
     _start(args)
     if args.out == "-":
@@ -388,7 +396,7 @@ def run(args: argparse.Namespace) -> int:
         h = args.dt if args.dt is not None else period
         _eprint(
             f"mbfg calibrate: {model.name}, free {', '.join(names)}; {len(log.t)} rows of {args.log} "
-            f"(sample period {period:.6g} s), h = {h:.6g} s, weight {weight:g}"
+            f"(sample period {period:.6g} s), h = {h:.6g} s, weight {weight:g} {weight_unit(model)}"
             + (f"; start from {args.params}" if args.params else "; start from the model's values")
         )
     with _compile_notice("calibrate", args.quiet):

@@ -135,7 +135,8 @@ def add_parser(sub: Subparsers) -> None:
     )
     cv.add_argument(
         "--weight", type=_positive_float, default=None, metavar="W",
-        help="state error weight w [rad^2/(N s)^2] (default: the calibration's w, else the model's)",
+        help="state error weight w [m^2/(N s)^2 for a slider, rad^2/(N m s)^2 for a hinge: 'mbfg models MODEL'] "
+             "(default: the calibration's w, else the model's)",
     )
     cv.add_argument(
         "--max-iterations", type=_iterations, default=50, metavar="N",  # graphs.joint.STATE_ESTIMATION_ITERATIONS
@@ -187,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.atomic import replacing
     from mbfg.cli.recordings import read_recording
     from mbfg.graphs.joint import cross_validation, not_converged_message, time_step
+    from mbfg.roles import weight_unit
     from mbfg.solvers import status_words
 
     _start(args)
@@ -234,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         _eprint(
             f"mbfg crossval: {model.name} with the parameters of {args.params}; state estimation over "
-            f"{len(log.t)} rows of {args.log}, h = {step:.6g} s, weight {weight:g}"
+            f"{len(log.t)} rows of {args.log}, h = {step:.6g} s, weight {weight:g} {weight_unit(model)}"
         )
     start = time.perf_counter()
     # The calibration's free parameters held at their values: its factor types, so its compiled programs.
