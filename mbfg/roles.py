@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from mbfg.rigid import RigidModel
 
 __all__ = ["equations", "impulse_unit", "noise_units", "parameter_roles", "reading_unit", "roles_text",
-           "unit_fields", "weight_unit"]
+           "structural_sums", "unit_fields", "weight_unit"]
 
 
 def _kind(model: RigidModel, observation: str) -> str:
@@ -193,6 +193,25 @@ def parameter_roles(model: RigidModel) -> dict[str, list[str]]:
     if model.tilt:
         roles.setdefault(model.tilt, []).append("rotation R_tilt of the stand: gravity is R_tilt (0, 0, -g)")
     return roles
+
+
+def structural_sums(model: RigidModel) -> list[tuple[str, str, str]]:
+    """Pairs of parameters the motion sees only as their sum, read off the parts: (a, b, why).
+
+    A slider on a fixed axis that alone moves its child body, driven by a motor: the body's mass and the
+    motor's reflected inertia enter its motion only as ``mass + J_r`` (the linear stage's ``M + J_r``), each a
+    single parameter. (The body's mass also weighs on the slider's compliant constraint rows across the axis;
+    no reading sees that, so it determines nothing a lab would trust.)"""
+    out = []
+    for j in model.axial:
+        if isinstance(j, Prismatic) and j.motor is not None and _axis(j.a) is not None and _carries_only(model, j):
+            body = next(b for b in model.bodies if b.name == j.b.body)
+            mass, shaft = body.mass, j.motor.shaft_inertia
+            if (isinstance(mass, str) and isinstance(shaft, str) and mass in model.parameters
+                    and shaft in model.parameters and mass != shaft):
+                out.append((mass, shaft, f"{mass} and {shaft} enter the motion along {j.name} only as {mass} + "
+                                         f"{shaft}"))
+    return out
 
 
 def _expression(value: object) -> str:
