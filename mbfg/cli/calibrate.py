@@ -64,7 +64,12 @@ file's alpha, u = plant_input: the furuta models); one made for another model's
 observations and controls is refused. A recording that is not uniformly sampled
 (the DFKI files have gaps) is refused unless --resample H puts it on a uniform
 grid of step H [s] (observations interpolated linearly, controls held; a line
-on stderr says what was done). The model's parameter values (or those of
+on stderr says what was done). A time column as a rig's clock writes it may
+jitter: by less than 1e-6 of the period it is snapped onto the uniform grid
+(a line on stderr says by how much), so --dt takes multiples of the period;
+a log with rows further off is refused with their count, or put on its own
+grid by --resample at its period (readings interpolated at the grid times,
+each row's control kept). The model's parameter values (or those of
 --params) are the initial guess and its bounds the box the estimates stay in.
 
 --free names the parameters to estimate, comma-separated (default: those the
