@@ -102,3 +102,31 @@ def test_a_free_direction_names_a_parameter_far_larger_than_its_move() -> None:
     combos = base_combinations(names, [4e-4, 20.0, 90.7], information=info)
     free = [c for c in combos if not c.determined]
     assert [c.label for c in free] == ["M - J_r"]
+
+
+def test_calibrate_weight_estimate_reports_w_and_the_noise_it_implies_in_their_units(tmp_path, capsys) -> None:
+    """--weight estimate on 1 s of a stage whose readings carry 1e-5 m of noise: the calibration runs at the
+    estimated w, which the JSON records beside the reading and impulse noise it implies (sigma_p = sigma_y /
+    sqrt(w), each in its unit), and the reading noise is the log's to within 30 %."""
+    from mbfg.spook import simulate
+
+    model = linear_stage()
+    t = np.arange(1000) * 1e-3
+    current = 0.4 * np.sin(2 * np.pi * 1.3 * t)
+    traj = simulate(model, 1.0, 1e-3, controls=current[:, None])
+    y = traj.observations + 1e-5 * np.random.default_rng(5).standard_normal(traj.observations.shape)
+    from mbfg.logs import write_log
+
+    path = tmp_path / "stage.csv"
+    write_log(path, traj.t, {"x": y[:, 0]}, {"current": np.append(current, current[-1])})
+    code = main(["calibrate", "linear-stage", str(path), "--free", "M,F_v,F_c", "--weight", "estimate", "--json",
+                 "--quiet"])
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    est = doc["weight_estimate"]
+    assert code == (0 if doc["converged"] else 1), captured.err
+    assert doc["weight"] == est["weight"] and doc["weight_unit"] == "m^2/(N s)^2"
+    assert (doc["sigma_observation_unit"], doc["sigma_impulse_unit"]) == ("m", "N s")
+    assert est["sigma_impulse"] == pytest.approx(est["sigma_observation"] / np.sqrt(est["weight"]), rel=1e-12)
+    assert est["sigma_observation"] == pytest.approx(1e-5, rel=0.3)
+    assert "--weight estimate: w = " in captured.err and "m^2/(N s)^2" in captured.err

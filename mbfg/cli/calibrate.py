@@ -14,7 +14,7 @@ import json
 import math
 import statistics
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mbfg.cli.args import (
     LOG_HELP,
@@ -83,7 +83,13 @@ model's dynamics more than the readings. Its unit is the readings' over the
 impulses', squared: m^2/(N s)^2 for a slider read in metres (the linear stage),
 rad^2/(N m s)^2 for a hinge read in radians; 'mbfg models MODEL' gives the
 model's, and the table and the JSON ("weight_unit", "sigma_observation_unit",
-"sigma_impulse_unit") say it beside the values. --prior NAME=SIGMA,... adds prior knowledge: a
+"sigma_impulse_unit") say it beside the values. --weight estimate takes w from
+the data instead: the w of maximum marginal likelihood on LOG
+(mbfg.noise_weight.estimate_weight: a search over w, each point a solve),
+printed on stderr with its spread and the reading and impulse noise it implies,
+and recorded in the JSON as "weight_estimate": {"weight", "log10_std",
+"sigma_observation", "sigma_impulse", "at_limit", "lower_bound", "solves"};
+the calibration then runs at that w. --prior NAME=SIGMA,... adds prior knowledge: a
 Gaussian prior on each named free parameter at its initial value, standard
 deviation SIGMA in the parameter's unit (e.g. rough CAD values of inertias the
 log does not excite, which otherwise fall to their bound and slow the fit down).
@@ -211,10 +217,11 @@ def add_parser(sub: Subparsers) -> None:
         help="estimation time-step [s], a whole multiple of the log's sample period (default: the period)",
     )
     cal.add_argument(
-        "--weight", type=_positive_float, default=None, metavar="W",
+        "--weight", type=_weight, default=None, metavar="W",
         help="state error weight w [(reading unit)^2/(impulse unit)^2: m^2/(N s)^2 for a slider read in m, "
              "rad^2/(N m s)^2 for a hinge read in rad] (default: the model's, 1e6 for most; 'mbfg models MODEL' "
-             "gives it with its unit)",
+             "gives it with its unit); 'estimate': the w of maximum marginal likelihood on this log "
+             "(mbfg.noise_weight.estimate_weight), reported with the reading and impulse noise it implies",
     )
     cal.add_argument(
         "--restart-weight", type=_positive_float, default=None, metavar="W2",
@@ -262,6 +269,11 @@ def add_parser(sub: Subparsers) -> None:
     add_resample_option(cal)
     cal.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
     cal.set_defaults(handler=run)
+
+
+def _weight(text: str) -> float | str:
+    """``--weight``: a number > 0, or ``estimate``."""
+    return "estimate" if text.strip() == "estimate" else _positive_float(text)
 
 
 def _parse_priors(model: RigidModel, names: list[str], text: str) -> dict[str, float]:
@@ -364,6 +376,14 @@ def _check_restarts(args: argparse.Namespace, model: RigidModel, names: list[str
                              f"each needs finite ones (set them in a --params file, or search without it)")
 
 
+def _estimate_json(estimate: Any) -> dict[str, Any]:
+    """The JSON of ``--weight estimate`` (:class:`mbfg.noise_weight.WeightEstimate`): weight, log10_std,
+    sigma_observation, sigma_impulse, at_limit, lower_bound, solves."""
+    return {"weight": estimate.weight, "log10_std": estimate.log10_std,
+            "sigma_observation": estimate.sigma_observation, "sigma_impulse": estimate.sigma_impulse,
+            "at_limit": estimate.at_limit, "lower_bound": estimate.lower_bound, "solves": len(estimate.evaluations)}
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``calibrate`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.atomic import replacing
@@ -394,8 +414,22 @@ def run(args: argparse.Namespace) -> int:
     _check_restarts(args, model, names)
     hold = _parse_hold(model, names, args.hold) if args.hold is not None else None
     log = read_recording(args.log, model, args.resample, args.quiet, "mbfg calibrate", args.columns)
-    weight = model.weight if args.weight is None else args.weight
     _check_time_step(log, args.dt, f"--dt {args.dt:g}" if args.dt is not None else "")
+    estimate = None
+    if args.weight == "estimate":
+        from mbfg.noise_weight import estimate_weight
+        from mbfg.roles import noise_units
+
+        with _compile_notice("calibrate", args.quiet):
+            estimate = estimate_weight(model, log, free=free, h=args.dt, priors=priors, quiet=args.quiet)
+        reading, impulse = noise_units(model)
+        spread = f" (x/ {10 ** estimate.log10_std:.2g})" if math.isfinite(estimate.log10_std) else ""
+        limit = ("; at the search's limit" if estimate.at_limit else
+                 "; a lower bound: the data show no impulse noise beyond it" if estimate.lower_bound else "")
+        _eprint(f"mbfg calibrate: --weight estimate: w = {estimate.weight:.3g}{spread} {weight_unit(model)}, the "
+                f"maximum marginal likelihood over {len(estimate.evaluations)} solves{limit}: reading noise "
+                f"{estimate.sigma_observation:.3g} {reading}, impulse noise {estimate.sigma_impulse:.3g} {impulse}")
+    weight = model.weight if args.weight is None else estimate.weight if estimate is not None else args.weight
     if not args.quiet:
         period = _sample_period(log)
         h = args.dt if args.dt is not None else period
@@ -419,7 +453,8 @@ def run(args: argparse.Namespace) -> int:
         except MbfgError as exc:
             base_error = exc
     doc = _json_safe({**result.to_dict(), "log": args.log, "params": args.params, "priors": priors or {}}
-                     | ({"base": base.to_dict()} if base is not None else {}))
+                     | ({"base": base.to_dict()} if base is not None else {})
+                     | ({"weight_estimate": _estimate_json(estimate)} if estimate is not None else {}))
     if args.out:
         try:
             with replacing(args.out) as fh:  # whole or not at all: a killed run leaves the old file
