@@ -36,6 +36,7 @@ from mbfg import identifiability as ident
 from mbfg import keys
 from mbfg.calibration_arguments import check_calibrate_arguments
 from mbfg.covariance import covariance_of_r, marginal_r
+from mbfg.errors import MbfgError
 from mbfg.graphs.restarts import joint_compliances
 from mbfg.logs import Log
 from mbfg.parameters import ROTATION
@@ -129,7 +130,7 @@ class CalibrationResult:
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
-            raise ValueError(f"CalibrationResult status must be one of {STATUSES}, got {self.status!r}")
+            raise MbfgError(f"CalibrationResult status must be one of {STATUSES}, got {self.status!r}")
 
     @property
     def converged(self) -> bool:
