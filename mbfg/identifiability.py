@@ -252,13 +252,13 @@ def base_combinations(names: Sequence[str], values: Sequence[float], covariance:
             proj = np.where(np.abs(proj) > 1e-12 * np.abs(proj).max(), proj, 0.0)
             has = proj != 0
             terms = proj[has] ** 2 * inv_mu[has]
-            why = None
+            reason: str | None = None
             if not determined:
                 for d, text in reasons:  # the structural direction this free one is (up to round-off)
                     if abs(d @ w) >= (1 - 1e-6) * np.linalg.norm(d) * np.linalg.norm(w):
-                        why = text
+                        reason = text
             out.append(Combination(names, w, float(w @ theta), float(np.sqrt(terms.sum())), rel, determined, s,
-                                   reason=why))
+                                   reason=reason))
     for i in np.nonzero(~finite)[0]:
         w = np.zeros(n)
         w[i] = 1.0

@@ -125,12 +125,12 @@ def parameter_roles(model: RigidModel) -> dict[str, list[str]]:
                         f"{_expression(b.mass)} + {_expression(j.motor.shaft_inertia)} (only their sum moves it)"
                         for j in sliders if j.motor is not None)
         _add(roles, b.mass, f"mass of body {b.name} [kg]{along}")
-        axes: dict[object, list[str]] = {}
-        for axis, value in zip("xyz", b.inertia):
-            if isinstance(value, str):
-                axes.setdefault(value, []).append(axis)
-        for value, which in axes.items():
-            _add(roles, value, f"inertia of body {b.name} about its {', '.join(which)} "
+        axes: dict[str, list[str]] = {}
+        for axis, inertia in zip("xyz", b.inertia):
+            if isinstance(inertia, str):
+                axes.setdefault(inertia, []).append(axis)
+        for expression, which in axes.items():
+            _add(roles, expression, f"inertia of body {b.name} about its {', '.join(which)} "
                                f"ax{'is' if len(which) == 1 else 'es'} through the CoM [kg m^2]")
     for j in model.joints:
         for frame, end in ((j.a, "parent"), (j.b, "child")):

@@ -191,8 +191,8 @@ def free_simulation(model: RigidModel, log: Log, *, seconds: float = 2.0,
     sim = unwrap_angles(model, traj.observations)
     rec = np.asarray(log.y[: n + 1], dtype=float)
     hinge = np.asarray(model.angle_observation_mask(), dtype=bool)
-    for i in np.flatnonzero(hinge):  # the unwrapped angle on the recording's turn, as an encoder reads it
-        sim[:, i] += 2.0 * math.pi * round((rec[0, i] - sim[0, i]) / (2.0 * math.pi))
+    for col in np.flatnonzero(hinge):  # the unwrapped angle on the recording's turn, as an encoder reads it
+        sim[:, col] += 2.0 * math.pi * round((rec[0, col] - sim[0, col]) / (2.0 * math.pi))
     # Angles compared modulo 2 pi (a wrapped reading is the same angle); displacements [m] as they are.
     err = _difference(sim, rec, hinge)
     t = np.asarray(log.t[: n + 1]) - log.t[0]
