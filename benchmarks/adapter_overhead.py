@@ -126,13 +126,13 @@ class Problem:
 
 
 def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    """The shortest wall time of ``repeat`` calls [s] and the last call's result."""
-    times, out = [], None
+    """The shortest wall time of ``repeat`` calls [s] and that call's result."""
+    runs = []
     for _ in range(repeat):
         start = time.perf_counter()
         out = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), out
+        runs.append((time.perf_counter() - start, out))
+    return min(runs, key=lambda run: run[0])
 
 
 def gtsam_lm(graph: gtsam.NonlinearFactorGraph, initial: gtsam.Values) -> gtsam.Values:
@@ -180,7 +180,7 @@ def run(repeat: int, skip_make_gtsam_lm: bool) -> tuple[list[dict[str, Any]], li
             target = vectorized if how == "vectorized" else graph
             row["mbfg_lm_s"], result = best(lambda: mbfg_lm(target, initial), repeat)  # noqa: B023
             solutions["mbfg", how] = result.values
-            # Where the LM's time goes (the last run): its linearizations, and its damped solves with the trials'
+            # Where the LM's time goes (the fastest run): its linearizations, and its damped solves with the trials'
             # error evaluations.
             row["mbfg_lm_linearize_s"] = sum(h["linearize_s"] for h in result.history)
             row["mbfg_lm_solve_s"] = sum(h["solve_s"] for h in result.history)
