@@ -12,13 +12,15 @@ own variables. So a second free set, new parameter values or a new weight run th
 compiled (``tests/test_no_recompile.py`` counts the compiles).
 
 The price is the Jacobian of every scalar parameter, computed and dropped for the held ones (a forward
-pass of n_s directions instead of n_free); ``python benchmarks/furuta_calibration_peer.py`` measures the
+pass of n_s directions instead of n_free; the selection's columns are gathered inside the program, so the
+dropping costs no pass in NumPy); ``python benchmarks/furuta_calibration_peer.py`` measures the
 calibration with it beside the version that compiled per free set.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -26,6 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from mbfg._jax import jax, jnp
+from mbfg._programs import PersistentJit
 from mbfg.adapter import FactorType, VarKind
 
 __all__ = ["SelectedType", "Selection"]
@@ -53,39 +56,68 @@ def _tracing(tree: Any) -> bool:
     return any(isinstance(a, jax.core.Tracer) for a in jax.tree_util.tree_leaves(tree))
 
 
+#: The gathering linearizations of each program type, by (vmapped constant axes or None, per variable): shared by
+#: every selection over the type (a program type lives as long as its structure's entry in the caller's cache).
+_GATHERED: weakref.WeakKeyDictionary[FactorType, dict[tuple, PersistentJit]] = weakref.WeakKeyDictionary()
+
+
+def _gathering(program: FactorType, constant_axes: tuple[int | None, ...] | None, per_variable: bool
+               ) -> PersistentJit:
+    """``f(xs, cs, columns)``: ``program``'s linearization ``[r | H_1 | ...]`` (vmapped over ``constant_axes``, or
+    a single factor's where None) with its columns in the order of the index array ``columns`` (every column
+    once). A selection puts its own columns first and reads them as a prefix, a view: the gather runs inside
+    the compiled program, where it is a copy XLA fuses with the one that assembles the blocks, not a second
+    pass over the (N, m, columns) array in NumPy. ``columns`` is an argument: one program for every selection."""
+    table = _GATHERED.setdefault(program, {})
+    key = (constant_axes, per_variable)
+    if key not in table:
+        inner = (program._linearize_fn if constant_axes is None else
+                 program._vmapped(constant_axes, per_variable)[1]).jitted
+        describe = program._describe("linearize, gathered" + (", per variable" if per_variable else ""),
+                                     constant_axes)
+
+        def gathered(xs: tuple, cs: tuple, columns: jnp.ndarray) -> jnp.ndarray:
+            return jnp.take(inner(xs, cs), columns, axis=-1)
+
+        table[key] = PersistentJit(gathered, lambda xs, cs, columns: describe(xs, cs))
+    return table[key]
+
+
 class _Expanded:
     """One of the program type's programs called with a :class:`SelectedType`'s arguments: the variables
-    expanded before, the Jacobian's columns selected after (``linearize``). Quacks like the
-    :class:`~mbfg._programs.PersistentJit` it wraps where :class:`~mbfg.adapter.FactorType` and
+    expanded before; for a linearization, the Jacobian's columns of this type's variables gathered first in
+    the program (:func:`_gathering`) and read as a prefix. Quacks like the
+    :class:`~mbfg._programs.PersistentJit` it stands for where :class:`~mbfg.adapter.FactorType` and
     :class:`~mbfg.adapter.FactorGroup` call it: ``fn(xs, cs)`` and ``fn.flat_program(xs, cs)``."""
 
     def __init__(self, program: Callable[..., Any], selection: Selection, linearize: bool, batched: bool) -> None:
         self.program, self.selection, self.linearize, self.batched = program, selection, linearize, batched
-        self._columns: dict[tuple, Any] = {}
+        self._columns: dict[tuple, tuple[np.ndarray, int]] = {}
 
-    def _select(self, out: Any, program_xs: tuple, xp: Any) -> Any:
-        if not self.linearize:
-            return out
+    def _order(self, program_xs: tuple) -> tuple[np.ndarray, int]:
+        """(every column of the program's output, this type's first; how many are this type's)."""
         shapes = tuple(np.shape(x) for x in program_xs)
-        cols = self._columns.get(shapes)
-        if cols is None:
+        found = self._columns.get(shapes)
+        if found is None:
             single = tuple(x[0] for x in program_xs) if self.batched else program_xs
-            cols = np.asarray(self.selection.columns(single))
-            # A run of consecutive columns from 0 is a slice: a view, no copy of the (N, m, columns) block.
-            if np.array_equal(cols, np.arange(len(cols))):
-                cols = slice(0, len(cols))
-            self._columns[shapes] = cols
-        return out[..., cols] if isinstance(cols, slice) else xp.take(out, cols, axis=-1)
+            mine = np.asarray(self.selection.columns(single), dtype=np.int32)
+            total = 1 + sum(int(np.shape(x)[-1]) if np.ndim(x) == 1 else (6 if np.shape(x) == (4, 4) else 3)
+                            for x in single)
+            rest = np.setdiff1d(np.arange(total, dtype=np.int32), mine)
+            found = self._columns[shapes] = (np.concatenate([mine, rest]), len(mine))
+        return found
 
     def __call__(self, xs: tuple, cs: tuple) -> Any:
-        xp = jnp if _tracing((xs, cs)) else np
-        program_xs = self.selection.expand(tuple(xs), tuple(cs), xp)
-        out = self.program(program_xs, cs)
-        return self._select(out if xp is jnp else np.asarray(out), program_xs, xp)
+        tracing = _tracing((xs, cs))
+        program_xs = self.selection.expand(tuple(xs), tuple(cs), jnp if tracing else np)
+        if not self.linearize:
+            return self.program(program_xs, cs)
+        order, n = self._order(program_xs)
+        out = self.program(program_xs, cs, order)
+        return (out if tracing else np.asarray(out))[..., :n]
 
     def flat_program(self, xs: tuple, cs: tuple) -> Callable[..., Any]:
-        """``f(*xs, *leaves of cs)``, as :meth:`mbfg._programs.PersistentJit.flat_program` gives (the program is
-        resolved on the first call)."""
+        """``f(*xs, *leaves of cs)``, as :meth:`mbfg._programs.PersistentJit.flat_program` gives."""
         n = len(xs)
         treedef = jax.tree_util.tree_structure(tuple(cs))
 
@@ -117,7 +149,8 @@ class SelectedType(FactorType):
         self._kind_list: list[VarKind | None] = list(self.kinds)
         self._fingerprints: dict[str, str | None] = {}
         self._error_fn = _Expanded(program._error_fn, selection, linearize=False, batched=False)  # type: ignore[assignment]
-        self._linearize_fn = _Expanded(program._linearize_fn, selection, linearize=True, batched=False)  # type: ignore[assignment]
+        self._linearize_fn = _Expanded(_gathering(program, None, False), selection, linearize=True,  # type: ignore[assignment]
+                                       batched=False)
 
     def with_example(self, example: Any) -> FactorType:
         return dataclasses.replace(self, example=example)
@@ -126,10 +159,13 @@ class SelectedType(FactorType):
                  ) -> tuple[Callable[..., Any], Callable[..., Any]]:
         key = (constant_axes, per_variable)
         if key not in self._vmapped_fns:
-            error, linearize = self.program._vmapped(constant_axes, per_variable)  # type: ignore[union-attr]
+            program = self.program
+            assert program is not None  # checked in __post_init__
+            error = program._vmapped(constant_axes, per_variable)[0]
             self._vmapped_fns[key] = (
                 _Expanded(error, self.selection, linearize=False, batched=True),  # type: ignore[arg-type]
-                _Expanded(linearize, self.selection, linearize=True, batched=True),  # type: ignore[arg-type]
+                _Expanded(_gathering(program, constant_axes, per_variable), self.selection,  # type: ignore[arg-type]
+                          linearize=True, batched=True),
             )
         return self._vmapped_fns[key]
 
