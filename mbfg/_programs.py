@@ -143,7 +143,7 @@ class _ClosurePickler(pickle.Pickler):
             return _parameter_declaration, (obj.name, obj.unit, obj.kind, obj.free)
         named = getattr(type(obj), "__fingerprint__", None)
         if isinstance(named, property):  # an object that names what it stands for (a model structure)
-            return _fingerprinted, (type(obj).__qualname__, obj.__fingerprint__)  # type: ignore[attr-defined]
+            return _fingerprinted, (type(obj).__qualname__, obj.__fingerprint__)
         if isinstance(obj, type) or callable(obj) and hasattr(obj, "__module__"):
             module = getattr(obj, "__module__", None) or ""
             if module.partition(".")[0] not in _TRUSTED:

@@ -23,7 +23,7 @@ import dataclasses
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -71,8 +71,8 @@ def _gathering(program: FactorType, constant_axes: tuple[int | None, ...] | None
     table = _GATHERED.setdefault(program, {})
     key = (constant_axes, per_variable)
     if key not in table:
-        inner = (program._linearize_fn if constant_axes is None else
-                 program._vmapped(constant_axes, per_variable)[1]).jitted
+        inner = cast(PersistentJit, program._linearize_fn if constant_axes is None else
+                     program._vmapped(constant_axes, per_variable)[1]).jitted
         describe = program._describe("linearize, gathered" + (", per variable" if per_variable else ""),
                                      constant_axes)
 
