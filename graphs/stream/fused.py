@@ -27,6 +27,7 @@ from mbfg import keys
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
 from mbfg._programs import PersistentJit, mbfg_source_digest, structure_fingerprint
+from mbfg.errors import MbfgError
 from mbfg.factors._rigid import Variables
 from mbfg.factors.impulse import impulse_type
 from mbfg.factors.observation import observation_type
@@ -62,7 +63,7 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndarr
         :func:`~mbfg.graphs.stream.chain._eliminate_regular`'s G, a, R, R_f, ok.
     """
     if keys.parameter_keys(variables):
-        raise ValueError("the fused stream update takes fixed parameters only (the chain does not refine)")
+        raise MbfgError("the fused stream update takes fixed parameters only (the chain does not refine)")
     key = (structure_fingerprint(variables.model), variables.free, variables.tilt_free)
     if key not in _PROGRAMS:
         _PROGRAMS[key] = _regular_update_program(variables)
