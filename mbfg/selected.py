@@ -30,6 +30,7 @@ import numpy as np
 from mbfg._jax import jax, jnp
 from mbfg._programs import PersistentJit
 from mbfg.adapter import FactorType, VarKind
+from mbfg.errors import MbfgError
 
 __all__ = ["SelectedType", "Selection"]
 
@@ -144,7 +145,7 @@ class SelectedType(FactorType):
 
     def __post_init__(self) -> None:
         if self.program is None or self.selection is None:
-            raise ValueError(f"{self.name}: a SelectedType needs its program type and its selection")
+            raise MbfgError(f"{self.name}: a SelectedType needs its program type and its selection")
         program, selection = self.program, self.selection
         self._kind_list: list[VarKind | None] = list(self.kinds)
         self._fingerprints: dict[str, str | None] = {}
