@@ -11,24 +11,23 @@ the benchmark, from its own source) twice in a fresh process each, sharing one p
 the first run (``MBFG_CACHE_DIR``, a new temporary folder per checkout): the first run traces and compiles every
 program ("empty cache"), the second loads them ("warm"). Each run's figures are read from its printed lines: LM
 iterations, whether it converged, LM wall [s], ``calibrate()`` wall [s] (build, LM and covariance), the median
-linearization and solve per iteration [s], the final cost per step and each parameter's value. Writes them with the
-machine, the load average, the commits and the date to ``--out`` (default
+linearization and solve per iteration [s], the final cost per step and each parameter's value. Writes this
+checkout's rows beside the peer's as one record (``benchmarks/_record.py``) to ``--out`` (default
 ``benchmarks/results/furuta_calibration.json``). Asserts nothing; times are wall times on a possibly shared machine.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import platform
 import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+import _record
 
 HERE = Path(__file__).resolve().parents[1]
 
@@ -85,35 +84,29 @@ def run_checkout(root: Path, extra: list[str]) -> dict[str, Any]:
     return out
 
 
+def rows(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The record's rows of one checkout: one per phase (empty cache, warm)."""
+    return [{"phase": phase.replace("_", " "), "commit": run["commit"][:7], **run[phase]}
+            for phase in ("empty_cache", "warm")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--peer", type=Path, required=True, help="a source checkout of the version to compare with")
     parser.add_argument("--quick", action="store_true", help="2 s logs instead of 10 s")
     parser.add_argument("--out", type=Path, default=HERE / "benchmarks" / "results" / "furuta_calibration.json")
-    parser.add_argument("--only", choices=("peer", "this"),
-                        help="run one checkout and replace its part of --out, keeping the other's")
     args = parser.parse_args()
     extra = ["--quick"] if args.quick else []
-    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    record: dict[str, Any] = json.loads(args.out.read_text()) if args.only and args.out.exists() else {}
-    record |= {
-        "what": "13-parameter Furuta calibration (benchmarks/furuta_calibration.py): LM wall from an empty program "
-                "cache and warm, this checkout beside a peer checkout, run one after the other",
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
-        "python": platform.python_version(),
-    }
-    for name, root in (("peer", args.peer.resolve()), ("this", HERE)):
-        if args.only in (None, name):
-            record[name] = run_checkout(root, extra) | {"date": started}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=2) + "\n")
-    for name, run in ((n, record[n]) for n in ("peer", "this") if n in record):
+    peer = run_checkout(args.peer.resolve(), extra)
+    this = run_checkout(HERE, extra)
+    for name, run in (("peer", peer), ("this", this)):
         for phase in ("empty_cache", "warm"):
             r = run[phase]
             print(f"{name:<5} {run['commit'][:7]} {phase:<12} LM {r['lm_iterations']:>2} it "
                   f"{'converged' if r['converged'] else 'NOT converged'}, LM wall {r['lm_wall_s']:6.1f} s, "
                   f"calibrate() {r['calibrate_wall_s']:6.1f} s, cost {r['cost_per_step']:.6g}")
-    print(f"wrote {args.out}")
+    _record.write(__file__, rows(this), peer={"name": f"{peer['commit'][:7]} ({args.peer})", "figures": rows(peer)},
+                  out=args.out)
 
 
 if __name__ == "__main__":
