@@ -105,7 +105,7 @@ def main() -> None:
             print(f"{name:<5} {run['commit'][:7]} {phase:<12} LM {r['lm_iterations']:>2} it "
                   f"{'converged' if r['converged'] else 'NOT converged'}, LM wall {r['lm_wall_s']:6.1f} s, "
                   f"calibrate() {r['calibrate_wall_s']:6.1f} s, cost {r['cost_per_step']:.6g}")
-    _record.write(__file__, rows(this), peer={"name": f"{peer['commit'][:7]} ({args.peer})", "figures": rows(peer)},
+    _record.write(__file__, rows(this), peer={"name": f"{peer['commit'][:7]}, the peer checkout", "figures": rows(peer)},
                   out=args.out)
 
 
