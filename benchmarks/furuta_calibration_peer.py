@@ -2,9 +2,9 @@
 
 ::
 
-    git worktree add /tmp/mbfg-peer 8d5da5e      # the version to compare with (a source checkout)
-    python benchmarks/furuta_calibration_peer.py --peer /tmp/mbfg-peer
-    python benchmarks/furuta_calibration_peer.py --peer /tmp/mbfg-peer --quick   # 2 s log
+    git worktree add ../mbfg-peer 8d5da5e      # the version to compare with (a source checkout)
+    python benchmarks/furuta_calibration_peer.py --peer ../mbfg-peer
+    python benchmarks/furuta_calibration_peer.py --peer ../mbfg-peer --quick   # 2 s log
 
 For each checkout, in turn: ``furuta_calibration.py --priors J_Ax,J_Ay --strides '' --skip-scipy`` (its own copy of
 the benchmark, from its own source) twice in a fresh process each, sharing one program cache that is empty before
