@@ -8,7 +8,6 @@ the time-step h. Residual (12 nb,): [Delta p_u; Delta p_q] [N s, N m s], see
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,36 +20,45 @@ from mbfg.adapter import FactorType
 from mbfg.registry import register
 
 from ._rigid import (
+    Structure,
     Variables,
     example_model,
     example_step,
     fixed_values,
     perturbed,
+    selected_type,
     state_values,
     variables_for,
 )
 
 
-@functools.cache
 def impulse_type(variables: Variables) -> FactorType:
-    """The impulse FactorType of a model and free-parameter set (compiled once per pair)."""
-    model = variables.model
+    """The impulse FactorType of a model and free-parameter set. Its compiled programs are its model
+    structure's (:func:`impulse_program_type`), shared by every free set and parameter value."""
+    return selected_type("spook_impulse", variables, 2, _impulse, impulse_program_type)
 
-    def residual(*args: Any):
-        (x0, x1), ps, (fixed, u, h) = variables.split(args, 2)
-        return residuals.impulse(model, x0, x1, u, variables.parameters(ps, fixed), h)
 
-    kinds = variables.state_kinds * 2 + variables.parameter_kinds
-    name = f"spook_impulse[{model.name}; free={','.join(variables.free)}{'; tilt' if variables.tilt_free else ''}]"
+def _impulse(model: Any, states: list, p: dict[str, Any], constants: tuple) -> Any:
+    """The impulse residual from the states x_k, x_{k+1}, every parameter's value and (u_k, h)."""
+    (x0, x1), (u, h) = states, constants
+    return residuals.impulse(model, x0, x1, u, p, h)
+
+
+def impulse_program_type(structure: Structure, residual: Any) -> FactorType:
+    """The impulse factor type of a model structure with every parameter a variable (:class:`._rigid.Structure`):
+    variables x_k, x_{k+1}, theta (n_s,)[, R_tilt]; constants the parameter values, u_k and h."""
+    model = structure.model
+    kinds = structure.state_kinds * 2 + structure.parameter_kinds
     # Differentiated in five passes (the poses of x_k, v_k, the poses of x_{k+1}, v_{k+1}, the
     # parameters): x_{k+1} enters only through q_{k+1} boxminus q_k and v_{k+1} only through the
     # multipliers, so their passes are cheap. About 3x less work than one joint pass, for about the
     # same compile time (``python benchmarks/impulse_cost.py``).
     nb = model.nb
-    n_p = len(variables.parameter_kinds)
+    n_p = len(structure.parameter_kinds)
     groups: tuple[tuple[int, ...], ...] = (tuple(range(nb)), (nb,), tuple(range(nb + 1, 2 * nb + 1)), (2 * nb + 1,))
-    groups += (tuple(range(2 * nb + 2, 2 * nb + 2 + n_p)),) if n_p else ()
-    return FactorType(name, residual, kinds, piecewise=model.layout.n_B > 0, jacobian_groups=groups)
+    groups += (tuple(range(2 * nb + 2, 2 * nb + 2 + n_p)),)
+    return FactorType(f"spook_impulse[{model.name}; every parameter]", residual, kinds,
+                      piecewise=model.layout.n_B > 0, jacobian_groups=groups)
 
 
 def impulse_keys(variables: Variables, k: int) -> list[int]:

@@ -7,7 +7,6 @@ constants: the fixed parameters and the time-step h. Residual (12 nb,)
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import gtsam
@@ -17,20 +16,34 @@ from mbfg import keys, residuals
 from mbfg.adapter import FactorType
 from mbfg.registry import register
 
-from ._rigid import Variables, example_model, example_step, fixed_values, state_values, variables_for
+from ._rigid import (
+    Structure,
+    Variables,
+    example_model,
+    example_step,
+    fixed_values,
+    selected_type,
+    state_values,
+    variables_for,
+)
 
 
-@functools.cache
 def initial_state_type(variables: Variables) -> FactorType:
-    """The initial-state FactorType of a model and free-parameter set."""
-    model = variables.model
+    """The initial-state FactorType of a model and free-parameter set (its programs are its structure's)."""
+    return selected_type("initial_state", variables, 1, _initial_state, initial_state_program_type)
 
-    def residual(*args: Any):
-        (x,), ps, (fixed, h) = variables.split(args, 1)
-        return residuals.initial_state(model, x, variables.parameters(ps, fixed), h)
 
-    name = f"initial_state[{model.name}; free={','.join(variables.free)}{'; tilt' if variables.tilt_free else ''}]"
-    return FactorType(name, residual, variables.state_kinds + variables.parameter_kinds)
+def _initial_state(model: Any, states: list, p: dict[str, Any], constants: tuple) -> Any:
+    """The initial-state residual from the state x_0, every parameter's value and (h,)."""
+    (x,), (h,) = states, constants
+    return residuals.initial_state(model, x, p, h)
+
+
+def initial_state_program_type(structure: Structure, residual: Any) -> FactorType:
+    """The initial-state factor type of a model structure with every parameter a variable: variables x_0, theta
+    (n_s,)[, R_tilt]; constants the parameter values and h."""
+    return FactorType(f"initial_state[{structure.model.name}; every parameter]", residual,
+                      structure.state_kinds + structure.parameter_kinds)
 
 
 def initial_state_factor(

@@ -8,7 +8,6 @@ angles [rad] are compared modulo 2 pi, positions [m] directly.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,20 +18,34 @@ from mbfg import keys, residuals
 from mbfg.adapter import FactorType
 from mbfg.registry import register
 
-from ._rigid import Variables, example_model, example_step, fixed_values, state_values, variables_for
+from ._rigid import (
+    Structure,
+    Variables,
+    example_model,
+    example_step,
+    fixed_values,
+    selected_type,
+    state_values,
+    variables_for,
+)
 
 
-@functools.cache
 def observation_type(variables: Variables) -> FactorType:
-    """The observation FactorType of a model and free-parameter set."""
-    model = variables.model
+    """The observation FactorType of a model and free-parameter set (its programs are its structure's)."""
+    return selected_type("observation", variables, 1, _observation, observation_program_type)
 
-    def residual(*args: Any):
-        (x,), ps, (fixed, y, mask) = variables.split(args, 1)
-        return residuals.observation(model, x, variables.parameters(ps, fixed), y, mask)
 
-    name = f"observation[{model.name}; free={','.join(variables.free)}{'; tilt' if variables.tilt_free else ''}]"
-    return FactorType(name, residual, variables.state_kinds + variables.parameter_kinds)
+def _observation(model: Any, states: list, p: dict[str, Any], constants: tuple) -> Any:
+    """The observation residual from the state x_k, every parameter's value and (y_k, mask)."""
+    (x,), (y, mask) = states, constants
+    return residuals.observation(model, x, p, y, mask)
+
+
+def observation_program_type(structure: Structure, residual: Any) -> FactorType:
+    """The observation factor type of a model structure with every parameter a variable: variables x_k, theta
+    (n_s,)[, R_tilt]; constants the parameter values, y_k and the mask."""
+    return FactorType(f"observation[{structure.model.name}; every parameter]", residual,
+                      structure.state_kinds + structure.parameter_kinds)
 
 
 def observation_keys(variables: Variables, k: int) -> list[int]:

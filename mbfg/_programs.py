@@ -28,10 +28,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import itertools
 import os
 import pickle
 import sys
 import tempfile
+import weakref
 from collections.abc import Callable
 from importlib.metadata import version
 from typing import Any, cast
@@ -119,6 +121,10 @@ class _Untrusted(Exception):
     """The closure reaches code whose source :func:`mbfg_source_digest` does not cover."""
 
 
+def _fingerprinted(*fields: Any) -> None:
+    """Stands for an object with a ``__fingerprint__`` in a closure's pickle (never unpickled)."""
+
+
 def _parameter_declaration(*fields: Any) -> None:
     """Stands for a :class:`mbfg.parameters.Parameter` in a closure's pickle (never unpickled)."""
 
@@ -135,6 +141,9 @@ class _ClosurePickler(pickle.Pickler):
 
         if isinstance(obj, Parameter):
             return _parameter_declaration, (obj.name, obj.unit, obj.kind, obj.free)
+        named = getattr(type(obj), "__fingerprint__", None)
+        if isinstance(named, property):  # an object that names what it stands for (a model structure)
+            return _fingerprinted, (type(obj).__qualname__, obj.__fingerprint__)
         if isinstance(obj, type) or callable(obj) and hasattr(obj, "__module__"):
             module = getattr(obj, "__module__", None) or ""
             if module.partition(".")[0] not in _TRUSTED:
@@ -163,6 +172,60 @@ def closure_fingerprint(fn: Callable[..., Any]) -> str | None:
     except Exception:  # noqa: BLE001 (untrusted code or an unpicklable value: trace instead)
         return None
     return hashlib.sha256(mbfg_source_digest().encode() + buffer.getvalue()).hexdigest()
+
+
+#: The arguments of a rigid-body model's constructor that its programs depend on.
+_MODEL_FIELDS = ("name", "bodies", "joints", "contacts", "parameters", "applied", "tilt", "observations")
+
+
+def _model_structure(*fields: Any) -> None:
+    """Stands for a model in a structure's pickle (never unpickled)."""
+
+
+class _StructurePickler(_ClosurePickler):
+    """:class:`_ClosurePickler` that also leaves out what a program never reads: a parameter's free flag (the
+    free set is an argument of the programs, :mod:`mbfg.selected`) and a model's state error weight and
+    description."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        from mbfg.parameters import Parameter
+        from mbfg.rigid import RigidModel
+
+        if isinstance(obj, Parameter):
+            return _parameter_declaration, (obj.name, obj.unit, obj.kind)
+        if isinstance(obj, RigidModel):
+            # The constructor's arguments (RigidModel._copy's) but the weight and description: everything else
+            # a model holds (its layout, its index arrays) is made from them by mbfg's code.
+            fields = tuple(getattr(obj, k) for k in _MODEL_FIELDS)
+            return _model_structure, (type(obj).__qualname__, fields)
+        return super().reducer_override(obj)
+
+
+#: Structure fingerprints by model instance (dropped with the model), and the tokens of instances whose
+#: structure cannot be pickled (each its own structure, never reused).
+_STRUCTURES: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_UNPICKLABLE = itertools.count()
+
+
+def structure_fingerprint(model: Any) -> str:
+    """SHA-256 of what a rigid-body model's programs compute from it: mbfg's source and the model without its
+    parameters' values, bounds and free flags, its state error weight and its description (bodies, joints,
+    contacts, applied forces, the parameters' names, units and kinds, the tilt's name, the observations).
+    Two models with equal fingerprints run the same compiled programs (``tests/test_no_recompile.py``). A
+    model that reaches code outside mbfg (a user's function) or cannot be pickled is a structure of its own
+    (a fingerprint no other instance gets)."""
+    found = _STRUCTURES.get(model)
+    if found is None:
+        buffer = io.BytesIO()
+        try:
+            pickler = _StructurePickler(buffer, protocol=5)
+            pickler.fast = True  # no memo: equal values give equal bytes (see closure_fingerprint)
+            pickler.dump(model)
+            found = hashlib.sha256(mbfg_source_digest().encode() + buffer.getvalue()).hexdigest()
+        except Exception:  # noqa: BLE001 (untrusted code or an unpicklable value: a structure of its own)
+            found = f"instance {next(_UNPICKLABLE)}"
+        _STRUCTURES[model] = found
+    return found
 
 
 #: Programs of this process by key: factor types built again for another model instance of the same

@@ -18,7 +18,6 @@ checks that both ways give the same estimates. The traced program is kept on dis
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +26,7 @@ import numpy as np
 from mbfg import keys
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
-from mbfg._programs import PersistentJit, mbfg_source_digest
+from mbfg._programs import PersistentJit, mbfg_source_digest, structure_fingerprint
 from mbfg.errors import MbfgError
 from mbfg.factors._rigid import Variables
 from mbfg.factors.impulse import impulse_type
@@ -37,11 +36,14 @@ from mbfg.lie import so3_exp
 from mbfg.rigid import State
 from mbfg.spook import step
 
+#: The programs by (structure fingerprint, free scalars, tilt free): one per model structure, whatever its
+#: parameter values, however many model instances a process builds.
+_PROGRAMS: dict[tuple[str, tuple[str, ...], bool], Callable[..., tuple[np.ndarray, ...]]] = {}
 
-@functools.cache
+
 def regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndarray, ...]]:
     """The jitted program of one regular update of the stream of ``variables.model`` (no free parameters;
-    one per variable layout, as its factor types).
+    one per model structure, as its factor types' programs: the parameter values are arguments).
 
     The program's arguments (nb bodies, n = 12 nb the state's tangent dimension, N new states):
         T_front (nb, 4, 4), v_front (6 nb,): the frontier's linearization point (poses T_world_body
@@ -62,6 +64,13 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndarr
     """
     if keys.parameter_keys(variables):
         raise MbfgError("the fused stream update takes fixed parameters only (the chain does not refine)")
+    key = (structure_fingerprint(variables.model), variables.free, variables.tilt_free)
+    if key not in _PROGRAMS:
+        _PROGRAMS[key] = _regular_update_program(variables)
+    return _PROGRAMS[key]
+
+
+def _regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndarray, ...]]:
     model = variables.model
     nb = model.nb
     binary, unary = impulse_type(variables), observation_type(variables)
