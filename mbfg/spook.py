@@ -30,7 +30,7 @@ import numpy as np
 from mbfg import plots
 from mbfg import quaternion as quat
 from mbfg._jax import Array, jax, jnp
-from mbfg._programs import PersistentJit, closure_fingerprint
+from mbfg._programs import PersistentJit, closure_fingerprint, structure_fingerprint
 from mbfg.angles import unwrap_angles  # shared with mbfg.plots; importable from here as before
 from mbfg.errors import ModelError
 from mbfg.lcp import solve_lcp
@@ -220,7 +220,8 @@ def _compiled_scan(model: RigidModel, x: State, controls: Array, p: Mapping[str,
 
     Returns (compiled function, compile time [s]; 0 when it was cached).
     """
-    key = (id(model), controls.shape, jax.tree_util.tree_structure(p))
+    # The parameters are an argument: another instance of the same structure (with_parameters) runs this program.
+    key = (structure_fingerprint(model), controls.shape, jax.tree_util.tree_structure(p))
     if key in _COMPILED:
         return _COMPILED[key][1], 0.0
 
@@ -246,7 +247,7 @@ def _compiled_scan(model: RigidModel, x: State, controls: Array, p: Mapping[str,
         out = flat(state, controls, p, h)
         return State(*out[:4]), (State(*out[4:8]), out[8], StepInfo(*out[9:]))
 
-    _COMPILED[key] = (model, compiled)  # keeping the model alive keeps its id unique
+    _COMPILED[key] = (model, compiled)
     return compiled, time.perf_counter() - start
 
 

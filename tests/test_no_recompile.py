@@ -110,3 +110,14 @@ def test_same_structure_shares_programs_other_structure_does_not(warm: tuple[Any
     from mbfg.models import furuta
 
     assert impulse_type(variables_for(furuta(), ["K"])).program is not impulse_type(variables_for(model, ["J"])).program
+
+
+def test_simulating_another_instance_of_the_same_structure_compiles_nothing() -> None:
+    """simulate's chunk program takes the parameters as an argument: a model with other values (with_parameters)
+    and another duration run the program the first simulation compiled, and give that model's motion."""
+    model = pendulum()
+    first = simulate(model, 0.05, 1e-3, initial=model.initial_state({"theta": 1.0}))
+    other = model.with_parameters({"J": 2.0 * float(model.parameters.numpy_values()["J"])})
+    second = _no_compiles(lambda: simulate(other, 0.08, 1e-3, initial=other.initial_state({"theta": 1.0})))
+    # A doubled inertia swings more slowly: the programs ran with the new value, not the first model's.
+    assert abs(second.observations[49, 0] - 1.0) < abs(first.observations[49, 0] - 1.0)
