@@ -7,8 +7,10 @@ Run from anywhere (needs the benchmark extra: ``pip install 'mbfg[bench]'``, i.e
 
 The arm is ``datasets/panda.urdf`` (the Franka Emika Panda's kinematics with the full inertia tensors
 identified by Gaz et al. 2019; no joint friction), its seven joints driven by torques
-``u_k = 2 sin(2 pi (0.5 + 0.25 i) t_k) N m`` (joint i = 0..6), from the "ready" pose
-q_0 = (0, -pi/4, 0, -3 pi/4, 0, pi/2, pi/4) rad at rest, under gravity 9.81 m/s^2 along -z.
+``u_k,i = g_i(q_0) + 0.01 effort_i sin(2 pi (0.5 + 0.25 i) t_k)`` (joint i = 0..6; effort 87 N m on joints
+0-3, 12 N m on 4-6; g(q_0) the gravity torques at q_0 from MuJoCo's ``qfrc_bias`` at rest), from the
+"ready" pose q_0 = (0, -pi/4, 0, -3 pi/4, 0, pi/2, pi/4) rad at rest, under gravity 9.81 m/s^2 along -z:
+the arm sways about q_0 (a falling arm is chaotic, and two engines' trajectories part within a second).
 
 Each engine runs in a fresh process (no compiled program in memory; mbfg's persistent program cache
 and JAX's compilation cache off), in float64 for both JAX engines:
@@ -55,10 +57,19 @@ H = 1e-3  # [s]
 WARM_RUNS = 3
 
 
+EFFORT = np.array([87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])  # [N m], the URDF's effort limits
+
+
 def torques(steps: int) -> np.ndarray:
-    """(steps, 7) joint torques [N m]: u_k,i = 2 sin(2 pi (0.5 + 0.25 i) t_k)."""
+    """(steps, 7) joint torques [N m]: u_k,i = g_i(q_0) + 0.01 effort_i sin(2 pi (0.5 + 0.25 i) t_k)."""
+    import mujoco
+
+    m = _mujoco_model()
+    d = mujoco.MjData(m)
+    d.qpos[:] = READY
+    mujoco.mj_forward(m, d)
     t = np.arange(steps)[:, None] * H
-    return 2.0 * np.sin(2 * np.pi * (0.5 + 0.25 * np.arange(7))[None, :] * t)
+    return d.qfrc_bias[None, :] + 0.01 * EFFORT * np.sin(2 * np.pi * (0.5 + 0.25 * np.arange(7))[None, :] * t)
 
 
 def run_mbfg(steps: int) -> dict:

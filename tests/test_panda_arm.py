@@ -104,3 +104,21 @@ def test_gravity_torques_hold_the_arm_still_and_without_them_it_falls(arm):
     held, free = run(np.tile(tau, (steps, 1))), run(np.zeros((steps, 7)))
     assert np.max(np.abs(held - Q0)) < 1e-5
     assert np.max(np.abs(free[-1] - Q0)) > 0.1
+
+
+def test_reference_mass_matrix_and_gravity_match_mujoco():
+    # The reference above against a peer on the same file: MuJoCo's own URDF import (mj_fullM, qfrc_bias at rest).
+    mujoco = pytest.importorskip("mujoco")
+    m = mujoco.MjModel.from_xml_path(str(URDF))
+    m.opt.gravity[:] = (0.0, 0.0, -G)
+    d = mujoco.MjData(m)
+    d.qpos[:] = Q0
+    mujoco.mj_forward(m, d)
+    M = np.zeros((7, 7))
+    if hasattr(d, "qM"):  # MuJoCo before 3.5: mj_fullM(m, dst, qM)
+        mujoco.mj_fullM(m, M, d.qM)
+    else:
+        mujoco.mj_fullM(m, d, M)
+    M_ref, tau_ref = _mass_matrix_and_gravity(Q0)
+    np.testing.assert_allclose(M, M_ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(d.qfrc_bias, tau_ref, rtol=0, atol=1e-12)
