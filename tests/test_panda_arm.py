@@ -122,3 +122,29 @@ def test_reference_mass_matrix_and_gravity_match_mujoco():
     M_ref, tau_ref = _mass_matrix_and_gravity(Q0)
     np.testing.assert_allclose(M, M_ref, rtol=0, atol=1e-12)
     np.testing.assert_allclose(d.qfrc_bias, tau_ref, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["panda", "particle", "linear-stage"])
+def test_position_jacobian_equals_central_differences_along_boxplus(name, arm):
+    # J_pos (12 local lanes per part, mbfg.rigid.kinematics.positions_and_jacobian) against central differences
+    # of the position functions at q boxplus (+-eps e_i): hinges, a slider, a contact.
+    from mbfg import load_model
+    from mbfg import quaternion as quat
+    from mbfg._jax import jax, jnp
+
+    model = arm if name == "panda" else load_model(name)
+    rng = np.random.default_rng(3)
+    x = model.initial_state({j.name: 0.4 for j in model.axial})
+    x = x._replace(r=x.r + 0.01 * rng.normal(size=np.shape(x.r)))
+    p = model.parameters.arrays()
+    f, J = (np.asarray(a) for a in model.position_jacobian(x, p))
+
+    def positions(delta: np.ndarray) -> np.ndarray:
+        d = jnp.asarray(delta.reshape(-1, 6))
+        e = jax.vmap(quat.boxplus)(jnp.asarray(x.e), d[:, 3:])
+        return np.asarray(model.position_functions(jnp.asarray(x.r) + d[:, :3], jax.vmap(quat.to_matrix)(e), p))
+
+    eps = 1e-6
+    columns = [(positions(eps * e) - positions(-eps * e)) / (2 * eps) for e in np.eye(6 * model.nb)]
+    np.testing.assert_allclose(f, positions(np.zeros(6 * model.nb)), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(J, np.stack(columns, axis=1), rtol=0, atol=1e-8)
