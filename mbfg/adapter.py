@@ -38,6 +38,7 @@ import numpy as np
 from mbfg import lie
 from mbfg._jax import jax, jnp
 from mbfg._programs import PersistentJit, closure_fingerprint, jaxpr_fingerprint
+from mbfg.errors import DeclarationError, MbfgError
 from mbfg.noise import noise_model
 from mbfg.registry import REGISTRY
 
@@ -238,19 +239,29 @@ class FactorType:
         if self.jacobian_groups is not None:
             flat = sorted(i for g in self.jacobian_groups for i in g)
             if flat != list(range(len(kinds))):
-                raise ValueError(f"{self.name}: jacobian_groups {self.jacobian_groups} must hold every variable "
+                raise MbfgError(f"{self.name}: jacobian_groups {self.jacobian_groups} must hold every variable "
                                  f"index 0..{len(kinds) - 1} exactly once")
         groups = self.jacobian_groups
 
+        name = self.name
+
+        def checked(r: Any) -> jnp.ndarray:
+            # Caught while tracing, once per shape: GTSAM's callback would otherwise fail inside pybind
+            # ("Unable to cast Python instance ... Eigen::Matrix") without naming the factor type.
+            if jnp.ndim(r) != 1:
+                raise DeclarationError(f"factor type {name!r}: its residual must return a 1-D array of shape (m,), got "
+                                f"shape {jnp.shape(r)}; return e.g. jnp.atleast_1d(r) for one scalar residual")
+            return r
+
         def error(xs: tuple, cs: tuple) -> jnp.ndarray:
-            return residual(*xs, *cs)
+            return checked(residual(*xs, *cs))
 
         def linearize(xs: tuple, cs: tuple, passes: tuple[tuple[int, ...], ...] | None = None) -> jnp.ndarray:
             def lifted(*xis: jnp.ndarray) -> jnp.ndarray:
                 return residual(*(k.tangent_line(x, xi) for k, x, xi in zip(kinds, xs, xis)), *cs)
 
             zeros = tuple(jnp.zeros(k.tangent_dim(x)) for k, x in zip(kinds, xs))
-            r = residual(*xs, *cs)
+            r = checked(residual(*xs, *cs))
             if passes is None:
                 blocks = jax.jacfwd(lifted, argnums=tuple(range(len(xs))))(*zeros)
             else:
@@ -308,7 +319,7 @@ class FactorType:
                 as array arguments after the variables (never recompiled per instance).
         """
         if len(keys) != len(self.kinds):
-            raise ValueError(
+            raise MbfgError(
                 f"{self.name}: expected {len(self.kinds)} keys ({[k.value for k in self.kinds]}), "
                 f"got {len(keys)}"
             )
@@ -444,7 +455,7 @@ class FactorType:
         for n, row in enumerate(rows):
             for i, (key, kind) in enumerate(zip(row, self.kinds)):
                 if isinstance(key, Key) and key.kind is not kind:
-                    raise TypeError(self._wrong_kind(i, key, None if first is None else first + n))
+                    raise DeclarationError(self._wrong_kind(i, key, None if first is None else first + n))
         return [list(map(int, row)) for row in rows]
 
     def _wrong_kind(self, i: int, key: Key, factor: int | None) -> str:
@@ -461,7 +472,7 @@ class FactorType:
     def _split(self, args: Sequence[Any]) -> tuple[tuple, tuple]:
         n = len(self.kinds)
         if len(args) < n:
-            raise TypeError(f"{self.name}: expected {n} variables, got {len(args)} arguments")
+            raise DeclarationError(f"{self.name}: expected {n} variables, got {len(args)} arguments")
         return tuple(args[:n]), tuple(args[n:])
 
     def _columns(self, xs: Sequence[Any]) -> list[slice]:
@@ -510,7 +521,7 @@ class FactorGroup:
         n = len(keys)
         for i, row in enumerate(keys):
             if len(row) != len(ft.kinds):
-                raise ValueError(f"{ft.name}: factor {i} has {len(row)} keys, expected {len(ft.kinds)} "
+                raise MbfgError(f"{ft.name}: factor {i} has {len(row)} keys, expected {len(ft.kinds)} "
                                  f"({[k.value for k in ft.kinds]})")
         axes: list[int | None] = []
         cs: list[Any] = []
@@ -521,7 +532,7 @@ class FactorGroup:
                 value = jax.tree_util.tree_map(np.asarray, c.values)  # NumPy: see _as_constant
                 lengths = {leaf.shape[0] for leaf in jax.tree_util.tree_leaves(value)}
                 if lengths != {n}:
-                    raise ValueError(f"{ft.name}: PerFactor constant has leading sizes {lengths}, expected {n}")
+                    raise MbfgError(f"{ft.name}: PerFactor constant has leading sizes {lengths}, expected {n}")
                 axes.append(0)
                 cs.append(value)
             else:

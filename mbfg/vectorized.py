@@ -23,6 +23,7 @@ import numpy as np
 
 from mbfg.adapter import FactorGroup, VarKind
 from mbfg.errors import MbfgError
+from mbfg.keys import name as key_name
 
 
 class Blocks:
@@ -41,11 +42,11 @@ class Blocks:
         self.members: dict[int, list[int]] = {}
         for block, keys in members:
             if block in self.dims or block in self.size:
-                raise MbfgError(f"block key {gtsam.DefaultKeyFormatter(block)} is used twice or is a variable's key")
+                raise MbfgError(f"block key {key_name(block)} is used twice or is a variable's key")
             offset = 0
             for key in keys:
                 if key in self.of:
-                    raise MbfgError(f"variable {gtsam.DefaultKeyFormatter(key)} is in two blocks")
+                    raise MbfgError(f"variable {key_name(key)} is in two blocks")
                 self.of[key] = (block, offset)
                 offset += self.dims[key]
             self.size[block] = offset
@@ -252,7 +253,7 @@ class VectorizedGraph:
         missing = set(blocks.size) - set(self.order)
         if missing or len(self.order) != len(set(self.order)):
             raise MbfgError(f"the elimination order must name every block once; missing "
-                            f"{[gtsam.DefaultKeyFormatter(k) for k in sorted(missing)][:5]}")
+                            f"{[key_name(k) for k in sorted(missing)][:5]}")
         self._layouts = [_GroupLayout(g, blocks) for g in self.groups]
         self._whiten = [1.0 / _sigmas(g.noise, g.ft.name) for g in self.groups]
         self._columns = [[blocks.columns(layout.slot_keys[:, s]) for s in range(layout.slot_keys.shape[1])]
