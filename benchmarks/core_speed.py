@@ -201,7 +201,7 @@ def _commit() -> str:
     try:
         head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "mbfg", "benchmarks"],
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "mbfg", "datasets", "benchmarks/core_speed.py"],
                                capture_output=True, text=True, check=True).stdout.strip()
         return head + ("+changes" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
