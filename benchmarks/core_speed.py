@@ -18,7 +18,9 @@ and JAX's compilation cache off), in float64 for both JAX engines:
 - ``mbfg``: ``mbfg.spook.simulate`` (the Spook stepper of Marklund, Servin, Larson 2025 in maximal
   coordinates: 7 bodies, 5 holonomic rows and 1 motor row per joint, at the built-in joint
   compliance ``mbfg.trees.RIGID``, rigid at the step's scale). ``first_s`` is its first call (trace, compile, run);
-  ``us_per_step`` the best of 3 warm calls divided by the steps, host copies of the trajectory included.
+  ``us_per_step`` the best of 3 warm calls divided by the steps, host copies of the trajectory included;
+  ``cpu_us_per_step`` the same in the process's CPU time (all its threads), which a loaded machine
+  disturbs less than the wall time (every engine has both).
 - ``mjx``: ``mujoco.MjModel.from_xml_path`` of the same URDF, ``mjx.put_model``, a ``jax.lax.scan`` of
   ``mjx.step`` with the torques as ``qfrc_applied``; ``first_s`` is its first call (trace, compile, run),
   ``us_per_step`` the best of 3 warm calls; ``kinematics_us_per_step`` the same for ``mjx.kinematics`` alone.
@@ -85,12 +87,16 @@ def run_mbfg(steps: int) -> dict:
     u = torques(steps)
     rigid = dict(zip(("eps_lin", "eps_rot", "tau"), RIGID))
     first = simulate(model, steps * H, H, initial=x0, controls=u, parameters=rigid, chunk=steps)
-    warm = min(simulate(model, steps * H, H, initial=x0, controls=u, parameters=rigid, chunk=steps).wall_s
-               for _ in range(WARM_RUNS))
+    warm, cpu = [], []
+    for _ in range(WARM_RUNS):
+        start = time.process_time()
+        warm.append(simulate(model, steps * H, H, initial=x0, controls=u, parameters=rigid, chunk=steps).wall_s)
+        cpu.append(time.process_time() - start)
     p = model.parameters.arrays_with(rigid, "parameters")
     step_eqs = jaxpr_equation_count(jax.make_jaxpr(lambda x, u: step(model, x, u, p, H)[0])(x0, u[0]).jaxpr)
     q = np.unwrap(first.observations, axis=0)[1:]  # after each step, as the others
-    return {"first_s": first.wall_s, "compile_s": first.compile_s, "us_per_step": 1e6 * warm / steps,
+    return {"first_s": first.wall_s, "compile_s": first.compile_s, "us_per_step": 1e6 * min(warm) / steps,
+            "cpu_us_per_step": 1e6 * min(cpu) / steps,
             "step_equations": step_eqs, "q": q.tolist(), "jax": jax.__version__,
             "device": str(jax.devices()[0])}
 
@@ -135,11 +141,12 @@ def run_mjx(steps: int) -> dict:
     _, q = rollout(dx0, u)
     q = np.asarray(jax.block_until_ready(q))
     first = time.perf_counter() - start
-    warm = []
+    warm, cpu = [], []
     for _ in range(WARM_RUNS):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         jax.block_until_ready(rollout(dx0, u))
         warm.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
     # Where MJX's step spends its time: its forward kinematics alone, scanned the same way.
     kinematics = jax.jit(lambda dx: jax.lax.scan(lambda d, _: (mjx.kinematics(mx, d), None), dx, None,
                                                  length=steps)[0])
@@ -149,7 +156,7 @@ def run_mjx(steps: int) -> dict:
         start = time.perf_counter()
         jax.block_until_ready(kinematics(dx0))
         kinematics_s.append(time.perf_counter() - start)
-    return {"first_s": first, "us_per_step": 1e6 * min(warm) / steps,
+    return {"first_s": first, "us_per_step": 1e6 * min(warm) / steps, "cpu_us_per_step": 1e6 * min(cpu) / steps,
             "kinematics_us_per_step": 1e6 * min(kinematics_s) / steps, "q": q.tolist(),
             "dtype": str(q.dtype), "mujoco": mujoco.__version__, "jax": jax.__version__,
             "device": str(jax.devices()[0])}
@@ -162,19 +169,21 @@ def run_mujoco_c(steps: int) -> dict:
     d = mujoco.MjData(m)
     u = torques(steps)
 
-    def loop() -> tuple[float, np.ndarray]:
+    def loop() -> tuple[float, float, np.ndarray]:
         mujoco.mj_resetData(m, d)
         d.qpos[:] = READY
         q = np.empty((steps, 7))
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         for k in range(steps):
             d.qfrc_applied[:] = u[k]
             mujoco.mj_step(m, d)
             q[k] = d.qpos
-        return time.perf_counter() - start, q
+        return time.perf_counter() - start, time.process_time() - start_cpu, q
 
-    wall, q = min((loop() for _ in range(WARM_RUNS)), key=lambda r: r[0])
-    figures = {"us_per_step": 1e6 * wall / steps, "q": q.tolist(), "mujoco": mujoco.__version__}
+    runs = [loop() for _ in range(WARM_RUNS)]
+    wall, q = min((r[0], r[2]) for r in runs)[0], runs[0][2]
+    figures = {"us_per_step": 1e6 * wall / steps, "cpu_us_per_step": 1e6 * min(r[1] for r in runs) / steps,
+               "q": q.tolist(), "mujoco": mujoco.__version__}
     try:
         from mujoco import rollout
     except ImportError:  # older MuJoCo: no rollout module
@@ -232,10 +241,10 @@ def main() -> None:
     q = {name: np.asarray(r.pop("q")) for name, r in results.items()}
     agreement = {f"{a} - {b}": float(np.max(np.abs(q[a] - q[b])))
                  for a, b in (("mbfg", "mujoco_c"), ("mjx", "mujoco_c"), ("mbfg", "mjx")) if a in q and b in q}
-    print(f"{'engine':>9} {'first call s':>13} {'us/step':>9}")
+    print(f"{'engine':>9} {'first call s':>13} {'us/step':>9} {'CPU us/step':>12}")
     for name, r in results.items():
         first = f"{r['first_s']:>13.2f}" if "first_s" in r else f"{'-':>13}"
-        print(f"{name:>9} {first} {r['us_per_step']:>9.1f}")
+        print(f"{name:>9} {first} {r['us_per_step']:>9.1f} {r['cpu_us_per_step']:>12.1f}")
     if "rollout_us_per_step" in results.get("mujoco_c", {}):
         print(f"{'rollout':>9} {'-':>13} {results['mujoco_c']['rollout_us_per_step']:>9.1f}")
     for pair, diff in agreement.items():
