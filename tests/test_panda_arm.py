@@ -124,11 +124,17 @@ def test_reference_mass_matrix_and_gravity_match_mujoco():
     np.testing.assert_allclose(d.qfrc_bias, tau_ref, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["panda", "particle", "linear-stage"])
-def test_position_jacobian_equals_central_differences_along_boxplus(name, arm):
-    # J_pos (12 local lanes per part, mbfg.rigid.kinematics.positions_and_jacobian) against central differences
-    # of the position functions at q boxplus (+-eps e_i): hinges, a slider, a contact.
+@pytest.mark.parametrize("name,placement", [("panda", "dense"), ("panda", "scatter"), ("particle", "dense"),
+                                            ("linear-stage", "dense")])
+def test_position_jacobian_equals_central_differences_along_boxplus(name, placement, arm, monkeypatch):
+    # J_pos (12 local lanes per part, mbfg.rigid.kinematics.positions_and_jacobian, its lanes placed by the
+    # constant 0/1 product or, for large models, by a scatter) against central differences of the position
+    # functions at q boxplus (+-eps e_i): hinges, a slider, a contact.
     from mbfg import load_model
+    from mbfg.rigid import kinematics
+
+    if placement == "scatter":
+        monkeypatch.setattr(kinematics, "DENSE_PLACEMENT_MAX", 0)
     from mbfg import quaternion as quat
     from mbfg._jax import jax, jnp
 

@@ -100,6 +100,11 @@ def frame_poses(X: ModelArrays, r: Array, R: Array, geometry: Mapping[str, jnp.n
     return (*_frame(r_a, R_a, geometry["pos_a"], X.rot_a), *_frame(r_b, R_b, geometry["pos_b"], X.rot_b))
 
 
+#: The most entries (n_pos * 12 * 6 nb) of the constant 0/1 array that places the local Jacobians
+#: (:func:`positions_and_jacobian`); larger models (a chain of about 80 hinged bodies on) scatter instead.
+DENSE_PLACEMENT_MAX = 500_000  # 4 MB of float64
+
+
 def positions_and_jacobian(X: ModelArrays, r: Array, R: Array, geometry: Mapping[str, jnp.ndarray], nb: int
                            ) -> tuple[jnp.ndarray, jnp.ndarray]:
     """:func:`positions_from_geometry` (n_pos,) and its Jacobian (n_pos, 6 nb) along ``q boxplus delta``.
@@ -108,8 +113,10 @@ def positions_and_jacobian(X: ModelArrays, r: Array, R: Array, geometry: Mapping
     derivative is taken along 12 local directions per part, (delta r, psi) of body a then of body b, all parts
     at once: 12 forward-mode lanes, not 6 nb. The lanes' results go into the columns of the parts' bodies (the
     world's dropped) by one product with a constant 0/1 array (n_pos, 12, 6 nb): on CPU a scatter there
-    stops XLA fusing it with the rows' gathers after it, and costs more than it saves. Rotations follow the tangent line ``R (I + [psi]x)`` of
-    ``R Exp(psi)``, as in :meth:`RigidModel.position_jacobian`.
+    stops XLA fusing it with the rows' gathers after it, and costs more than it saves; beyond
+    :data:`DENSE_PLACEMENT_MAX` entries, where that array's memory would grow as the bodies squared, a
+    scatter. Rotations follow the tangent line ``R (I + [psi]x)`` of ``R Exp(psi)``, as in
+    :meth:`RigidModel.position_jacobian`.
     """
     bodies = _part_bodies(X, r, R)
     r_a, R_a, r_b, R_b, r_c, R_c = bodies
@@ -127,9 +134,12 @@ def positions_and_jacobian(X: ModelArrays, r: Array, R: Array, geometry: Mapping
     tangents = (np.broadcast_to(lanes[:, None, :], (12, nj, 12)), np.broadcast_to(lanes[:, None, :], (12, nc, 12)))
     values, derivatives = jax.vmap(lambda t: jax.jvp(lifted, zeros, t), out_axes=(None, 0))(tangents)
     rows, cols = X.local_jacobian_index
-    onehot = np.zeros((len(values), 12, 6 * nb + 6))
-    onehot[rows, np.tile(np.arange(12), len(values)), cols] = 1.0
-    J = jnp.einsum("lo,olc->oc", derivatives, onehot[:, :, : 6 * nb])
+    if len(values) * 12 * 6 * nb <= DENSE_PLACEMENT_MAX:
+        onehot = np.zeros((len(values), 12, 6 * nb + 6))
+        onehot[rows, np.tile(np.arange(12), len(values)), cols] = 1.0
+        J = jnp.einsum("lo,olc->oc", derivatives, onehot[:, :, : 6 * nb])
+    else:  # a 0/1 array that large costs more memory than the scatter costs time
+        J = jnp.zeros((len(values), 6 * nb + 6)).at[rows, cols].add(derivatives.T.reshape(-1))[:, : 6 * nb]
     return _in_layout_order(X, values), (J if X.positions_in_order else take(J, X.position_order))
 
 
