@@ -167,6 +167,10 @@ class ModelArrays:
     row_order: np.ndarray
     #: The observations: index into the concatenation [position functions (n_pos,), r.reshape(-1) (3 nb,)]
     observation_index: np.ndarray
+    #: (rows, cols), each (n_pos * 12,): where the derivative of position function o (in the concatenation
+    #: [joint groups..., contacts]) along its part's local direction l (0-5: body a's (delta r, psi), 6-11: body b's;
+    #: a contact's body is its a) goes in the Jacobian (n_pos, 6 nb + 6); columns from 6 nb on are the world's
+    local_jacobian_index: tuple[np.ndarray, np.ndarray] = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
 
     def parameter_vector(self, p: Mapping[str, Any]) -> jnp.ndarray:
         """The parameters the parts name, from the values ``p``, then a zero: (len(names) + 1,)."""
@@ -268,6 +272,17 @@ def compile_arrays(model: RigidModel) -> ModelArrays:
 
     from mbfg.rigid.kinematics import _plane_basis  # kinematics imports take() from here
 
+    # Each position function's part and its bodies, in the concatenation's order (a contact's second body: world).
+    part_bodies = []
+    for group in groups:
+        width = group.kind.n_rows + group.kind.axial
+        for k in range(group.slot.start, group.slot.stop):
+            part_bodies += [(body(frames_a[k].body), body(frames_b[k].body))] * width
+    part_bodies += [(model.body_index[c.body], nb) for c in model.contacts for _ in range(3)]
+    local = np.arange(12)
+    jac_cols = np.array([6 * np.where(local < 6, a, b) + local % 6 for a, b in part_bodies], dtype=np.int64)
+    jac_rows = np.repeat(np.arange(len(part_bodies), dtype=np.int64), 12)
+
     bases = [np.stack(_plane_basis(c.normal)) for c in model.contacts]
     return ModelArrays(
         names=tuple(names.index),
@@ -291,4 +306,5 @@ def compile_arrays(model: RigidModel) -> ModelArrays:
         motor=RowKind(index(mot_src), index(mot_u)),
         row_order=row_order,
         observation_index=index(observation_index),
+        local_jacobian_index=(jac_rows, jac_cols.reshape(-1)),
     )

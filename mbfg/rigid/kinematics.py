@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mbfg._jax import Array, jnp
+from mbfg._jax import Array, jax, jnp
 from mbfg.errors import ModelError
 from mbfg.parts import WORLD, Frame, Hinge, Prismatic, resolve3
 from mbfg.rigid.arrays import take
@@ -45,47 +45,109 @@ def position_functions(model: RigidModel, r: Array, R: Array, p: Mapping[str, An
 def positions_from_geometry(X: ModelArrays, r: Array, R: Array, geometry: Mapping[str, jnp.ndarray]) -> jnp.ndarray:
     """:func:`position_functions` given the model's arrays and their geometry (``X.geometry`` of the parameter
     vector, :mod:`mbfg.rigid.arrays`)."""
-    values = joint_positions(X, r, R, geometry)
+    return _in_layout_order(X, _part_positions(X, _part_bodies(X, r, R), geometry))
+
+
+def _part_bodies(X: ModelArrays, r: Array, R: Array) -> tuple[jnp.ndarray, ...]:
+    """The poses of the bodies each part attaches to: (r_a, R_a, r_b, R_b) of every joint's bodies (nj, 3),
+    (nj, 3, 3), then (r_c, R_c) of every contact's body; the world is body nb (origin, identity)."""
+    r_ext = jnp.concatenate([r, np.zeros((1, 3))])
+    R_ext = jnp.concatenate([R, np.eye(3)[None]])
+    i = X.contact_body
+    return (take(r_ext, X.body_a), take(R_ext, X.body_a), take(r_ext, X.body_b), take(R_ext, X.body_b),
+            take(r, i), take(R, i))
+
+
+def _part_positions(X: ModelArrays, bodies: tuple[jnp.ndarray, ...], geometry: Mapping[str, jnp.ndarray]
+                    ) -> jnp.ndarray:
+    """Each joint type's position functions (rows, then coordinate), flattened per type, then the contacts'
+    (gap and two tangential coordinates each), from the parts' body poses (:func:`_part_bodies`)."""
+    r_a, R_a, r_b, R_b, r_c, R_c = bodies
+    values = []
+    if len(X.body_a):
+        o_a, R_fa = _frame(r_a, R_a, geometry["pos_a"], X.rot_a)
+        o_b, R_fb = _frame(r_b, R_b, geometry["pos_b"], X.rot_b)
+        for group in X.groups:  # one expression per joint type (a fixed, small number), never per joint
+            k = group.slot
+            if k.stop > k.start:
+                values.append(group.kind.positions(o_a[k], R_fa[k], o_b[k], R_fb[k]).reshape(-1))
     if len(X.contact_body):
-        i = X.contact_body
         s = geometry["contact_point"].reshape(-1, 3)
-        point = take(r, i) + jnp.einsum("nij,nj->ni", take(R, i), s)
+        point = r_c + jnp.einsum("nij,nj->ni", R_c, s)
         gap = jnp.einsum("ni,ni->n", X.contact_basis[:, 0], point - X.contact_origin) - geometry["contact_radius"]
         # the tangents' components of the point itself (not of point - origin), as the rows have them
         tangential = jnp.einsum("nki,ni->nk", X.contact_basis[:, 1:], point)
         values.append(jnp.concatenate([gap[:, None], tangential], axis=1).reshape(-1))
     if not values:
         return jnp.zeros(0)
-    stacked = jnp.concatenate(values) if len(values) > 1 else values[0]
+    return jnp.concatenate(values) if len(values) > 1 else values[0]
+
+
+def _in_layout_order(X: ModelArrays, stacked: jnp.ndarray) -> jnp.ndarray:
     # one joint type and no contacts (a chain of hinges): the values are in layout order already
     return stacked if X.positions_in_order else take(stacked, X.position_order)
+
+
+def _frame(r: jnp.ndarray, R: jnp.ndarray, position: jnp.ndarray, rot: np.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """(origins (n, 3), R_world_frame (n, 3, 3)) of n attachment frames on bodies at (r, R)."""
+    return r + jnp.einsum("nij,nj->ni", R, position.reshape(-1, 3)), jnp.einsum("nij,njk->nik", R, rot)
 
 
 def frame_poses(X: ModelArrays, r: Array, R: Array, geometry: Mapping[str, jnp.ndarray]) -> tuple[jnp.ndarray, ...]:
     """(o_a, R_a, o_b, R_b) of every joint's frames, stacked by joint type (:mod:`mbfg.rigid.arrays`): origins
     (nj, 3) [m], orientations R_world_frame (nj, 3, 3). The world is body nb (origin, identity)."""
-    r_ext = jnp.concatenate([r, np.zeros((1, 3))])
-    R_ext = jnp.concatenate([R, np.eye(3)[None]])
-
-    def pose(bodies: np.ndarray, position: jnp.ndarray, rot: np.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
-        s = position.reshape(-1, 3)
-        R_body = take(R_ext, bodies)
-        return take(r_ext, bodies) + jnp.einsum("nij,nj->ni", R_body, s), jnp.einsum("nij,njk->nik", R_body, rot)
-
-    return (*pose(X.body_a, geometry["pos_a"], X.rot_a), *pose(X.body_b, geometry["pos_b"], X.rot_b))
+    r_a, R_a, r_b, R_b, _, _ = _part_bodies(X, r, R)
+    return (*_frame(r_a, R_a, geometry["pos_a"], X.rot_a), *_frame(r_b, R_b, geometry["pos_b"], X.rot_b))
 
 
-def joint_positions(X: ModelArrays, r: Array, R: Array, geometry: Mapping[str, jnp.ndarray]) -> list[jnp.ndarray]:
-    """Each joint type's position functions (rows, then coordinate), flattened per type: a list of arrays."""
-    if not len(X.body_a):
-        return []
-    o_a, R_a, o_b, R_b = frame_poses(X, r, R, geometry)
-    out = []
-    for group in X.groups:  # one expression per joint type (a fixed, small number), never per joint
-        k = group.slot
-        if k.stop > k.start:
-            out.append(group.kind.positions(o_a[k], R_a[k], o_b[k], R_b[k]).reshape(-1))
-    return out
+#: The most entries (n_pos * 12 * 6 nb) of the constant 0/1 array that places the local Jacobians
+#: (:func:`positions_and_jacobian`); larger models (a chain of about 80 hinged bodies on) scatter instead.
+DENSE_PLACEMENT_MAX = 500_000  # 4 MB of float64
+
+
+def positions_and_jacobian(X: ModelArrays, r: Array, R: Array, geometry: Mapping[str, jnp.ndarray], nb: int
+                           ) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """:func:`positions_from_geometry` (n_pos,) and its Jacobian (n_pos, 6 nb) along ``q boxplus delta``.
+
+    Each part's position functions depend on its own bodies only (a joint's two, a contact's one), so the
+    derivative is taken along 12 local directions per part, (delta r, psi) of body a then of body b, all parts
+    at once: 12 forward-mode lanes, not 6 nb. The lanes' results go into the columns of the parts' bodies (the
+    world's dropped) by one product with a constant 0/1 array (n_pos, 12, 6 nb): on CPU a scatter there
+    stops XLA fusing it with the rows' gathers after it, and costs more than it saves; beyond
+    :data:`DENSE_PLACEMENT_MAX` entries, where that array's memory would grow as the bodies squared, a
+    scatter. Rotations follow the tangent line ``R (I + [psi]x)`` of ``R Exp(psi)``, as in
+    :meth:`RigidModel.position_jacobian`.
+    """
+    bodies = _part_bodies(X, r, R)
+    r_a, R_a, r_b, R_b, r_c, R_c = bodies
+    nj, nc = len(X.body_a), len(X.contact_body)
+
+    def turned(R: jnp.ndarray, psi: jnp.ndarray) -> jnp.ndarray:
+        return R + jnp.einsum("nik,nkj->nij", R, _hat(psi))
+
+    def lifted(d_j: jnp.ndarray, d_c: jnp.ndarray) -> jnp.ndarray:
+        return _part_positions(X, (r_a + d_j[:, 0:3], turned(R_a, d_j[:, 3:6]), r_b + d_j[:, 6:9],
+                                   turned(R_b, d_j[:, 9:12]), r_c + d_c[:, 0:3], turned(R_c, d_c[:, 3:6])), geometry)
+
+    zeros = (jnp.zeros((nj, 12)), jnp.zeros((nc, 12)))
+    lanes = np.eye(12)  # lane l moves local coordinate l of every part at once
+    tangents = (np.broadcast_to(lanes[:, None, :], (12, nj, 12)), np.broadcast_to(lanes[:, None, :], (12, nc, 12)))
+    values, derivatives = jax.vmap(lambda t: jax.jvp(lifted, zeros, t), out_axes=(None, 0))(tangents)
+    rows, cols = X.local_jacobian_index
+    if len(values) * 12 * 6 * nb <= DENSE_PLACEMENT_MAX:
+        onehot = np.zeros((len(values), 12, 6 * nb + 6))
+        onehot[rows, np.tile(np.arange(12), len(values)), cols] = 1.0
+        J = jnp.einsum("lo,olc->oc", derivatives, onehot[:, :, : 6 * nb])
+    else:  # a 0/1 array that large costs more memory than the scatter costs time
+        J = jnp.zeros((len(values), 6 * nb + 6)).at[rows, cols].add(derivatives.T.reshape(-1))[:, : 6 * nb]
+    return _in_layout_order(X, values), (J if X.positions_in_order else take(J, X.position_order))
+
+
+def _hat(w: jnp.ndarray) -> jnp.ndarray:
+    """Stacked skew matrices [w]x (n, 3, 3) of w (n, 3)."""
+    z = jnp.zeros_like(w[:, 0])
+    return jnp.stack([jnp.stack([z, -w[:, 2], w[:, 1]], -1), jnp.stack([w[:, 2], z, -w[:, 0]], -1),
+                      jnp.stack([-w[:, 1], w[:, 0], z], -1)], axis=1)
 
 
 def _joints_by_name(model: RigidModel) -> dict[str, Any]:

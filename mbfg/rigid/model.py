@@ -207,9 +207,9 @@ class RigidModel:
 
     def position_jacobian(self, state: State, p: Mapping[str, Any]) -> tuple[jnp.ndarray, jnp.ndarray]:
         """Position functions (n_pos,) and their Jacobian (n_pos, 6 nb): d f(q boxplus delta) / d delta."""
-        lifted = self._lifted_positions(state, p)
-        values = lifted(jnp.zeros(6 * self.nb))
-        return values, jax.jacfwd(lifted)(jnp.zeros(6 * self.nb))
+        X = self.arrays
+        return kinematics.positions_and_jacobian(X, state.r, self.rotations(state),
+                                                 X.geometry(X.parameter_vector(p)), self.nb)
 
     def rotations(self, state: State) -> jnp.ndarray:
         """R_world_body of every body, (nb, 3, 3)."""
@@ -224,8 +224,8 @@ class RigidModel:
         ``lam_B >= 0``, ``lam_B . w_B = 0``. Multipliers are impulses [N s, N m s].
         """
         vector = self.arrays.parameter_vector(p)
-        lifted = self._lifted_positions(state, p, vector)
-        f_pos, J_pos = lifted(jnp.zeros(6 * self.nb)), jax.jacfwd(lifted)(jnp.zeros(6 * self.nb))
+        f_pos, J_pos = kinematics.positions_and_jacobian(self.arrays, state.r, self.rotations(state),
+                                                         self.arrays.geometry(vector), self.nb)
         return assemble_rows(self, f_pos, J_pos, J_pos @ state.velocity(), u, p, h, vector=vector)
 
     def position_rows(
