@@ -15,8 +15,9 @@ import pytest
 # a model runs a few hundred of them (about 7 s).
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="mbfg-jax-cache-"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-import mbfg  # noqa: E402, F401  (first: mbfg._jax sets XLA's flags before JAX starts its backend)
 import jax  # noqa: E402
+
+import mbfg  # noqa: E402, F401  (before JAX starts its backend: mbfg._jax sets XLA's flags)
 
 jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
 jax.config.update("jax_persistent_cache_min_compile_time_secs",
