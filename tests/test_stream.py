@@ -190,6 +190,7 @@ def _rms_per_channel(x: np.ndarray) -> np.ndarray:
     return np.sqrt(np.mean(np.square(x), axis=0))
 
 
+@pytest.mark.slow
 def test_furuta_smoothed_estimate_matches_the_batch_solution_of_the_same_graph(furuta_truth, furuta_runs) -> None:
     _, _, q_true, qd_true = furuta_truth
     m, sigma = furuta_runs["m"], furuta_runs["sigma"]
