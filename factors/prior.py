@@ -9,6 +9,7 @@ import numpy as np
 
 from mbfg._jax import jnp
 from mbfg.adapter import noise_model
+from mbfg.errors import MbfgError
 from mbfg.factor_type import Rot3Var, VectorVar, factor_type
 from mbfg.registry import register
 
@@ -50,7 +51,7 @@ def partial_prior_factor(
     idx = np.asarray(idx, dtype=np.int32).reshape(-1)
     x0 = np.asarray(x0, dtype=float).reshape(-1)
     if idx.shape != x0.shape:
-        raise ValueError(f"partial prior: {idx.shape[0]} indices but {x0.shape[0]} prior values")
+        raise MbfgError(f"partial prior: {idx.shape[0]} indices but {x0.shape[0]} prior values")
     return PARTIAL_PRIOR.make([key], noise_model(sigma, idx.shape[0]), x0, idx)
 
 

@@ -283,7 +283,7 @@ class RecedingHorizon:
         :class:`~mbfg.graphs.stream.StreamEstimator` (one sample per time-step: its period must be ``h``), and
         the controller solves from its filtered estimate; until the estimator has one, the activations are
         zero (moved into the bounds). ``state`` is then the plant's initial state only.
-        Progress (step, solve time, target error) goes to stderr unless ``quiet``.
+        Progress (step, solve time, target error) is logged (:mod:`mbfg.progress`) unless ``quiet``.
 
         Raises:
             ModelError: an estimator of another model or another sample period.

@@ -301,7 +301,7 @@ def simulate_forward(
             whole-horizon batch).
         gauss_newton_steps: iSAM2 updates per time step (incremental smoother);
             each is one Gauss-Newton step.
-        quiet: no progress lines on stderr (else: the steps every 2 s; for a batch solve, those of
+        quiet: no progress records (:mod:`mbfg.progress`; else: the steps every 2 s; for a batch solve, those of
             its fixed-lag start guess, then every iteration with its cost).
     """
     if not (np.isfinite(dt) and np.isfinite(duration) and 0 < dt <= duration):

@@ -193,7 +193,7 @@ def solve_inverse_dynamics(
         q_guess: configuration near the start, picks the assembly branch (default q0).
         noise: factor sigmas.
         max_iterations: Gauss-Newton iteration limit per stage.
-        quiet: no progress lines (else on stderr: the start and the end of the position analysis and of
+        quiet: no progress records (:mod:`mbfg.progress`; else: the start and the end of the position analysis and of
             each of the four stages, and a stage's Gauss-Newton iterations every 2 s).
 
     Returns the forces and the motion; ``converged`` is False when a stage stopped at
@@ -212,10 +212,8 @@ def solve_inverse_dynamics(
     n, N = mech.n, len(t)
     progress = Progress("inverse dynamics", 4, quiet=quiet)
 
-    def say(text: str) -> None:
-        # Every stage's start and end, unthrottled: a rate-limited line can skip a whole stage.
-        if not quiet:
-            print(f"[inverse dynamics] {text}  t={progress.elapsed:.1f}s", file=progress.stream, flush=True)
+    # Every stage's start and end, unthrottled: a rate-limited line can skip a whole stage.
+    say = progress.say
 
     # Initial values: the position problem along the trajectory, warm-started.
     say(f"position analysis of {N} samples (initial values)")

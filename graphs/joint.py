@@ -58,7 +58,7 @@ from mbfg.factors.initial_state import initial_state_factor
 from mbfg.factors.observation import observation_keys, observation_type
 from mbfg.factors.prior import partial_prior_factor, tilt_yaw_prior_factor
 from mbfg.graph_builder import GraphBuilder
-from mbfg.logs import Log, round_time, sample_period
+from mbfg.logs import Log, grid_period, round_time, sample_period
 from mbfg.rigid import RigidModel, State, poses_from_coordinates
 from mbfg.solvers import LAMBDA_INITIAL, LMResult, bounded_levenberg_marquardt
 from mbfg.vectorized import Blocks, VectorizedGraph
@@ -190,7 +190,8 @@ def time_step(log: Log, h: float | None) -> tuple[float, int]:
     0.0010000000000000009, so that the h a calibration reports is the one written in the log.
 
     Raises:
-        DataError: a log of fewer than 3 rows, a non-uniform sample period (naming the row), an h that is
+        DataError: a log of fewer than 3 rows, a non-uniform sample period (naming the row), rows off the
+            uniform grid by more than :data:`mbfg.logs.SNAP_TOLERANCE` of the period (their count), an h that is
             not a whole multiple of the period.
     """
     if len(log.t) < 3:
@@ -203,6 +204,7 @@ def time_step(log: Log, h: float | None) -> tuple[float, int]:
             f"{log.source}: sample period is not uniform: row {bad[0] + 2} is {dt[bad[0]]:.6g} s after the "
             f"previous one, the median period is {period:.6g} s (resample it onto a uniform grid first)"
         )
+    period = grid_period(log)  # jitter within mbfg.logs.SNAP_TOLERANCE: the grid's period; beyond it refused
     if h is None:
         return period, 1
     stride = int(round(h / period))
@@ -382,7 +384,7 @@ def build_joint_problem(
         h: time-step [s], a whole multiple of the sample period (default: the period).
         free: parameters to estimate (default: those the model marks free; ``[]``
             for state estimation with fixed parameters). The tilt is a Rot3 variable.
-        weight: the state error weight w (module docstring) [rad^2 / (N s)^2].
+        weight: the state error weight w (module docstring) [(reading unit)^2 / (impulse unit)^2: :func:`mbfg.roles.weight_unit`].
         cutoff_hz: cut-off of the initialization filter [Hz].
         priors: parameter name -> prior sigma [its unit], a prior at its initial value.
         initial_parameters: parameter values to start from (default: the model's).

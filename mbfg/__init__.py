@@ -16,8 +16,9 @@ if not _os.path.isdir(_os.path.join(_here, "graphs")) and all(
     __path__.append(_root)  # noqa: F821
 
 from mbfg import _jax  # noqa: F401  (float64 before anything touches JAX)
+from mbfg._jax import X64Warning, enable_compilation_cache
 from mbfg.adapter import POSE3, REGISTRY, ROT3, VECTOR, FactorType, Key, VarKind, noise_model
-from mbfg.errors import DataError, MbfgError, ModelError
+from mbfg.errors import DataError, DeclarationError, LimitError, MbfgError, ModelError
 from mbfg.factor_type import Point2Var, Point3Var, Pose2Var, Pose3Var, Rot2Var, Rot3Var, VectorVar, factor_type
 from mbfg.mbse_yaml import load_mbse_yaml
 from mbfg.models import BUILTIN as BUILTIN_MODELS
@@ -33,13 +34,40 @@ from mbfg.models import (
 )
 from mbfg.parameters import Parameter, ParameterSet
 from mbfg.planar import Body, PlanarMechanism, Point, RelativeAngle
+from mbfg.progress import log_to_stderr
 from mbfg.registry import register
 from mbfg.rigid import RigidModel, State
 from mbfg.spook import Trajectory, simulate
 from mbfg.urdf import load_urdf
 
-if _TYPE_CHECKING:
+if _TYPE_CHECKING:  # the names __getattr__ loads, for type checkers
+    from mbfg.calibration import CalibrationResult, calibrate
+    from mbfg.graphs.forward import simulate_forward
+    from mbfg.graphs.inverse import solve_inverse_dynamics
+    from mbfg.graphs.joint import cross_validation, cross_validation_score, estimate_states
     from mbfg.graphs.stream import StreamConfig, StreamEstimator
+    from mbfg.logs import Log, read_log
+    from mbfg.noise_weight import estimate_weight
+    from mbfg.solvers import LMResult, bounded_levenberg_marquardt
+
+#: Names loaded on first use (PEP 562), by their module: `import mbfg` stays light (no SciPy, pandas or the
+#: graph builders until a calibration or a stream asks for them).
+_LAZY = {
+    "calibrate": "mbfg.calibration",
+    "CalibrationResult": "mbfg.calibration",
+    "cross_validation": "mbfg.graphs.joint",
+    "cross_validation_score": "mbfg.graphs.joint",
+    "estimate_states": "mbfg.graphs.joint",
+    "estimate_weight": "mbfg.noise_weight",
+    "simulate_forward": "mbfg.graphs.forward",
+    "solve_inverse_dynamics": "mbfg.graphs.inverse",
+    "StreamConfig": "mbfg.graphs.stream",
+    "StreamEstimator": "mbfg.graphs.stream",
+    "Log": "mbfg.logs",
+    "read_log": "mbfg.logs",
+    "LMResult": "mbfg.solvers",
+    "bounded_levenberg_marquardt": "mbfg.solvers",
+}
 
 try:  # the version lives in pyproject.toml alone
     __version__ = _version("mbfg")
@@ -48,55 +76,77 @@ except _PackageNotFoundError:  # a source tree that was never installed
 
 __all__ = [
     "BUILTIN_MODELS",
-    "POSE3",
-    "REGISTRY",
-    "ROT3",
-    "VECTOR",
     "Body",
+    "CalibrationResult",
     "DataError",
+    "DeclarationError",
     "FactorType",
     "Key",
+    "LMResult",
+    "LimitError",
+    "Log",
     "MbfgError",
     "ModelError",
+    "POSE3",
+    "Parameter",
+    "ParameterSet",
     "PlanarMechanism",
     "Point",
     "Point2Var",
     "Point3Var",
     "Pose2Var",
     "Pose3Var",
+    "REGISTRY",
+    "ROT3",
     "RelativeAngle",
+    "RigidModel",
     "Rot2Var",
     "Rot3Var",
-    "VarKind",
-    "VectorVar",
-    "factor_type",
-    "load_mbse_yaml",
-    "noise_model",
-    "Parameter",
-    "ParameterSet",
-    "RigidModel",
     "State",
     "StreamConfig",
     "StreamEstimator",
     "Trajectory",
+    "VECTOR",
+    "VarKind",
+    "VectorVar",
+    "X64Warning",
+    "bounded_levenberg_marquardt",
+    "calibrate",
+    "cross_validation",
+    "cross_validation_score",
     "double_pendulum",
+    "enable_compilation_cache",
+    "estimate_states",
+    "estimate_weight",
+    "factor_type",
     "furuta",
     "hinged_tree",
     "linear_stage",
+    "load_mbse_yaml",
     "load_model",
     "load_urdf",
+    "log_to_stderr",
+    "noise_model",
     "particle",
     "particles",
     "pendulum",
+    "read_log",
     "register",
     "simulate",
+    "simulate_forward",
+    "solve_inverse_dynamics",
 ]
 
 
-def __getattr__(name: str) -> "type[StreamEstimator] | type[StreamConfig]":
-    # Imported lazily: `import mbfg` stays light.
-    if name in ("StreamEstimator", "StreamConfig"):
-        from mbfg.graphs import stream
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'mbfg' has no attribute {name!r}")
+    import importlib
 
-        return getattr(stream, name)
-    raise AttributeError(f"module 'mbfg' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

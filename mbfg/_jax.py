@@ -1,21 +1,42 @@
-"""JAX set-up shared by every module: float64 everywhere, and a persistent compilation cache.
+"""JAX set-up shared by every module: float64 everywhere, and (when asked) a persistent compilation cache.
 
-Compiling the residuals of a model takes seconds to tens of seconds (the 13-parameter Furuta
-impulse factor about 15 s on 2 cores); JAX's persistent compilation cache keeps the compiled
-programs on disk, so a second run of the same command, or a sweep's next calibration of the
-same model, loads them instead. The cache folder is, in this order: ``JAX_COMPILATION_CACHE_DIR``
-(JAX's own setting) if set, ``MBFG_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/mbfg/jax``
-(``~/.cache/mbfg/jax``). ``MBFG_CACHE_DIR=off`` turns the cache off. A folder that cannot be
-created leaves the cache off, without an error. Every program is cached, however quick its compile
-(JAX's default keeps only those over 1 s; ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` overrides).
+**float64.** Residuals of stiff constraints are compared at the 1e-10 level, where float32 is useless, so
+``import mbfg`` turns on JAX's ``jax_enable_x64`` for the process. If JAX was imported before mbfg (a
+user's own JAX code may already hold float32 arrays), it says so with an :class:`X64Warning`; set
+``JAX_ENABLE_X64=1`` (or ``jax.config.update("jax_enable_x64", True)``) before importing mbfg to turn it on
+yourself. ``JAX_ENABLE_X64=0`` in the environment is refused at import with an :class:`~mbfg.MbfgError`:
+mbfg cannot compute in float32.
+
+**The compilation cache.** Compiling the residuals of a model takes seconds to tens of seconds; JAX's
+persistent compilation cache keeps the compiled programs on disk, so a second run of the same command,
+or a sweep's next calibration of the same model, loads them instead. ``import mbfg`` does not set it:
+the ``mbfg`` command line and the sweep's workers turn it on, and a notebook or program does by calling
+:func:`enable_compilation_cache`. The folder is, in this order: the argument, JAX's own setting
+(``JAX_COMPILATION_CACHE_DIR``) if set, ``MBFG_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/mbfg/jax``
+(``~/.cache/mbfg/jax``). ``MBFG_CACHE_DIR=off`` keeps the cache off. A folder that cannot be created
+leaves the cache off, without an error. Every program is cached, however quick its compile (JAX's
+default keeps only those over 1 s; ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` overrides).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from importlib.metadata import PackageNotFoundError, version
 from typing import TypeAlias
+
+from mbfg.errors import MbfgError
+
+
+class X64Warning(UserWarning):
+    """``import mbfg`` turned on JAX's float64 in a process that had imported JAX before it."""
+
+
+_JAX_BEFORE = "jax" in sys.modules
+if os.environ.get("JAX_ENABLE_X64", "").strip().lower() in ("0", "false", "no", "off"):
+    raise MbfgError("JAX_ENABLE_X64 is set to a false value: mbfg computes in float64 only (stiff constraints are "
+                    "resolved at the 1e-10 level); unset JAX_ENABLE_X64 or set it to 1")
 
 #: jaxlib releases whose XLA:CPU compiles dot products and reductions into "YNN fusions" (XNNPACK's slinky
 #: runtime) that fault on a worker thread or compute wrong numbers (jax issues 39103, 39257, 40412: a vmapped
@@ -59,8 +80,11 @@ if _YNN_OFF:
                       f"not turn that fusion off: import mbfg first, or set XLA_FLAGS={_NO_YNN}, or install "
                       f"another jaxlib", RuntimeWarning, stacklevel=2)
 
-# Residuals of stiff constraints are compared at the 1e-10 level: float32 is useless.
-jax.config.update("jax_enable_x64", True)
+if not jax.config.jax_enable_x64:  # type: ignore[attr-defined]  # options: untyped attributes
+    jax.config.update("jax_enable_x64", True)
+    if _JAX_BEFORE:
+        warnings.warn("import mbfg turned on jax_enable_x64 for this process (mbfg computes in float64); set "
+                      "JAX_ENABLE_X64=1 before importing JAX to choose it yourself", X64Warning, stacklevel=2)
 
 import jax.numpy as jnp  # noqa: E402
 
@@ -79,26 +103,34 @@ def user_cache_dir() -> str:
     return os.path.join(base, "mbfg", "jax")
 
 
-def _configure_cache() -> None:
-    if jax.config.jax_compilation_cache_dir:  # type: ignore[attr-defined]  # the user's JAX_COMPILATION_CACHE_DIR
-        return
-    chosen = os.environ.get("MBFG_CACHE_DIR")
+def enable_compilation_cache(folder: str | os.PathLike[str] | None = None) -> str | None:
+    """Turn on JAX's persistent compilation cache for this process (see the module's docstring for the folder).
+
+    Args:
+        folder: the cache folder; None: JAX's own setting, else ``MBFG_CACHE_DIR``, else the user's cache folder.
+
+    Returns:
+        The folder in use, or None when the cache stays off (``MBFG_CACHE_DIR=off``, or a folder that cannot be
+        created).
+    """
+    if folder is None and jax.config.jax_compilation_cache_dir:  # type: ignore[attr-defined]  # options: untyped
+        return cache_dir()
+    chosen = os.fspath(folder) if folder is not None else os.environ.get("MBFG_CACHE_DIR")
     if chosen is not None and chosen.strip().lower() in ("off", "0", "none", ""):
-        return
+        return None
     if chosen is None:
         chosen = user_cache_dir()
     try:
         os.makedirs(chosen, exist_ok=True)
     except OSError:
-        return
+        return None
     jax.config.update("jax_compilation_cache_dir", chosen)
     if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
         # Cache every program, not only those that took over JAX's default 1 s to compile: a process
         # that builds a model compiles a few hundred small ones (eager operations on constants while
         # tracing, the error functions), about 2 s in all, paid again on every run otherwise.
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    return chosen
 
 
-_configure_cache()
-
-__all__ = ["Array", "cache_dir", "jax", "jnp", "user_cache_dir"]
+__all__ = ["Array", "X64Warning", "cache_dir", "enable_compilation_cache", "jax", "jnp", "user_cache_dir"]

@@ -28,6 +28,7 @@ import functools
 import hashlib
 import inspect
 import itertools
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -38,8 +39,10 @@ import numpy as np
 from mbfg import lie
 from mbfg._jax import jax, jnp
 from mbfg._programs import PersistentJit, closure_fingerprint, jaxpr_fingerprint
+from mbfg.errors import DeclarationError, MbfgError
 from mbfg.noise import noise_model
 from mbfg.registry import REGISTRY
+from mbfg.values_snapshot import ValuesSnapshot
 
 __all__ = ["POINT2", "POINT3", "POSE2", "POSE3", "REGISTRY", "ROT2", "ROT3", "VECTOR", "FactorGroup", "FactorType",
            "Key", "PerFactor", "Point2Key", "Point3Key", "Pose2Key", "Pose3Key", "Rot2Key", "Rot3Key", "VarKind",
@@ -238,19 +241,29 @@ class FactorType:
         if self.jacobian_groups is not None:
             flat = sorted(i for g in self.jacobian_groups for i in g)
             if flat != list(range(len(kinds))):
-                raise ValueError(f"{self.name}: jacobian_groups {self.jacobian_groups} must hold every variable "
+                raise MbfgError(f"{self.name}: jacobian_groups {self.jacobian_groups} must hold every variable "
                                  f"index 0..{len(kinds) - 1} exactly once")
         groups = self.jacobian_groups
 
+        name = self.name
+
+        def checked(r: Any) -> jnp.ndarray:
+            # Caught while tracing, once per shape: GTSAM's callback would otherwise fail inside pybind
+            # ("Unable to cast Python instance ... Eigen::Matrix") without naming the factor type.
+            if jnp.ndim(r) != 1:
+                raise DeclarationError(f"factor type {name!r}: its residual must return a 1-D array of shape (m,), got "
+                                f"shape {jnp.shape(r)}; return e.g. jnp.atleast_1d(r) for one scalar residual")
+            return r
+
         def error(xs: tuple, cs: tuple) -> jnp.ndarray:
-            return residual(*xs, *cs)
+            return checked(residual(*xs, *cs))
 
         def linearize(xs: tuple, cs: tuple, passes: tuple[tuple[int, ...], ...] | None = None) -> jnp.ndarray:
             def lifted(*xis: jnp.ndarray) -> jnp.ndarray:
                 return residual(*(k.tangent_line(x, xi) for k, x, xi in zip(kinds, xs, xis)), *cs)
 
             zeros = tuple(jnp.zeros(k.tangent_dim(x)) for k, x in zip(kinds, xs))
-            r = residual(*xs, *cs)
+            r = checked(residual(*xs, *cs))
             if passes is None:
                 blocks = jax.jacfwd(lifted, argnums=tuple(range(len(xs))))(*zeros)
             else:
@@ -308,7 +321,7 @@ class FactorType:
                 as array arguments after the variables (never recompiled per instance).
         """
         if len(keys) != len(self.kinds):
-            raise ValueError(
+            raise MbfgError(
                 f"{self.name}: expected {len(self.kinds)} keys ({[k.value for k in self.kinds]}), "
                 f"got {len(keys)}"
             )
@@ -328,8 +341,10 @@ class FactorType:
                 hit = resolved[linearize] = (shapes, fn, self._columns(xs))
             return hit[1], hit[2]
 
+        readers = tuple(zip([_READ[kind] for kind in kinds], keys))  # no enum hashing per call
+
         def callback(_: gtsam.CustomFactor, values: gtsam.Values, H: Any) -> np.ndarray:
-            xs = tuple(kind.read(values, key) for kind, key in zip(kinds, keys))
+            xs = tuple([read(values, key) for read, key in readers])
             fn, columns = program(H is not None, xs)
             out = np.asarray(fn(*xs, *cs_leaves))
             if H is None:
@@ -346,6 +361,13 @@ class FactorType:
         per_variable: bool = False,
     ) -> list[gtsam.CustomFactor]:
         """Many factors of this type that GTSAM linearizes with ONE vmapped JAX call.
+
+        GTSAM still calls back once per factor, a few microseconds each however little the callback does,
+        and GTSAM's own optimizers (``gtsam.LevenbergMarquardtOptimizer`` ...) pass each call a copy of their
+        ``Values`` (pybind copies a ``const Values&`` that Python did not create): time in proportion to the
+        number of variables, per factor. :meth:`mbfg.vectorized.VectorizedGraph.from_graph` linearizes a graph
+        with these factors without callbacks, and :func:`mbfg.solvers.bounded_levenberg_marquardt` solves it
+        (``python benchmarks/adapter_overhead.py`` times each way against GTSAM's native factors).
 
         The first factor of the group that GTSAM evaluates at new values
         evaluates the whole group there (reading every factor's variables from
@@ -444,7 +466,7 @@ class FactorType:
         for n, row in enumerate(rows):
             for i, (key, kind) in enumerate(zip(row, self.kinds)):
                 if isinstance(key, Key) and key.kind is not kind:
-                    raise TypeError(self._wrong_kind(i, key, None if first is None else first + n))
+                    raise DeclarationError(self._wrong_kind(i, key, None if first is None else first + n))
         return [list(map(int, row)) for row in rows]
 
     def _wrong_kind(self, i: int, key: Key, factor: int | None) -> str:
@@ -461,7 +483,7 @@ class FactorType:
     def _split(self, args: Sequence[Any]) -> tuple[tuple, tuple]:
         n = len(self.kinds)
         if len(args) < n:
-            raise TypeError(f"{self.name}: expected {n} variables, got {len(args)} arguments")
+            raise DeclarationError(f"{self.name}: expected {n} variables, got {len(args)} arguments")
         return tuple(args[:n]), tuple(args[n:])
 
     def _columns(self, xs: Sequence[Any]) -> list[slice]:
@@ -490,6 +512,11 @@ def _call_size(n: int) -> int:
     return n if n <= EXACT_UP_TO else min(CHUNK, 1 << (n - 1).bit_length())
 
 
+#: The groups whose ``gtsam.CustomFactor`` s exist (:meth:`FactorGroup.factors`), for
+#: :func:`FactorGroup.find`: GTSAM keeps a factor's Python object, not what made it.
+_MADE_GROUPS: weakref.WeakSet[FactorGroup] = weakref.WeakSet()
+
+
 class FactorGroup:
     """N factors of one :class:`FactorType` evaluated together (:meth:`FactorType.make_many`).
 
@@ -506,11 +533,11 @@ class FactorGroup:
 
     def __init__(self, ft: FactorType, keys: list[list[int]], noise: gtsam.noiseModel.Base,
                  constants: tuple[Any, ...], regroup: bool = True, per_variable: bool = False) -> None:
-        self.ft, self.keys, self.noise, self.regroup = ft, keys, noise, regroup
+        self.ft, self.keys, self.noise, self.regroup, self.per_variable = ft, keys, noise, regroup, per_variable
         n = len(keys)
         for i, row in enumerate(keys):
             if len(row) != len(ft.kinds):
-                raise ValueError(f"{ft.name}: factor {i} has {len(row)} keys, expected {len(ft.kinds)} "
+                raise MbfgError(f"{ft.name}: factor {i} has {len(row)} keys, expected {len(ft.kinds)} "
                                  f"({[k.value for k in ft.kinds]})")
         axes: list[int | None] = []
         cs: list[Any] = []
@@ -521,7 +548,7 @@ class FactorGroup:
                 value = jax.tree_util.tree_map(np.asarray, c.values)  # NumPy: see _as_constant
                 lengths = {leaf.shape[0] for leaf in jax.tree_util.tree_leaves(value)}
                 if lengths != {n}:
-                    raise ValueError(f"{ft.name}: PerFactor constant has leading sizes {lengths}, expected {n}")
+                    raise MbfgError(f"{ft.name}: PerFactor constant has leading sizes {lengths}, expected {n}")
                 axes.append(0)
                 cs.append(value)
             else:
@@ -530,11 +557,14 @@ class FactorGroup:
         self.constants = tuple(cs)
         self._error_fn, self._linearize_fn = ft._vmapped(tuple(axes), per_variable)
         self._chunks = self._chunk_plan(n)
-        self._inputs: list[tuple[np.ndarray, ...]] = []
+        self._key_columns = np.asarray(keys, dtype=np.uint64).reshape(n, len(ft.kinds))
+        # The values last read (stacked per variable) and what was computed there (the GTSAM callbacks).
+        self._xs: tuple[np.ndarray, ...] | None = None
         self._signatures: list[bytes] | None = None
         self._columns: list[slice] | None = None
         self._errors: np.ndarray | None = None
-        self._linear: np.ndarray | None = None
+        self._residuals: np.ndarray | None = None
+        self._blocks: list[np.ndarray] | None = None
         self._factors: list[gtsam.CustomFactor] | None = None
 
     @property
@@ -543,10 +573,27 @@ class FactorGroup:
         group vectorized never needs them)."""
         if self._factors is None:
             self._factors = [gtsam.CustomFactor(self.noise, row, self.callback(i)) for i, row in enumerate(self.keys)]
+            _MADE_GROUPS.add(self)
         return self._factors
+
+    def subset(self, rows: Sequence[int]) -> FactorGroup:
+        """A group of factors ``rows`` of this one (in that order; a row may repeat), with their slices of the
+        per-factor constants: the same factors, evaluated together."""
+        idx = np.asarray(rows, dtype=np.int64)
+        constants = tuple(PerFactor(jax.tree_util.tree_map(lambda a: a[idx], c)) if per else c  # noqa: B023
+                          for c, per in zip(self.constants, self._per_factor))
+        return FactorGroup(self.ft, [self.keys[i] for i in idx], self.noise, constants, self.regroup,
+                           self.per_variable)
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    @staticmethod
+    def find(factors: Sequence[Any]) -> dict[int, tuple[FactorGroup, int]]:
+        """Position in ``factors`` -> (group, row) for each factor made by a live group's :attr:`factors`
+        (found by identity: GTSAM hands back the Python object a factor was added as); others are absent."""
+        made = {id(f): (group, i) for group in list(_MADE_GROUPS) for i, f in enumerate(group._factors or ())}
+        return {n: made[id(f)] for n, f in enumerate(factors) if f is not None and id(f) in made}
 
     # -- vectorized evaluation -------------------------------------------------------
     def _chunk_plan(self, n: int) -> list[tuple[int, int, tuple[Any, ...]]]:
@@ -563,22 +610,15 @@ class FactorGroup:
             plan.append((start, min(start + size, n), cs))
         return plan
 
-    def read(self, values: gtsam.Values, cache: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
-        """Every factor's variables from ``values``, stacked per argument: ((N, ...) per variable).
+    def read(self, values: gtsam.Values, cache: ValuesSnapshot | dict[int, np.ndarray] | None = None
+             ) -> tuple[np.ndarray, ...]:
+        """Every factor's variables from ``values``, stacked per argument: ((N, ...) per variable), each
+        distinct variable read once (:class:`mbfg.values_snapshot.ValuesSnapshot`).
 
-        ``cache``: key -> array already read (a state shared by several groups is read once)."""
-        cache = {} if cache is None else cache
-        stacked = []
-        for j, kind in enumerate(self.ft.kinds):
-            column = []
-            for row in self.keys:
-                key = row[j]
-                x = cache.get(key)
-                if x is None:
-                    x = cache[key] = kind.read(values, key)
-                column.append(x)
-            stacked.append(np.stack(column))
-        return tuple(stacked)
+        ``cache``: shared between groups read at the same values, so that a variable is read once: a
+        snapshot of ``values``, or a dict key -> array (filled here)."""
+        snapshot = cache if isinstance(cache, ValuesSnapshot) else ValuesSnapshot(values, cache)
+        return tuple(snapshot.column(kind, self._key_columns[:, j]) for j, kind in enumerate(self.ft.kinds))
 
     def evaluate(self, xs: tuple[np.ndarray, ...], linearize: bool) -> np.ndarray:
         """Residuals (N, m), or with ``linearize`` (N, m, 1 + sum of tangent dims) = [r | H_1 | H_2 | ...],
@@ -600,41 +640,54 @@ class FactorGroup:
         return np.concatenate(parts)
 
     # -- GTSAM callbacks -------------------------------------------------------------
-    def _read(self, values: gtsam.Values, row: list[int]) -> tuple[np.ndarray, ...]:
-        return tuple(kind.read(values, key) for kind, key in zip(self.ft.kinds, row))
+    # GTSAM calls back once per factor, and a Python callback costs microseconds however little it does:
+    # each one reads its own variables (to check that the group's result is for these values: the user may
+    # change a Values in place), compares their bytes with the signature of its row, and hands over arrays
+    # that the group's evaluation laid out per factor, contiguous, beforehand.
 
     def _refresh(self, values: gtsam.Values) -> None:
-        self._inputs = [self._read(values, row) for row in self.keys]
-        # Byte strings make the per-factor "is the cache mine?" check a single comparison.
-        self._signatures = [b"".join(x.tobytes() for x in xs) for xs in self._inputs]
-        self._errors = self._linear = None
+        """Read the group's variables at ``values`` (in bulk) and drop the results of older values."""
+        xs = self.read(values)
+        n = len(self.keys)
+        # One byte string per factor, as a callback's own read gives it (C order, float64): its cache
+        # check is then a single comparison.
+        flat = np.concatenate([np.asarray(x, dtype=float).reshape(n, -1) for x in xs], axis=1)
+        buf, width = flat.tobytes(), flat.shape[1] * flat.itemsize
+        self._xs = xs
+        self._signatures = [buf[i * width : (i + 1) * width] for i in range(n)]
+        self._errors = self._residuals = self._blocks = None
         if self._columns is None:
-            dims = [kind.tangent_dim(x) for kind, x in zip(self.ft.kinds, self._inputs[0])]
-            edges = np.cumsum([1, *dims])
-            self._columns = [slice(a, b) for a, b in zip(edges[:-1], edges[1:])]
+            self._columns = self.ft._columns(tuple(x[0] for x in xs))
+
+    def _linearized(self) -> None:
+        """Evaluate the group's residuals and Jacobians at the refreshed values, split per factor and
+        variable into contiguous arrays: (N, m) and, per variable, (N, m, dim)."""
+        assert self._xs is not None and self._columns is not None  # set by _refresh
+        out = self.evaluate(self._xs, linearize=True)
+        self._blocks = [np.ascontiguousarray(out[:, :, columns]) for columns in self._columns]
+        self._residuals = self._errors = np.ascontiguousarray(out[:, :, 0])
 
     def callback(self, i: int) -> Callable[..., np.ndarray]:
-        row = self.keys[i]
+        readers = tuple(zip([_READ[kind] for kind in self.ft.kinds], self.keys[i]))
 
         def evaluate(_: gtsam.CustomFactor, values: gtsam.Values, H: Any) -> np.ndarray:
-            xs = self._read(values, row)
-            signature = b"".join(x.tobytes() for x in xs)
-            if self._signatures is None or signature != self._signatures[i]:
-                if self._signatures is not None and not self.regroup:
-                    return self._alone(i, xs, H)
+            xs = [read(values, key) for read, key in readers]
+            signatures = self._signatures
+            if signatures is None or b"".join([x.tobytes() for x in xs]) != signatures[i]:
+                if signatures is not None and not self.regroup:
+                    return self._alone(i, tuple(xs), H)
                 self._refresh(values)
             if H is None:
                 if self._errors is None:
-                    self._errors = self.evaluate(self._stacked(), linearize=False)
+                    assert self._xs is not None  # set by _refresh
+                    self._errors = np.ascontiguousarray(self.evaluate(self._xs, linearize=False))
                 return self._errors[i]
-            if self._linear is None:
-                self._linear = self.evaluate(self._stacked(), linearize=True)
-                self._errors = self._linear[:, :, 0]
-            out = self._linear[i]
-            assert self._columns is not None  # set by _refresh
-            for j, columns in enumerate(self._columns):
-                H[j] = np.ascontiguousarray(out[:, columns])
-            return out[:, 0]
+            if self._blocks is None:
+                self._linearized()
+            assert self._blocks is not None and self._residuals is not None  # set by _linearized
+            for j, blocks in enumerate(self._blocks):
+                H[j] = blocks[i]
+            return self._residuals[i]
 
         return evaluate
 
@@ -649,6 +702,3 @@ class FactorGroup:
         for j, columns in enumerate(self._columns):
             H[j] = np.ascontiguousarray(out[:, columns])
         return out[:, 0]
-
-    def _stacked(self) -> tuple[np.ndarray, ...]:
-        return tuple(np.stack(v) for v in zip(*self._inputs))

@@ -36,10 +36,12 @@ from mbfg import identifiability as ident
 from mbfg import keys
 from mbfg.calibration_arguments import check_calibrate_arguments
 from mbfg.covariance import covariance_of_r, marginal_r
+from mbfg.errors import MbfgError
 from mbfg.graphs.restarts import joint_compliances
 from mbfg.logs import Log
 from mbfg.parameters import ROTATION
 from mbfg.rigid import RigidModel
+from mbfg.roles import noise_units, unit_fields, weight_unit
 from mbfg.solvers import STATUSES, LMResult, Status, status_words
 
 if TYPE_CHECKING:
@@ -128,7 +130,7 @@ class CalibrationResult:
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
-            raise ValueError(f"CalibrationResult status must be one of {STATUSES}, got {self.status!r}")
+            raise MbfgError(f"CalibrationResult status must be one of {STATUSES}, got {self.status!r}")
 
     @property
     def converged(self) -> bool:
@@ -246,6 +248,7 @@ class CalibrationResult:
             "weight": self.weight,
             "sigma_observation": self.sigma_observation,
             "sigma_impulse": self.sigma_impulse,
+            **unit_fields(self.model),
             "singular_values": [float(s) for s in self.singular_values],
             "not_excited": self.not_excited,
             "at_bound": self.at_bound,
@@ -271,7 +274,8 @@ class CalibrationResult:
         lines += ident.combinations_table(self.combinations()) if self.parameters else []
         lines.append(
             f"cost {self.cost:.4g} per step (observation {self.cost_observation:.4g}, impulse {self.cost_impulse:.4g}); "
-            f"reading noise sigma_y {self.sigma_observation:.3g}; "
+            f"reading noise sigma_y {self.sigma_observation:.3g} {noise_units(self.model)[0]}, w {self.weight:g} "
+            f"{weight_unit(self.model)}; "
             f"{self.iterations} LM iterations, {self.outcome}, "
             + (f"after {self.start_iterations} states-only ones, " if self.start_iterations else "")
             + (f"{restarted.iterations} of them before the restart from a free simulation, "

@@ -69,7 +69,7 @@ LAB_KEYS = ("m1", "m2", "l1", "r1", "r2", "I1", "I2", "Ir", "gr", "b1", "b2", "c
 #: Sliding torque of the lab's ``cf * atan(100 qdot)`` per unit cf, for |qdot| >> 0.01 rad/s.
 SLIDING = math.pi / 2
 
-#: The state error weight w [rad^2/(N s)^2] this model calibrates at (module docstring).
+#: The state error weight w [rad^2/(N m s)^2] this model calibrates at (module docstring).
 WEIGHT = 1e3
 
 

@@ -1,4 +1,4 @@
-"""The one exception type a user of mbfg catches."""
+"""The one exception type a user of mbfg catches (MbfgError, a ValueError) and the subclasses that narrow its origin."""
 
 from __future__ import annotations
 
@@ -17,6 +17,11 @@ class ModelError(MbfgError):
 
 class DataError(MbfgError):
     """A log or trajectory file is malformed."""
+
+
+class DeclarationError(MbfgError, TypeError):
+    """A factor type, key or variable used against its declaration (a key of the wrong kind, a residual of the
+    wrong shape, a name taken by another residual); a ``TypeError`` too."""
 
 
 class LimitError(MbfgError):

@@ -32,6 +32,7 @@ from typing import Annotated, Any, overload
 
 from mbfg._jax import jax, jnp
 from mbfg.adapter import Example, FactorType, VarKind
+from mbfg.errors import DeclarationError
 
 __all__ = ["Point2Var", "Point3Var", "Pose2Var", "Pose3Var", "Rot2Var", "Rot3Var", "VectorVar", "factor_type",
            "kinds_from_annotations"]
@@ -66,24 +67,24 @@ def kinds_from_annotations(residual: Residual) -> tuple[VarKind, ...]:
     """The variable kinds of ``residual``: its leading positional parameters annotated with a variable type.
 
     Raises:
-        TypeError: the annotations cannot be evaluated, no parameter is a variable, or a variable
+        DeclarationError (a TypeError): the annotations cannot be evaluated, no parameter is a variable, or a variable
             follows a constant.
     """
     name = getattr(residual, "__qualname__", repr(residual))
     try:
         hints = typing.get_type_hints(residual, include_extras=True)
     except Exception as exc:  # NameError and friends: a forward reference the module cannot resolve
-        raise TypeError(f"{name}: cannot read its annotations ({exc}); pass kinds= to factor_type") from exc
+        raise DeclarationError(f"{name}: cannot read its annotations ({exc}); pass kinds= to factor_type") from exc
     params = [p for p in inspect.signature(residual).parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     kinds = [_kind_of(hints.get(p.name)) for p in params]
     n = next((i for i, kind in enumerate(kinds) if kind is None), len(kinds))
     late = [p.name for p, kind in zip(params[n:], kinds[n:]) if kind is not None]
     if late:
-        raise TypeError(f"{name}: variables come before constants, but {late} follow the constant "
+        raise DeclarationError(f"{name}: variables come before constants, but {late} follow the constant "
                         f"{params[n].name!r}")
     if n == 0:
-        raise TypeError(f"{name}: no parameter is annotated as a variable (VectorVar, Rot3Var, Pose3Var); "
+        raise DeclarationError(f"{name}: no parameter is annotated as a variable (VectorVar, Rot3Var, Pose3Var); "
                         "annotate the variables, first in order, or pass kinds= to factor_type")
     return tuple(k for k in kinds[:n] if k is not None)
 
@@ -131,7 +132,7 @@ def factor_type(
             except TypeError:
                 annotated = None  # nothing (readable) annotated: kinds= says it all
             if annotated is not None and annotated != declared:
-                raise TypeError(f"factor type {name!r}: kinds={[k.value for k in declared]} but the annotations "
+                raise DeclarationError(f"factor type {name!r}: kinds={[k.value for k in declared]} but the annotations "
                                 f"say {[k.value for k in annotated]}")
         return FactorType(name, fn, declared, example=example, piecewise=piecewise, jacobian_groups=jacobian_groups)
 

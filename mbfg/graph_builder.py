@@ -25,6 +25,7 @@ import numpy as np
 
 from mbfg._jax import jax
 from mbfg.adapter import FactorGroup, FactorType, PerFactor
+from mbfg.errors import MbfgError
 
 
 class GraphBuilder:
@@ -58,7 +59,7 @@ class GraphBuilder:
         rows = np.asarray(keys).tolist() if isinstance(keys, np.ndarray) else list(keys)
         steps = [int(k) for k in np.asarray(steps).reshape(-1)]
         if len(steps) != len(rows):
-            raise ValueError(f"{ft.name}: {len(rows)} factors labelled {label!r} but {len(steps)} steps")
+            raise MbfgError(f"{ft.name}: {len(rows)} factors labelled {label!r} but {len(steps)} steps")
         if not vectorize:
             for i, (row, step) in enumerate(zip(rows, steps)):
                 self.add(ft.make(row, noise, *_row_of(constants, i)), label=label, step=step)

@@ -80,13 +80,28 @@ class Combination:
     scale: np.ndarray | None = field(default=None, repr=False, compare=False)
     #: (n_p,) which terms the label shows (None: those of at least 5 % of the largest, :func:`_term_sizes`)
     shown: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: Why a direction is undetermined where the model's structure says so (:func:`mbfg.roles.structural_sums`),
+    #: e.g. "M and J_r enter the motion along x only as M + J_r"; None: the data's information alone
+    reason: str | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:
         """A readable name, e.g. ``J1 - 0.42 J2`` (terms below 5 % of the largest in relative coordinates
         are left out: :func:`_term_sizes`, unless ``shown`` says which)."""
         size = _term_sizes(self.coefficients, self.scale, self.determined)
-        show = size >= 0.05 * size.max() if self.shown is None else np.asarray(self.shown, dtype=bool)
+        if self.shown is not None:
+            show = np.asarray(self.shown, dtype=bool)
+        elif self.determined:
+            # ... and every term as weighty as the largest coefficient: a sum (M + J_r) names both of its
+            # parameters, however different their sizes (M = 4e-4 kg beside J_r = 90.7 kg).
+            c = np.abs(self.coefficients)
+            show = (size >= 0.05 * size.max()) | (c >= (1 - 1e-6) * c.max())
+        else:
+            # A free direction names every parameter it moves by a share of the largest move, relative to its
+            # size or in its own unit: M - J_r moves M = 4e-4 kg by far more of itself than J_r = 90.7 kg, and
+            # is still a direction in both (by relative size alone the label would read 'M').
+            c = np.abs(self.coefficients)
+            show = (size >= 0.05 * size.max()) | (c >= 0.05 * c.max())
         parts = []
         for n, c, z in zip(self.names, self.coefficients, show):
             if not z or c == 0:
@@ -105,7 +120,8 @@ class Combination:
                 "value": float(self.value), "std": float(self.std), "relative_std": float(self.relative_std),
                 "determined": bool(self.determined)} | (
             {"scale": [float(x) for x in self.scale]} if self.scale is not None else {}) | (
-            {"shown": [bool(x) for x in self.shown]} if self.shown is not None else {})
+            {"shown": [bool(x) for x in self.shown]} if self.shown is not None else {}) | (
+            {"reason": self.reason} if self.reason is not None else {})
 
     @classmethod
     def from_dict(cls, names: Sequence[str], entry: Mapping[str, Any]) -> Combination:
@@ -124,8 +140,9 @@ class Combination:
 
         scale = np.asarray(entry["scale"], dtype=float) if entry.get("scale") is not None else None
         shown = np.asarray(entry["shown"], dtype=bool) if entry.get("shown") is not None else None
+        reason = entry.get("reason")
         return cls(names, w, number("value"), number("std"), number("relative_std"), bool(entry["determined"]),
-                   scale, shown)
+                   scale, shown, str(reason) if reason is not None else None)
 
 
 def _term_sizes(w: np.ndarray, scale: np.ndarray | None, determined: bool) -> np.ndarray:
@@ -157,7 +174,8 @@ def _scaled_eigen(n: int, s: np.ndarray, covariance: np.ndarray | None, informat
 
 def base_combinations(names: Sequence[str], values: Sequence[float], covariance: np.ndarray | None = None, *,
                       information: np.ndarray | None = None, scale: Sequence[float] | None = None,
-                      threshold: float = 1.0) -> list[Combination]:
+                      threshold: float = 1.0,
+                      structural: Sequence[tuple[str, str, str]] = ()) -> list[Combination]:
     """The combinations of ``names`` the data determine and those they do not, best determined first.
 
     Args:
@@ -170,6 +188,10 @@ def base_combinations(names: Sequence[str], values: Sequence[float], covariance:
         scale: (n_p,) the unit of each parameter for the normalization (default
             ``|values|``, 1 where a value is 0).
         threshold: largest relative std of a determined combination.
+        structural: (a, b, why) pairs of free parameters the model's equations of motion see only as a + b
+            (:func:`mbfg.roles.structural_sums`): the direction a - b is marginalized out of the information
+            (what the data say of it comes from elsewhere, e.g. a body's weight on a compliant joint), so that
+            a - b is reported undetermined, with ``why``, and a + b determined. Needs ``information``.
 
     Raises:
         MbfgError: shapes that do not match, neither matrix, or a non-positive scale.
@@ -195,6 +217,21 @@ def base_combinations(names: Sequence[str], values: Sequence[float], covariance:
         finite = np.isfinite(np.diag(M)) & np.all(np.isfinite(M), axis=1)
     out: list[Combination] = []
     idx = np.nonzero(finite)[0]
+    reasons: list[tuple[np.ndarray, str]] = []  # (direction in theta, why), the structural null directions
+    if structural and information is not None:
+        for a, b, why in structural:
+            if a in names and b in names:
+                d = np.zeros(n)
+                d[names.index(a)], d[names.index(b)] = 1.0, -1.0
+                reasons.append((d, why))
+        for d, _ in reasons:
+            # What the data say along d is not trusted: t in theta + t d is marginalized as a nuisance (the Schur
+            # complement I - I d d^T I / (d^T I d)), which leaves d a null vector and every function of the
+            # parameters that does not move along it (a + b) with the variance it has when t is unknown.
+            Id = M @ d
+            dId = float(d @ Id)
+            if dId > 0:
+                M = M - np.outer(Id, Id) / dId
     if idx.size:
         V, mu = _scaled_eigen(n, s, None if information is not None else M, M if information is not None else None,
                               idx)
@@ -215,7 +252,13 @@ def base_combinations(names: Sequence[str], values: Sequence[float], covariance:
             proj = np.where(np.abs(proj) > 1e-12 * np.abs(proj).max(), proj, 0.0)
             has = proj != 0
             terms = proj[has] ** 2 * inv_mu[has]
-            out.append(Combination(names, w, float(w @ theta), float(np.sqrt(terms.sum())), rel, determined, s))
+            reason: str | None = None
+            if not determined:
+                for d, text in reasons:  # the structural direction this free one is (up to round-off)
+                    if abs(d @ w) >= (1 - 1e-6) * np.linalg.norm(d) * np.linalg.norm(w):
+                        reason = text
+            out.append(Combination(names, w, float(w @ theta), float(np.sqrt(terms.sum())), rel, determined, s,
+                                   reason=reason))
     for i in np.nonzero(~finite)[0]:
         w = np.zeros(n)
         w[i] = 1.0
@@ -234,7 +277,12 @@ def result_combinations(result: CalibrationResult, *, threshold: float = 1.0) ->
     if information is None and np.all(np.isnan(result.covariance)):
         return []  # calibrate(covariance=False): nothing is known about the directions
     if information is not None:
-        return base_combinations(names, values, information=information, scale=scale, threshold=threshold)
+        model = getattr(getattr(result, "problem", None), "model", None) or getattr(result, "model", None)
+        from mbfg.roles import structural_sums
+
+        structural = structural_sums(model) if model is not None and hasattr(model, "axial") else []
+        return base_combinations(names, values, information=information, scale=scale, threshold=threshold,
+                                 structural=structural)
     return base_combinations(names, values, result.covariance, scale=scale, threshold=threshold)
 
 
@@ -267,7 +315,9 @@ def combinations_table(combos: Sequence[Combination]) -> list[str]:
     undetermined combinations and the determined ones written as base parameters (:func:`base_parameters`)."""
     if all(c.determined for c in combos):
         return []
-    lines = [f"not determined by the data: {c.label}" + (f"  (relative std {c.relative_std:.2g})"
+    lines = [f"not determined by the data: {c.label}" + (f"  ({c.reason}: moving along it fits as well)"
+                                                          if c.reason is not None else
+                                                          f"  (relative std {c.relative_std:.2g})"
                                                           if np.isfinite(c.relative_std) else "  (no information)")
              for c in combos if not c.determined]
     if any(c.determined for c in combos):
@@ -504,8 +554,9 @@ def _base_form(W: np.ndarray, c: np.ndarray, var_c: np.ndarray, R: list[int], na
     std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     # A base parameter's label shows its own parameter and every held one that moves its value by a tenth of
     # its std or more (a relative cut-off would hide 0.04 J1 in a combination known to 1e-4).
+    # A held one that enters with the base parameter's own coefficient is shown whatever it moves: a sum.
     shown = [((np.abs(B[i]) * size >= 0.1 * std[i]) & (np.abs(B[i]) > 1e-12)) | (np.arange(len(names)) == R[i])
-             for i in range(len(R))]
+             | (np.abs(np.abs(B[i]) - 1.0) < 1e-6) for i in range(len(R))]
     return [Combination(names, B[i], float(beta[i]), float(std[i]), float(std[i] / abs(beta[i])) if beta[i] else
                         float("inf"), True, size, shown[i]) for i in range(len(R))], cov
 

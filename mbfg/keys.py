@@ -4,6 +4,14 @@ Every GTSAM key in mbfg is built here, one letter per role, with the time-step
 index as the symbol index. Timestamps live in their own map (see the graph
 builders); keys are never derived from float times.
 
+mbfg's keys live in their own range, so that a user's own ``gtsam.symbol('x', j)``
+(``gtsam.symbol_shorthand.X(j)``) never names one of mbfg's variables: they are
+GTSAM ``LabeledSymbol`` keys with the label ``'m'`` (GTSAM's multi-robot layout: the
+letter in the top 8 bits, the label in the next 8, the index in the low 48), where
+a plain ``gtsam.Symbol`` has a zero label byte for every index below 2**48.
+``gtsam.LabeledSymbol(ord('q'), ord('m'), 17).key() == Q(17)``; :func:`describe`
+names a key in words.
+
 The functions of one letter return a :class:`mbfg.adapter.Key` of the variable's
 type (``Q(k)`` a ``VectorKey``, ``X(k, i)`` a ``Pose3Key``, ``T()`` a ``Rot3Key``): an
 ``int`` that GTSAM takes as it is and that :meth:`mbfg.adapter.FactorType.make`
@@ -41,6 +49,7 @@ from typing import TYPE_CHECKING
 import gtsam
 
 from mbfg.adapter import Pose3Key, Rot3Key, VectorKey
+from mbfg.errors import MbfgError
 
 if TYPE_CHECKING:
     from mbfg.factors._rigid import Variables
@@ -62,19 +71,22 @@ _LETTERS = {
 }
 
 
-#: gtsam.Symbol's layout: the letter in the top 8 bits of the 64-bit key, the index in the low 56.
-_INDEX_BITS = 56
+#: gtsam.LabeledSymbol's layout: the letter in the top 8 bits of the 64-bit key, the label in the next 8,
+#: the index in the low 48.
+_INDEX_BITS = 48
+#: The label byte of every mbfg key.
+LABEL = "m"
 
 
 _MAX_INDEX = 1 << _INDEX_BITS
-_HIGH = {letter: ord(letter) << _INDEX_BITS for letter in _LETTERS}
+_HIGH = {letter: (ord(letter) << 56) | (ord(LABEL) << _INDEX_BITS) for letter in _LETTERS}
 
 
 def _symbol(letter: str, k: int) -> int:
-    """``gtsam.symbol(letter, k)`` by the layout's arithmetic: as fast as the call into GTSAM was, which leaves
-    room for the typed key's construction (keys are built per sample)."""
+    """``gtsam.LabeledSymbol(letter, 'm', k).key()`` by the layout's arithmetic: as fast as a call into GTSAM,
+    which leaves room for the typed key's construction (keys are built per sample)."""
     if not 0 <= k < _MAX_INDEX:
-        raise ValueError(f"time-step index must be >= 0, got {k}" if k < 0 else f"symbol index {k} out of range")
+        raise MbfgError(f"time-step index must be >= 0, got {k}" if k < 0 else f"symbol index {k} out of range")
     return _HIGH[letter] | k
 
 
@@ -113,16 +125,16 @@ def F(k: int) -> VectorKey:
     return VectorKey(_symbol("f", k))
 
 
-#: Body poses X(k, i) use the symbol index k * BODY_STRIDE + i: at most this many bodies.
-BODY_STRIDE = 100
+#: Body poses X(k, i) use the symbol index k * BODY_STRIDE + i: at most this many bodies (and 2.8e10 steps).
+BODY_STRIDE = 10_000
 
 
 def X(k: int, i: int) -> Pose3Key:
     """Key of the pose (Pose3) of rigid body i at step k."""
     if not 0 <= i < BODY_STRIDE:
-        raise ValueError(f"body index must be in [0, {BODY_STRIDE}), got {i}")
+        raise MbfgError(f"body index must be in [0, {BODY_STRIDE}), got {i}")
     if k < 0:
-        raise ValueError(f"time-step index must be >= 0, got {k}")
+        raise MbfgError(f"time-step index must be >= 0, got {k}")
     return Pose3Key(_symbol("x", k * BODY_STRIDE + i))
 
 
@@ -130,11 +142,11 @@ def rigid_state(k: int, nb: int) -> list[int]:
     """Keys of rigid-body state k: the poses X(k, 0) .. X(k, nb - 1), then the velocity V(k); the same keys
     as those calls, by the symbol layout's arithmetic (the stream asks for them several times per sample)."""
     if k < 0:
-        raise ValueError(f"time-step index must be >= 0, got {k}")
+        raise MbfgError(f"time-step index must be >= 0, got {k}")
     if not 0 < nb <= BODY_STRIDE:
-        raise ValueError(f"number of bodies must be in [1, {BODY_STRIDE}], got {nb}")
-    x = (ord("x") << _INDEX_BITS) | (k * BODY_STRIDE)
-    return [x + i for i in range(nb)] + [(ord("v") << _INDEX_BITS) | k]
+        raise MbfgError(f"number of bodies must be in [1, {BODY_STRIDE}], got {nb}")
+    x = _HIGH["x"] | (k * BODY_STRIDE)
+    return [x + i for i in range(nb)] + [_HIGH["v"] | k]
 
 
 def parameter_keys(variables: Variables) -> list[int]:
@@ -168,11 +180,27 @@ def B() -> int:
     return _symbol("b", 0)
 
 
-def describe(key: int) -> str:
-    """Human-readable name of a key, e.g. ``'q17 (dependent coordinates)'``."""
-    sym = gtsam.Symbol(key)
+def name(key: int) -> str:
+    """Short name of a key: ``'q17'``, ``'x3,2'`` (body 2's pose at step 3) for mbfg's keys; GTSAM's own
+    formatting (``'l4'``, or the integer) for any other key."""
+    sym = gtsam.LabeledSymbol(key)
+    if chr(sym.label()) != LABEL or chr(sym.chr()) not in _LETTERS:
+        return str(gtsam.DefaultKeyFormatter(key))
     letter = chr(sym.chr())
     if letter == "x":
         k, i = divmod(sym.index(), BODY_STRIDE)
-        return f"x{k},{i} (rigid body {i} pose at step {k})"
-    return f"{letter}{sym.index()} ({_LETTERS.get(letter, 'unknown role')})"
+        return f"x{k},{i}"
+    return f"{letter}{sym.index()}"
+
+
+def describe(key: int) -> str:
+    """Human-readable name of a key, e.g. ``'q17 (dependent coordinates)'``."""
+    short = name(key)
+    sym = gtsam.LabeledSymbol(key)
+    if chr(sym.label()) != LABEL or chr(sym.chr()) not in _LETTERS:
+        return f"{short} (not an mbfg key)"
+    letter = chr(sym.chr())
+    if letter == "x":
+        k, i = divmod(sym.index(), BODY_STRIDE)
+        return f"{short} (rigid body {i} pose at step {k})"
+    return f"{short} ({_LETTERS[letter]})"

@@ -1,14 +1,45 @@
-"""Progress lines for long work: step, LM iterations, cost, elapsed time.
+"""Progress lines for long work: step, LM iterations, cost, elapsed time, through :mod:`logging`.
 
-Written to stderr at most once per ``interval_s`` so that piping the output of
-the command line stays clean; ``quiet=True`` silences it.
+A library logs, the command line prints: each line is an INFO record of the ``mbfg.progress`` logger (the sweep's
+of ``mbfg.sweep``), at most one per ``interval_s``. A program or notebook sees them once it configures logging
+(``logging.basicConfig(level=logging.INFO)``) or calls :func:`log_to_stderr`, as the ``mbfg`` command does;
+``quiet=True`` makes no record at all.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from typing import TextIO
+
+_LOG = logging.getLogger("mbfg.progress")
+
+
+class _CurrentStderr(logging.Handler):
+    """Each record's message on the ``sys.stderr`` of the moment it is emitted (captured output and a redirected
+    stderr included), as ``print(..., file=sys.stderr)`` would."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(self.format(record), file=sys.stderr, flush=True)
+        except Exception:  # noqa: BLE001 (logging's rule: a failed emit is reported, never raised)
+            self.handleError(record)
+
+
+def log_to_stderr(level: int = logging.INFO) -> None:
+    """Print mbfg's log records (progress lines, warnings) on stderr as plain lines, from ``level`` up.
+
+    Installs one handler on the ``mbfg`` logger (calling it again only changes the level) and stops the records
+    from reaching the root logger's handlers too, so that no line is printed twice.
+    """
+    logger = logging.getLogger("mbfg")
+    if not any(isinstance(h, _CurrentStderr) for h in logger.handlers):
+        handler = _CurrentStderr()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False
 
 
 class Progress:
@@ -17,15 +48,16 @@ class Progress:
     Args:
         label: what is running, e.g. ``"forward dynamics"``.
         total: number of steps, for the ``k/total`` display.
-        quiet: print nothing.
+        quiet: report nothing.
         interval_s: minimum wall time between two lines [s].
+        stream: write the lines there instead of logging them.
     """
 
     def __init__(
         self, label: str, total: int, quiet: bool = False, interval_s: float = 2.0, stream: TextIO | None = None
     ) -> None:
         self.label, self.total, self.quiet, self.interval_s = label, total, quiet, interval_s
-        self.stream = stream if stream is not None else sys.stderr
+        self.stream = stream
         self.start = time.perf_counter()
         self._last = self.start
 
@@ -34,6 +66,12 @@ class Progress:
         """Wall time since creation [s]."""
         return time.perf_counter() - self.start
 
+    def say(self, text: str) -> None:
+        """Report ``text`` now, whatever the rate limit (a stage's start or end, which a rate-limited line could
+        skip)."""
+        if not self.quiet:
+            self._emit(f"[{self.label}] {text}  t={self.elapsed:.1f}s")
+
     def update(self, step: int, **fields: float) -> None:
         """Report step ``step`` (1-based) with named figures, if enough time has passed."""
         now = time.perf_counter()
@@ -41,4 +79,10 @@ class Progress:
             return
         self._last = now
         extra = "  ".join(f"{k}={v:.4g}" for k, v in fields.items())
-        print(f"[{self.label}] {step}/{self.total}  {extra}  t={self.elapsed:.1f}s", file=self.stream, flush=True)
+        self._emit(f"[{self.label}] {step}/{self.total}  {extra}  t={self.elapsed:.1f}s")
+
+    def _emit(self, line: str) -> None:
+        if self.stream is not None:
+            print(line, file=self.stream, flush=True)
+        else:
+            _LOG.info(line)

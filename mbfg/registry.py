@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from mbfg.errors import MbfgError
+
 if TYPE_CHECKING:  # the adapter imports this module: no runtime import back
     from mbfg.adapter import FactorType
 
@@ -44,14 +46,14 @@ class Registry(Mapping[str, "FactorType"]):
         again); a different residual under a taken name is refused, naming both.
 
         Raises:
-            ValueError: ``ft`` has no example, or its name is taken by another declaration.
+            MbfgError: ``ft`` has no example, or its name is taken by another declaration.
         """
         if ft.example is None:
-            raise ValueError(f"factor type {ft.name!r}: registering it for the Jacobian battery needs "
+            raise MbfgError(f"factor type {ft.name!r}: registering it for the Jacobian battery needs "
                              "example(rng) -> (variables, constants); pass example= or use ft.with_example(...)")
         existing = self._types.get(ft.name)
         if existing is not None and existing is not ft and _declaration(existing) != _declaration(ft):
-            raise ValueError(f"factor type {ft.name!r} is already registered with residual "
+            raise MbfgError(f"factor type {ft.name!r} is already registered with residual "
                              f"{'.'.join(_declaration(existing))}; got {'.'.join(_declaration(ft))}")
         self._types[ft.name] = ft
         return ft

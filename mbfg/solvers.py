@@ -48,6 +48,8 @@ import gtsam
 import numpy as np
 
 from mbfg.box import box_qp
+from mbfg.errors import MbfgError
+from mbfg.keys import name as key_name
 from mbfg.progress import Progress
 from mbfg.vectorized import VectorizedGraph
 
@@ -73,7 +75,7 @@ class LMResult:
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
-            raise ValueError(f"LMResult status must be one of {STATUSES}, got {self.status!r}")
+            raise MbfgError(f"LMResult status must be one of {STATUSES}, got {self.status!r}")
 
     @property
     def converged(self) -> bool:
@@ -177,7 +179,7 @@ def bounded_levenberg_marquardt(
         absolute_tol: converged when the cost is at most this.
         lambda_initial, lambda_max: LM damping start and give-up value.
         damping_update: "tenfold" or "nielsen", the rule for lam between trials (module docstring).
-        quiet: no progress lines (iteration, cost, lambda, time) on stderr.
+        quiet: no progress records (iteration, cost, lambda, time; :mod:`mbfg.progress`).
         on_iteration: called after each iteration with its history row and the current values.
         backtracking: halvings of a rejected step tried, along its direction, before the damping grows
             (0: none, the plain LM). A step accepted at a fraction ``alpha`` < 1 (in the history row) keeps
@@ -190,18 +192,18 @@ def bounded_levenberg_marquardt(
     Returns an :class:`LMResult` whose status is "converged", "not_converged" or "failed" (module docstring).
     """
     if damping_update not in ("tenfold", "nielsen"):
-        raise ValueError(f"damping_update must be 'tenfold' or 'nielsen', got {damping_update!r}")
+        raise MbfgError(f"damping_update must be 'tenfold' or 'nielsen', got {damping_update!r}")
     if isinstance(backtracking, bool) or not isinstance(backtracking, (int, np.integer)) or backtracking < 0:
-        raise ValueError(f"backtracking must be a whole number of halvings >= 0, got {backtracking!r}")
+        raise MbfgError(f"backtracking must be a whole number of halvings >= 0, got {backtracking!r}")
     if gradient_tol is None:
         gradient_tol = float(np.sqrt(relative_tol))
     if not gradient_tol >= 0.0:
-        raise ValueError(f"gradient_tol must be >= 0, got {gradient_tol!r}")
+        raise MbfgError(f"gradient_tol must be >= 0, got {gradient_tol!r}")
     bounds = dict(bounds or {})
     for key, (lo, hi) in bounds.items():
         x = values.atVector(key)
         if np.any(x < lo) or np.any(x > hi):
-            raise ValueError(f"initial value of bounded variable {gtsam.DefaultKeyFormatter(key)} is outside its box")
+            raise MbfgError(f"initial value of bounded variable {key_name(key)} is outside its box")
     system = _Blocked(graph, values, bounds) if isinstance(graph, VectorizedGraph) else _Ordinary(graph, values, bounds)
     progress = Progress(label, max_iterations, quiet=quiet, interval_s=0.0)
     start = time.perf_counter()
@@ -393,7 +395,7 @@ class _Ordinary:
             else:
                 bad = not _finite_factor(linear.at(i))
             if bad:
-                keys = ", ".join(gtsam.DefaultKeyFormatter(k) for k in factor.keys())
+                keys = ", ".join(key_name(k) for k in factor.keys())
                 named.append(f"factor {i} ({type(factor).__name__} on {keys})")
         return _listed(named)
 
@@ -481,7 +483,7 @@ class _Blocked:
             finite = _finite_factor(linear.at(i))
             i += 1
             if not finite:
-                keys = ", ".join(gtsam.DefaultKeyFormatter(k) for k in factor.keys())
+                keys = ", ".join(key_name(k) for k in factor.keys())
                 named.append(f"factor {j} of the others ({type(factor).__name__} on {keys})")
         return _listed(named)
 

@@ -271,7 +271,7 @@ def simulate(
         controls: (n, n_controls) u_k, held constant over [t_k, t_k+1); default zeros.
         parameters: parameter values by name, replacing the model's for the names given (the others keep
             the model's values): ``{"J": 0.002}``.
-        quiet: no progress lines on stderr.
+        quiet: no progress records (:mod:`mbfg.progress`).
         chunk: steps per compiled scan (progress is reported between chunks). A simulation of any duration
             runs whole chunks (the last padded, its extra steps dropped), so it reuses the program compiled
             for this model and chunk; a chunk much longer than the simulation costs those padded steps.

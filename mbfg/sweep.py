@@ -36,10 +36,10 @@ a contact's ``eps``) to the same number, Marklund et al.'s (2025) "global hinge 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 import pickle
-import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -67,6 +67,8 @@ if TYPE_CHECKING:
     from mbfg.rigid import RigidModel
 
 __all__ = ["COLUMNS", "COMPLIANCE", "SweepResult", "default_cache_dir", "identified_values", "read_results", "sweep"]
+
+_LOG = logging.getLogger("mbfg.sweep")
 
 _KEY = ("kind", "log", "scored_log", "h", "weight", "eps")
 
@@ -237,7 +239,7 @@ def sweep(
         simulate: also free-simulate each tuned model over the first ``simulate`` seconds of every other
             recording (:func:`mbfg.validation.free_simulation`, at the cell's h): the cross-validation rows
             gain ``sim_rms:NAME`` [rad] and ``sim_drift:NAME`` [s] per observed angle.
-        quiet: no progress lines (one per finished task, on stderr).
+        quiet: no progress records (one per finished task, INFO on the ``mbfg.sweep`` logger).
         crossval_iterations: LM iterations of each cross-validation's state estimation at most (default:
             :data:`~mbfg.graphs.joint.STATE_ESTIMATION_ITERATIONS`, as :func:`~mbfg.graphs.joint.estimate_states`
             and ``mbfg crossval``, so that the matrix holds their scores); its row says whether it converged
@@ -370,5 +372,5 @@ def _progress(row: Mapping[str, Any], done: int, total: int, elapsed: float) -> 
         result = f"{figure} ({row['wall_s']:.1f} s, compile {row['compile_s']:.1f} s)"
     else:
         result = f"FAILED: {str(row['error'])[:160]}"
-    print(f"[sweep] {done}/{total} t={elapsed:.0f}s {what} {row['log']} h={float(row['h']):g} "
-          f"w={float(row['weight']):g}{eps}: {result}", file=sys.stderr, flush=True)
+    _LOG.info(f"[sweep] {done}/{total} t={elapsed:.0f}s {what} {row['log']} h={float(row['h']):g} "
+              f"w={float(row['weight']):g}{eps}: {result}")

@@ -21,8 +21,10 @@ from collections.abc import Mapping, Sequence
 import gtsam
 import numpy as np
 
-from mbfg.adapter import FactorGroup, VarKind
+from mbfg.adapter import FactorGroup
 from mbfg.errors import MbfgError
+from mbfg.keys import name as key_name
+from mbfg.values_snapshot import ValuesSnapshot
 
 
 class Blocks:
@@ -41,11 +43,11 @@ class Blocks:
         self.members: dict[int, list[int]] = {}
         for block, keys in members:
             if block in self.dims or block in self.size:
-                raise MbfgError(f"block key {gtsam.DefaultKeyFormatter(block)} is used twice or is a variable's key")
+                raise MbfgError(f"block key {key_name(block)} is used twice or is a variable's key")
             offset = 0
             for key in keys:
                 if key in self.of:
-                    raise MbfgError(f"variable {gtsam.DefaultKeyFormatter(key)} is in two blocks")
+                    raise MbfgError(f"variable {key_name(key)} is in two blocks")
                 self.of[key] = (block, offset)
                 offset += self.dims[key]
             self.size[block] = offset
@@ -178,63 +180,6 @@ class _GroupLayout:
         return out[:, :, 0], A
 
 
-class _Snapshot:
-    """A ``gtsam.Values`` read in bulk: every Pose3 in one call (``utilities.extractPose3``), every
-    vector of a symbol letter in one (``utilities.extractVectors``); a group's inputs are then
-    rows picked by index, with no per-variable Python. Anything else is read per key."""
-
-    def __init__(self, values: gtsam.Values) -> None:
-        self.values = values
-        self._poses: tuple[np.ndarray, np.ndarray] | None = None
-        self._vectors: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
-        self._keys: np.ndarray | None = None
-
-    def _all_keys(self) -> np.ndarray:
-        if self._keys is None:
-            self._keys = np.asarray(self.values.keys(), dtype=np.uint64)  # sorted, as GTSAM stores them
-        return self._keys
-
-    def _pose_table(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._poses is None:
-            rows = gtsam.utilities.extractPose3(self.values)  # (n, 12): R row-major, then t
-            T = np.zeros((len(rows), 4, 4))
-            T[:, :3, :3] = rows[:, :9].reshape(-1, 3, 3)
-            T[:, :3, 3] = rows[:, 9:]
-            T[:, 3, 3] = 1.0
-            self._poses = (np.asarray(gtsam.utilities.allPose3s(self.values).keys(), dtype=np.uint64), T)
-        return self._poses
-
-    def _vector_table(self, letter: str) -> tuple[np.ndarray, np.ndarray] | None:
-        if letter not in self._vectors:
-            keys = self._all_keys()
-            mine = keys[(keys >> np.uint64(56)) == np.uint64(ord(letter))]
-            try:
-                rows = np.asarray(gtsam.utilities.extractVectors(self.values, letter))
-            except RuntimeError:  # vectors of different sizes under one letter
-                rows = None
-            self._vectors[letter] = None if rows is None or len(rows) != len(mine) else (mine, rows)
-        return self._vectors[letter]
-
-    def column(self, kind: VarKind, keys: np.ndarray) -> np.ndarray:
-        """The variables ``keys`` (N,) of one kind stacked: (N, n), (N, 3, 3) or (N, 4, 4)."""
-        table = None
-        if kind is VarKind.POSE3:
-            table = self._pose_table()
-        elif kind is VarKind.VECTOR:
-            letters = {int(k) >> 56 for k in (keys[0], keys[-1])}
-            if len(letters) == 1 and len(keys) > 8:
-                table = self._vector_table(chr(letters.pop()))
-        if table is not None:
-            table_keys, rows = table
-            at = np.minimum(np.searchsorted(table_keys, keys), len(table_keys) - 1)
-            if np.array_equal(table_keys[at], keys):
-                return rows[at]
-        if keys[0] == keys[-1] and np.all(keys == keys[0]):  # the parameters, the tilt: one variable
-            x = kind.read(self.values, int(keys[0]))
-            return np.broadcast_to(x, (len(keys), *np.shape(x)))
-        return np.stack([kind.read(self.values, int(k)) for k in keys])
-
-
 class VectorizedGraph:
     """Factor groups plus ordinary GTSAM factors, linearized over blocks (module docstring).
 
@@ -252,7 +197,7 @@ class VectorizedGraph:
         missing = set(blocks.size) - set(self.order)
         if missing or len(self.order) != len(set(self.order)):
             raise MbfgError(f"the elimination order must name every block once; missing "
-                            f"{[gtsam.DefaultKeyFormatter(k) for k in sorted(missing)][:5]}")
+                            f"{[key_name(k) for k in sorted(missing)][:5]}")
         self._layouts = [_GroupLayout(g, blocks) for g in self.groups]
         self._whiten = [1.0 / _sigmas(g.noise, g.ft.name) for g in self.groups]
         self._columns = [[blocks.columns(layout.slot_keys[:, s]) for s in range(layout.slot_keys.shape[1])]
@@ -260,8 +205,37 @@ class VectorizedGraph:
         self._unit: dict[int, gtsam.noiseModel.Diagonal] = {}
         self._keys = [np.asarray(g.keys, dtype=np.uint64) for g in self.groups]
 
+    @classmethod
+    def from_graph(cls, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values) -> VectorizedGraph:
+        """A user's graph as a vectorized one: the factors of :meth:`FactorType.make_many` in it are
+        evaluated one call per group, every other factor (GTSAM's own, :meth:`FactorType.make`'s, a group's
+        under a noise model that is not diagonal Gaussian) by GTSAM. Each variable of ``values`` is a block
+        of its own, so the linear system is over the graph's own keys; elimination in COLAMD order.
+
+        The groups' factors are found by identity in ``graph`` (:meth:`FactorGroup.find`); a group only
+        some of whose factors are in the graph becomes a group of those."""
+        factors = [graph.at(i) for i in range(graph.size())]
+        found = FactorGroup.find(factors)
+        rows: dict[int, tuple[FactorGroup, list[int]]] = {}
+        others = gtsam.NonlinearFactorGraph()
+        for n, factor in enumerate(factors):
+            hit = found.get(n)
+            if hit is not None and isinstance(hit[0].noise, gtsam.noiseModel.Diagonal) \
+                    and not isinstance(hit[0].noise, gtsam.noiseModel.Constrained):
+                rows.setdefault(id(hit[0]), (hit[0], []))[1].append(hit[1])
+            elif factor is not None:
+                others.push_back(factor)
+        groups = [group if row == list(range(len(group))) else group.subset(row) for group, row in rows.values()]
+        zeros = values.zeroVectors()
+        blocks = Blocks([], {key: zeros.at(key).shape[0] for key in values.keys()})
+        ordering = graph.orderingCOLAMD()
+        order = [ordering.at(i) for i in range(ordering.size())]
+        # A variable no factor touches: last, where it does not disturb the ordering.
+        order += sorted(set(blocks.size) - set(order))
+        return cls(groups, others, blocks, order)
+
     @staticmethod
-    def _read(group: FactorGroup, keys: np.ndarray, snapshot: _Snapshot) -> tuple[np.ndarray, ...]:
+    def _read(group: FactorGroup, keys: np.ndarray, snapshot: ValuesSnapshot) -> tuple[np.ndarray, ...]:
         """A group's inputs, as ``FactorGroup.read``, from a bulk snapshot of the values."""
         return tuple(snapshot.column(kind, keys[:, j]) for j, kind in enumerate(group.ft.kinds))
 
@@ -276,7 +250,7 @@ class VectorizedGraph:
 
     def error(self, values: gtsam.Values) -> float:
         """0.5 * the sum of squared whitened residuals, as ``NonlinearFactorGraph.error``."""
-        snapshot = _Snapshot(values)
+        snapshot = ValuesSnapshot(values)
         total = self.others.error(values)
         for group, w, keys in zip(self.groups, self._whiten, self._keys):
             r = group.evaluate(self._read(group, keys, snapshot), linearize=False) * w
@@ -293,7 +267,7 @@ class VectorizedGraph:
         columns laid end to end (``blocks.start``)."""
         linear = gtsam.GaussianFactorGraph()
         diag = np.zeros(self.blocks.total)
-        snapshot = _Snapshot(values)
+        snapshot = ValuesSnapshot(values)
         for group, layout, w, columns, group_keys in zip(self.groups, self._layouts, self._whiten, self._columns,
                                                          self._keys):
             out = group.evaluate(self._read(group, group_keys, snapshot), linearize=True) * w[None, :, None]
@@ -303,10 +277,19 @@ class VectorizedGraph:
                 diag += np.bincount(cols.ravel(), weights=np.einsum("nij,nij->nj", a, a).ravel(),
                                     minlength=diag.size)
             unit = self._unit_noise(r.shape[1])
-            keys = layout.slot_keys.tolist()
-            for i in range(r.shape[0]):
-                linear.push_back(_jacobian_factor([(keys[i][s], A[s][i]) for s in range(len(A))], b[i], unit,
-                                                  group.ft.name))
+            # GTSAM's Python JacobianFactor costs microseconds per factor whatever is done around it: the
+            # loop's own work is kept to iterating the arrays (one slot count per group, checked by the layout).
+            push, make = linear.push_back, gtsam.JacobianFactor
+            keys = layout.slot_keys.T.tolist()
+            if len(A) == 1:
+                for k1, A1, b1 in zip(keys[0], A[0], b):
+                    push(make(k1, A1, b1, unit))
+            elif len(A) == 2:
+                for k1, A1, k2, A2, b1 in zip(keys[0], A[0], keys[1], A[1], b):
+                    push(make(k1, A1, k2, A2, b1, unit))
+            else:
+                for k1, A1, k2, A2, k3, A3, b1 in zip(keys[0], A[0], keys[1], A[1], keys[2], A[2], b):
+                    push(make(k1, A1, k2, A2, k3, A3, b1, unit))
         for factor in _remapped(self.others.linearize(values), self.blocks, self._unit_noise):
             linear.push_back(factor)
             A_f, _ = factor.jacobian()

@@ -15,6 +15,9 @@ import pytest
 # a model runs a few hundred of them (about 7 s).
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="mbfg-jax-cache-"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+# mbfg computes in float64 and turns JAX's x64 on at import; the suite chooses it before JAX is imported.
+os.environ.setdefault("JAX_ENABLE_X64", "1")
+
 import jax  # noqa: E402
 
 import mbfg  # noqa: E402, F401  (before JAX starts its backend: mbfg._jax sets XLA's flags)

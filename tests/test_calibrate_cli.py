@@ -178,20 +178,20 @@ def test_crossval_simulate_reports_the_free_simulation_error_of_the_calibrated_a
     sims = {}
     for name in ("out", "start"):
         code, out, err = _run(capsys, "crossval", "pendulum", calibration["other"], "--params", calibration[name],
-                              "--simulate", "0.9", "--json", "--quiet")
+                              "--simulate", "0.9", "--drift-threshold", "0.1", "--json", "--quiet")
         assert code == 0, err
         sims[name] = json.loads(out)["simulation"]
-        assert sims[name]["seconds"] == pytest.approx(0.9) and sims[name]["threshold"] == 0.1
+        assert sims[name]["seconds"] == pytest.approx(0.9) and sims[name]["threshold"] == {"theta": 0.1}
     assert sims["out"]["drift_time"]["theta"] is None  # never beyond 0.1 rad
     assert 0 < sims["start"]["drift_time"]["theta"] < 0.9
     assert sims["out"]["rms"]["theta"] < 0.05 and sims["start"]["rms"]["theta"] > 3 * sims["out"]["rms"]["theta"]
     code, out, err = _run(capsys, "crossval", "pendulum", calibration["other"], "--params", calibration["out"],
-                          "--simulate", "0.9", "--quiet")
+                          "--simulate", "0.9", "--drift-threshold", "theta=0.1", "--quiet")
     assert code == 0, err
     line = out.strip().splitlines()[1].split()
     assert line[:3] == ["simulate", "theta", "rms"]
     assert float(line[3]) == pytest.approx(sims["out"]["rms"]["theta"], rel=1e-5)
-    assert line[4:] == ["drift_time", "inf"]
+    assert line[4:] == ["drift_time", "inf", "threshold", "0.1"]
     err = _fails(capsys, "crossval", "pendulum", calibration["other"], "--params", calibration["out"], "--simulate", "5")
     assert "--simulate 5" in err and "spans only 1 s" in err
 

@@ -1,4 +1,5 @@
-"""JAX's persistent compilation cache as mbfg sets it up (mbfg._jax): on by default, overridable, can be off."""
+"""JAX's persistent compilation cache as mbfg sets it up (mbfg._jax.enable_compilation_cache, which the command line
+and a notebook call): in the user's cache folder by default, overridable, can be off."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 SCRIPT = """
 import mbfg._jax as j
 from mbfg._jax import jax, jnp
+j.enable_compilation_cache()
 print(j.cache_dir())
 jax.jit(lambda x: jnp.sin(x) * 2.0)(jnp.arange(3.0)).block_until_ready()
 """
@@ -50,8 +52,10 @@ def test_mbfg_cache_dir_overrides_and_off_disables(tmp_path: Path):
 PROGRAM_SCRIPT = """
 import sys
 import numpy as np
-from mbfg._jax import jax, jnp
+from mbfg._jax import enable_compilation_cache, jax, jnp
 from mbfg.adapter import FactorType, VarKind
+
+enable_compilation_cache()
 
 scale = float(sys.argv[1])
 
@@ -214,7 +218,10 @@ def test_the_source_digest_changes_with_any_source_file(tmp_path: Path):
 MBFG_PROGRAM_SCRIPT = """
 import numpy as np
 import mbfg.adapter as adapter
+from mbfg._jax import enable_compilation_cache
 from mbfg.factors.integrators import EULER
+
+enable_compilation_cache()
 
 def no_tracing(*args):
     raise AssertionError("traced to fingerprint")
@@ -242,8 +249,10 @@ def test_an_mbfg_factors_program_is_kept_and_loaded_without_tracing_its_residual
 PIECEWISE_SCRIPT = """
 import sys
 import numpy as np
-from mbfg._jax import jax, jnp
+from mbfg._jax import enable_compilation_cache, jax, jnp
 from mbfg.adapter import FactorType, VarKind
+
+enable_compilation_cache()
 
 def residual(v, c):
     return jnp.maximum(v, 0.0) * c  # a kink at zero, as a complementarity residual's
@@ -276,8 +285,11 @@ def test_a_piecewise_types_programs_are_stored_as_a_smooth_types(tmp_path: Path)
 
 SIMULATE_SCRIPT = """
 import numpy as np
+from mbfg._jax import enable_compilation_cache
 from mbfg.models import pendulum
 from mbfg.spook import simulate
+
+enable_compilation_cache()
 
 model = pendulum()
 traj = simulate(model, 0.05, 1e-3, initial=model.initial_state({"theta": 1.0}))

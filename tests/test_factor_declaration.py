@@ -104,16 +104,29 @@ def test_a_declared_factor_type_in_a_graph_with_gtsam_factors_is_solved_by_lm():
 # ---------------------------------------------------------------------------------
 
 
-def test_keys_are_gtsam_symbols_that_know_their_variable_kind():
+def _labeled(letter: str, index: int) -> int:
+    """GTSAM's own LabeledSymbol key (GTSAM's multi-robot layout) with mbfg's label 'm'."""
+    return gtsam.LabeledSymbol(ord(letter), ord("m"), index).key()
+
+
+def test_keys_are_gtsam_labeled_symbols_that_know_their_variable_kind():
     for make, letter, kind in ((keys.Q, "q", VECTOR), (keys.V, "v", VECTOR), (keys.A, "a", VECTOR),
                                (keys.Z, "z", VECTOR), (keys.ZD, "w", VECTOR), (keys.ZDD, "u", VECTOR),
                                (keys.F, "f", VECTOR), (keys.P, "p", VECTOR), (keys.T, "t", ROT3),
                                (keys.C, "c", VECTOR)):
         key = make(7)
-        assert key == gtsam.symbol(letter, 7) and isinstance(key, int) and key.kind is kind
+        assert key == _labeled(letter, 7) and isinstance(key, int) and key.kind is kind
     x = keys.X(3, 2)
-    assert x == gtsam.symbol("x", 302) and isinstance(x, Pose3Key) and x.kind is POSE3
+    assert x == _labeled("x", 3 * keys.BODY_STRIDE + 2) and isinstance(x, Pose3Key) and x.kind is POSE3
     assert type(x + 1) is int and str(x) == str(int(x)) and hash(x) == hash(int(x))
+    # mbfg's keys never collide with a user's own plain symbols (gtsam.symbol_shorthand), whatever the index.
+    for letter in "qvazwufptcx":
+        for k in (0, 7, 302, 10**9):
+            assert gtsam.symbol(letter, k) not in {keys.Q(k), keys.V(k), keys.X(k // keys.BODY_STRIDE,
+                                                                            k % keys.BODY_STRIDE), keys.P(k)}
+    assert keys.describe(keys.X(3, 2)) == "x3,2 (rigid body 2 pose at step 3)"
+    assert keys.describe(keys.Q(17)) == "q17 (dependent coordinates)"
+    assert "not an mbfg key" in keys.describe(gtsam.symbol("x", 3))
     # The arithmetic keys of the stream stay plain ints, equal to the typed ones.
     assert keys.rigid_state(3, 2) == [keys.X(3, 0), keys.X(3, 1), keys.V(3)]
     assert all(type(k) is int for k in keys.rigid_state(3, 2))
@@ -154,7 +167,7 @@ def test_make_many_names_the_factor_whose_key_is_of_the_wrong_kind():
 
 def test_plain_ints_and_mixed_rows_are_taken_without_a_kind_to_check():
     noise = gtsam.noiseModel.Unit.Create(1)
-    plain = [gtsam.symbol("q", 0), gtsam.symbol("q", 1), gtsam.symbol("v", 0)]
+    plain = [_labeled("q", 0), _labeled("q", 1), _labeled("v", 0)]
     mixed = [keys.Q(0), int(keys.Q(1)), np.int64(keys.V(0))]
     for row in (plain, mixed, [keys.Q(0), keys.Q(1), keys.V(0)]):
         factor = EULER.make(row, noise, 1e-3)
@@ -217,6 +230,25 @@ def _late_variable(c: jax.Array, x: VectorVar) -> jax.Array:
 # ---------------------------------------------------------------------------------
 # Registration
 # ---------------------------------------------------------------------------------
+
+
+def test_a_residual_that_returns_a_scalar_is_refused_naming_the_factor_type():
+    """GTSAM takes a residual vector (m,); a scalar would fail inside pybind without a name."""
+
+    @factor_type(name="test_scalar_residual")
+    def scalar(x: VectorVar, c: jax.Array) -> jax.Array:
+        return x.sum() - c
+
+    key, values = keys.Q(0), gtsam.Values()
+    values.insert(key, np.zeros(2))
+    single = scalar.make([key], gtsam.noiseModel.Unit.Create(1), 1.0)
+    group = scalar.make_many([[key]], gtsam.noiseModel.Unit.Create(1), 1.0)
+    graph = gtsam.NonlinearFactorGraph()
+    graph.add(single)
+    for evaluate in (lambda: single.error(values), lambda: graph.linearize(values), lambda: group[0].error(values)):
+        with pytest.raises(TypeError, match=r"factor type 'test_scalar_residual': its residual must return a 1-D "
+                                            r"array of shape \(m,\), got shape \(\)"):
+            evaluate()
 
 
 def test_registration_is_explicit_needs_an_example_and_refuses_a_second_declaration_of_a_name():
@@ -289,7 +321,7 @@ def time_key_handling(rows: int = 20, repeat: int = 15) -> dict[str, tuple[float
     def x_before(k: int, i: int) -> int:  # keys.X as it was: checks, then gtsam.symbol, a plain int
         if not 0 <= i < keys.BODY_STRIDE or k < 0:
             raise ValueError(k, i)
-        return gtsam.symbol("x", k * keys.BODY_STRIDE + i)
+        return _labeled("x", k * keys.BODY_STRIDE + i)
 
     before = now = np.inf
     for _ in range(repeat):

@@ -274,7 +274,7 @@ def test_the_vectorized_pose_retraction_is_gtsams() -> None:
 
 def test_a_rigid_states_keys_are_gtsam_symbols_of_its_poses_then_its_velocity() -> None:
     """keys.rigid_state builds the stream's keys by the symbol layout's arithmetic: the same keys as
-    keys.X / keys.V (GTSAM's Symbol), for large step indices and several bodies."""
+    keys.X / keys.V (GTSAM's LabeledSymbol), for large step indices and several bodies."""
     for k in (0, 1, 99, 10**9):
         for nb in (1, 2, 7):
             assert keys.rigid_state(k, nb) == [keys.X(k, i) for i in range(nb)] + [keys.V(k)]

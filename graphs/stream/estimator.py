@@ -17,7 +17,7 @@ import numpy as np
 from mbfg import keys
 from mbfg._jax import jnp
 from mbfg.adapter import noise_model
-from mbfg.errors import ModelError
+from mbfg.errors import DeclarationError, ModelError
 from mbfg.factors._rigid import fixed_values, variables_for
 from mbfg.graphs.stream.chain import _ChainWindow
 from mbfg.graphs.stream.config import (
@@ -149,7 +149,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         try:
             config = replace(config, **settings) if config is not None else StreamConfig(**settings)
         except TypeError as exc:  # a setting StreamConfig does not have
-            raise TypeError(f"StreamEstimator: {exc}") from None
+            raise DeclarationError(f"StreamEstimator: {exc}") from None
         self.config = config
         # StreamConfig checked both: at least one is given, h a whole multiple of the period.
         self.period = float(config.period if config.period is not None else config.h)  # type: ignore[arg-type]

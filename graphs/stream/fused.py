@@ -28,6 +28,7 @@ from mbfg import keys
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
 from mbfg._programs import PersistentJit, mbfg_source_digest
+from mbfg.errors import MbfgError
 from mbfg.factors._rigid import Variables
 from mbfg.factors.impulse import impulse_type
 from mbfg.factors.observation import observation_type
@@ -60,7 +61,7 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndarr
         :func:`~mbfg.graphs.stream.chain._eliminate_regular`'s G, a, R, R_f, ok.
     """
     if keys.parameter_keys(variables):
-        raise ValueError("the fused stream update takes fixed parameters only (the chain does not refine)")
+        raise MbfgError("the fused stream update takes fixed parameters only (the chain does not refine)")
     model = variables.model
     nb = model.nb
     binary, unary = impulse_type(variables), observation_type(variables)

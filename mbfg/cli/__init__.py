@@ -37,6 +37,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from mbfg._jax import enable_compilation_cache
 from mbfg.cli import (
     calibrate,
     control,
@@ -52,6 +53,7 @@ from mbfg.cli import (
 from mbfg.cli.args import BLANCO_CLARACO_2021, CONTROL_NOTE, MARKLUND_2025
 from mbfg.cli.common import _eprint, _model_with_params, _rigid_model  # noqa: F401  (tests import these from here)
 from mbfg.errors import MbfgError
+from mbfg.progress import log_to_stderr
 
 __all__ = ["main", "build_parser"]
 
@@ -141,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the process's garbage collector, which it must not do when called from a user's Python.
     args.own_process = argv is None
     args.started = started
+    # A command's second run loads its compiled programs from disk (the library leaves the cache to its user).
+    enable_compilation_cache()
+    # The library logs its progress; the command prints it.
+    log_to_stderr()
     try:
         return int(args.handler(args))
     except MbfgError as exc:

@@ -29,7 +29,10 @@ RESAMPLE_HELP = (
     "put the recording on a uniform grid of step H [s] before the estimation: observations interpolated "
     "linearly, controls held (one line on stderr says what was done). Needed for a lab recording that is not "
     "uniformly sampled (the DFKI double pendulum's trajectory_NN.csv: gaps; e.g. --resample 0.002), refused "
-    "without it; a QUBE-Servo episode CSV is uniform already. Default: the recording's own times"
+    "without it; a QUBE-Servo episode CSV is uniform already. A log whose clock jitters by more than 1e-6 of its "
+    "period is refused too (with the number of rows off the grid); --resample at its own period puts it on its "
+    "own grid, each row's control kept (jitter below 1e-6 of the period is snapped, with a line on stderr). "
+    "Default: the recording's own times"
 )
 MECHANISM_HELP = "built-in mechanism name (see 'mbfg mechanisms') or path of an MBSE YAML file"
 GRAVITY_HELP = "gravity along -y [m/s^2] (default: %(default)s)"

@@ -14,7 +14,7 @@ import json
 import math
 import statistics
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mbfg.cli.args import (
     LOG_HELP,
@@ -64,7 +64,12 @@ file's alpha, u = plant_input: the furuta models); one made for another model's
 observations and controls is refused. A recording that is not uniformly sampled
 (the DFKI files have gaps) is refused unless --resample H puts it on a uniform
 grid of step H [s] (observations interpolated linearly, controls held; a line
-on stderr says what was done). The model's parameter values (or those of
+on stderr says what was done). A time column as a rig's clock writes it may
+jitter: by less than 1e-6 of the period it is snapped onto the uniform grid
+(a line on stderr says by how much), so --dt takes multiples of the period;
+a log with rows further off is refused with their count, or put on its own
+grid by --resample at its period (readings interpolated at the grid times,
+each row's control kept). The model's parameter values (or those of
 --params) are the initial guess and its bounds the box the estimates stay in.
 
 --free names the parameters to estimate, comma-separated (default: those the
@@ -74,7 +79,17 @@ estimation time-step h [s], a whole multiple of the log's sample period
 (default: the period); a larger h is faster but its Spook steps are coarser.
 --weight is the state error weight w (default: the model's, 1e6 for every
 built-in model but dfki-double-pendulum, a real rig's, at 1e3): larger trusts the
-model's dynamics more than the readings. --prior NAME=SIGMA,... adds prior knowledge: a
+model's dynamics more than the readings. Its unit is the readings' over the
+impulses', squared: m^2/(N s)^2 for a slider read in metres (the linear stage),
+rad^2/(N m s)^2 for a hinge read in radians; 'mbfg models MODEL' gives the
+model's, and the table and the JSON ("weight_unit", "sigma_observation_unit",
+"sigma_impulse_unit") say it beside the values. --weight estimate takes w from
+the data instead: the w of maximum marginal likelihood on LOG
+(mbfg.noise_weight.estimate_weight: a search over w, each point a solve),
+printed on stderr with its spread and the reading and impulse noise it implies,
+and recorded in the JSON as "weight_estimate": {"weight", "log10_std",
+"sigma_observation", "sigma_impulse", "at_limit", "lower_bound", "solves"};
+the calibration then runs at that w. --prior NAME=SIGMA,... adds prior knowledge: a
 Gaussian prior on each named free parameter at its initial value, standard
 deviation SIGMA in the parameter's unit (e.g. rough CAD values of inertias the
 log does not excite, which otherwise fall to their bound and slow the fit down).
@@ -104,7 +119,8 @@ instead one JSON object: {"model", "parameters": {NAME: {"value", "std", "unit",
 held at: the file is the whole model), "cost", "cost_observation",
 "cost_impulse", "iterations", "start_iterations", "converged", "status",
 "message", "wall_s", "h",
-"weight", "sigma_observation", "sigma_impulse", "singular_values",
+"weight", "sigma_observation", "sigma_impulse", "weight_unit",
+"sigma_observation_unit", "sigma_impulse_unit", "singular_values",
 "not_excited", "at_bound", "combinations", "not_determined", "base_parameters",
 "base_held", "log", "params", "priors"} ("combinations": every direction the
 covariance has, [{"label", "coefficients" {NAME: c}, "value", "std",
@@ -201,8 +217,11 @@ def add_parser(sub: Subparsers) -> None:
         help="estimation time-step [s], a whole multiple of the log's sample period (default: the period)",
     )
     cal.add_argument(
-        "--weight", type=_positive_float, default=None, metavar="W",
-        help="state error weight w [rad^2/(N s)^2] (default: the model's, 1e6 for most; 'mbfg models MODEL')",
+        "--weight", type=_weight, default=None, metavar="W",
+        help="state error weight w [(reading unit)^2/(impulse unit)^2: m^2/(N s)^2 for a slider read in m, "
+             "rad^2/(N m s)^2 for a hinge read in rad] (default: the model's, 1e6 for most; 'mbfg models MODEL' "
+             "gives it with its unit); 'estimate': the w of maximum marginal likelihood on this log "
+             "(mbfg.noise_weight.estimate_weight), reported with the reading and impulse noise it implies",
     )
     cal.add_argument(
         "--restart-weight", type=_positive_float, default=None, metavar="W2",
@@ -250,6 +269,11 @@ def add_parser(sub: Subparsers) -> None:
     add_resample_option(cal)
     cal.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
     cal.set_defaults(handler=run)
+
+
+def _weight(text: str) -> float | str:
+    """``--weight``: a number > 0, or ``estimate``."""
+    return "estimate" if text.strip() == "estimate" else _positive_float(text)
 
 
 def _parse_priors(model: RigidModel, names: list[str], text: str) -> dict[str, float]:
@@ -352,11 +376,20 @@ def _check_restarts(args: argparse.Namespace, model: RigidModel, names: list[str
                              f"each needs finite ones (set them in a --params file, or search without it)")
 
 
+def _estimate_json(estimate: Any) -> dict[str, Any]:
+    """The JSON of ``--weight estimate`` (:class:`mbfg.noise_weight.WeightEstimate`): weight, log10_std,
+    sigma_observation, sigma_impulse, at_limit, lower_bound, solves."""
+    return {"weight": estimate.weight, "log10_std": estimate.log10_std,
+            "sigma_observation": estimate.sigma_observation, "sigma_impulse": estimate.sigma_impulse,
+            "at_limit": estimate.at_limit, "lower_bound": estimate.lower_bound, "solves": len(estimate.evaluations)}
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``calibrate`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.atomic import replacing
     from mbfg.calibration import calibrate
     from mbfg.cli.recordings import read_recording
+    from mbfg.roles import weight_unit
 
     _start(args)
     if args.out == "-":
@@ -381,14 +414,28 @@ def run(args: argparse.Namespace) -> int:
     _check_restarts(args, model, names)
     hold = _parse_hold(model, names, args.hold) if args.hold is not None else None
     log = read_recording(args.log, model, args.resample, args.quiet, "mbfg calibrate", args.columns)
-    weight = model.weight if args.weight is None else args.weight
     _check_time_step(log, args.dt, f"--dt {args.dt:g}" if args.dt is not None else "")
+    estimate = None
+    if args.weight == "estimate":
+        from mbfg.noise_weight import estimate_weight
+        from mbfg.roles import noise_units
+
+        with _compile_notice("calibrate", args.quiet):
+            estimate = estimate_weight(model, log, free=free, h=args.dt, priors=priors, quiet=args.quiet)
+        reading, impulse = noise_units(model)
+        spread = f" (x/ {10 ** estimate.log10_std:.2g})" if math.isfinite(estimate.log10_std) else ""
+        limit = ("; at the search's limit" if estimate.at_limit else
+                 "; a lower bound: the data show no impulse noise beyond it" if estimate.lower_bound else "")
+        _eprint(f"mbfg calibrate: --weight estimate: w = {estimate.weight:.3g}{spread} {weight_unit(model)}, the "
+                f"maximum marginal likelihood over {len(estimate.evaluations)} solves{limit}: reading noise "
+                f"{estimate.sigma_observation:.3g} {reading}, impulse noise {estimate.sigma_impulse:.3g} {impulse}")
+    weight = model.weight if args.weight is None else estimate.weight if estimate is not None else args.weight
     if not args.quiet:
         period = _sample_period(log)
         h = args.dt if args.dt is not None else period
         _eprint(
             f"mbfg calibrate: {model.name}, free {', '.join(names)}; {len(log.t)} rows of {args.log} "
-            f"(sample period {period:.6g} s), h = {h:.6g} s, weight {weight:g}"
+            f"(sample period {period:.6g} s), h = {h:.6g} s, weight {weight:g} {weight_unit(model)}"
             + (f"; start from {args.params}" if args.params else "; start from the model's values")
         )
     with _compile_notice("calibrate", args.quiet):
@@ -406,7 +453,8 @@ def run(args: argparse.Namespace) -> int:
         except MbfgError as exc:
             base_error = exc
     doc = _json_safe({**result.to_dict(), "log": args.log, "params": args.params, "priors": priors or {}}
-                     | ({"base": base.to_dict()} if base is not None else {}))
+                     | ({"base": base.to_dict()} if base is not None else {})
+                     | ({"weight_estimate": _estimate_json(estimate)} if estimate is not None else {}))
     if args.out:
         try:
             with replacing(args.out) as fh:  # whole or not at all: a killed run leaves the old file

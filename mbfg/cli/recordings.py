@@ -23,6 +23,13 @@ recording with irregular intervals is refused, with their count, unless the call
 asks for a uniform grid (``resample=H``, the commands' ``--resample H``), which
 :func:`mbfg.datasets.rigs.resample_uniform` makes and one line on stderr reports.
 Nothing is resampled, dropped or reordered unasked.
+
+A regular recording's times are checked against their uniform grid (:func:`mbfg.logs.time_grid`): jitter
+below :data:`mbfg.logs.SNAP_TOLERANCE` of the period (a rig's clock written with rounding) is snapped onto
+the grid, with one line on stderr; a recording with rows further off is refused, naming how many, unless
+``--resample H`` asks for a grid: at the recording's own period it is put on its own grid
+(:func:`mbfg.logs.onto_grid`: observations interpolated at the grid times, each row's control kept), at
+another step resampled as above.
 """
 
 from __future__ import annotations
@@ -145,8 +152,29 @@ def _read_columns(path: str, model: RigidModel, columns: list[str], standard: tu
         raise DataError(f"--columns {','.join(columns)}: {len(columns)} names; {model.name!r} needs {len(standard)}, "
                         f"one for each of {', '.join(standard)} (in that order)")
     n_obs = len(model.observations)
-    log = read_log(path, columns[1:1 + n_obs], columns[1 + n_obs:], time=columns[0])
+    log = read_log(path, columns[1:1 + n_obs], columns[1 + n_obs:], time=columns[0], snap=False)
     return Log(log.t, log.y, log.u, tuple(model.observations), tuple(model.controls), log.source)
+
+
+def _on_grid(log: Log, path: str, quiet: bool, command: str) -> Log:
+    """``log`` with its times snapped onto their uniform grid where their jitter is below
+    :data:`mbfg.logs.SNAP_TOLERANCE` of the period (one line on stderr unless ``quiet``); DataError with the number
+    of rows off it where some are further, naming --resample; unchanged where it is on its grid or irregular
+    (gaps: the estimation refuses it in its own words)."""
+    from mbfg.logs import check_on_grid, snap_to_grid, time_grid
+
+    if len(log.t) < 3:
+        return log
+    snapped, note = snap_to_grid(log)
+    if note is not None:
+        if not quiet:
+            print(f"{command}: {path}: {note}", file=sys.stderr, flush=True)
+        return snapped
+    grid = time_grid(log.t)
+    if grid.regular:
+        check_on_grid(log, grid=grid, remedy=f"resample it explicitly with --resample {grid.period:.12g} (its own grid: observations "
+                           "interpolated linearly at the grid times, each row's control kept)")
+    return log
 
 
 def read_recording(
@@ -205,10 +233,10 @@ def read_recording(
                 f"{', '.join(standard)}: a log of another model? Use the model the log is of, or say which "
                 f"columns to read with --columns (e.g. --columns {','.join(standard)})"
             )
-        log = read_log(path, model.observations, model.controls)
+        log = read_log(path, model.observations, model.controls, snap=False)
     if fmt is None:
         if resample is None:
-            return log
+            return _on_grid(log, path, quiet, command)
         what = "a log in the standard format"
     else:
         if present.issuperset(standard):
@@ -236,10 +264,21 @@ def read_recording(
                 )
             if not quiet:
                 print(f"{command}: {path}: read {len(log.t)} rows as {what}", file=sys.stderr, flush=True)
-            return log
+            return _on_grid(log, path, quiet, command)
     from mbfg.limits import steps_of
+    from mbfg.logs import onto_grid, time_grid
 
     steps_of(float(log.t[-1] - log.t[0]), float(resample), f"{path}: a recording of", "--resample")  # rows to make
+    grid = time_grid(log.t) if len(log.t) >= 3 else None
+    if grid is not None and grid.regular and abs(float(resample) - grid.period) <= grid.tolerance:
+        # Its own grid: resample_uniform would hold the previous row's control wherever the clock ran late.
+        regridded = onto_grid(log, grid)
+        if not quiet:
+            print(f"{command}: {path}: read {len(log.t)} rows as {what}; --resample {resample:g}: put on its own "
+                  f"uniform grid t = {grid.start:.12g} + k * {grid.period:.12g} s (rows up to "
+                  f"{1e9 * grid.max_deviation:.3g} ns off it; observations interpolated linearly at the grid times, "
+                  f"each row's control kept): {len(regridded.t)} rows", file=sys.stderr, flush=True)
+        return regridded
     resampled = resample_uniform(log, float(resample))
     if not quiet:
         _, sampling = _irregular(log.t)

@@ -3,7 +3,8 @@
 ::
 
     mbfg simulate MODEL --duration T --dt H [--params FILE] [--controls CSV]
-                  [--init JOINT=ANGLE ...] [--noise SIGMA] [--ppr N] [--resolution M] [--seed S] --out log.csv
+                  [--init JOINT=VALUE[:RATE] ...] [--noise SIGMA] [--ppr N] [--resolution M] [--seed S]
+                  --out log.csv
 """
 
 from __future__ import annotations
@@ -41,9 +42,12 @@ per time step, t = 0, dt, ..., duration; the control on row k is the one held
 over [t_k, t_k+1) (the last row repeats it). Hinge angles are unwrapped over
 time, as a multi-turn encoder reads them, and start at the --init value.
 
-The model starts at rest with the joint angles given by --init (0, hanging
-straight down, for joints not named). Only hinge angles can be set; bodies no
-hinge places (the particle) keep their built-in pose.
+The model starts with the joint coordinates given by --init (0, hanging
+straight down, for joints not named), at rest unless a rate follows the value:
+--init theta=2.5:-1.0 starts the hinge theta at 2.5 rad turning at -1 rad/s,
+--init x=0.1:0.05 the slider x at 0.1 m moving at 0.05 m/s. Only hinges and
+sliders can be set; bodies no joint places (the particle) keep their built-in
+pose, at rest.
 
 --controls CSV reads a log-format file with a t column and one column per
 control of the model (other columns are ignored, so a log written by this
@@ -69,6 +73,7 @@ examples:
   mbfg simulate pendulum --duration 2 --dt 0.001 --init theta=1.0 --out pendulum.csv
   mbfg simulate pendulum --duration 2 --dt 0.001 --params my_pendulum.yaml --out pendulum.csv
   mbfg simulate double-pendulum --duration 3 --dt 0.001 --init q1=1.5 q2=-0.5 --out dp.csv
+  mbfg simulate linear-stage --duration 1 --dt 0.001 --init x=0.1:0.05 --out stage.csv
   mbfg simulate furuta --duration 5 --dt 0.001 --controls voltage.csv --noise 1e-3 --ppr 2048 --seed 1 \\
       --out furuta.csv
   mbfg simulate path/to/chain.yaml --duration 1 --dt 0.0005 --out - > chain.csv
@@ -88,6 +93,9 @@ A parameter file (--params; YAML or JSON, name: value or name: {value: ...}):
 #: nothing about the mechanism: the built-in models swing, slide and spin on time scales of 0.1-1 s and the rigs
 #: log at 100 Hz-1 kHz. A step above this is refused, not run.
 MAX_DT = 0.1
+#: Largest initial rate --init takes [rad/s or m/s]: 1e4 rad/s is 95,000 rpm, beyond any rig's joint; a rate far
+#: beyond it moves a joint by more than MAX_COORDINATE within a second.
+MAX_RATE = 1e4
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -112,13 +120,13 @@ def add_parser(sub: Subparsers) -> None:
     )
     sim.add_argument(
         "--init",
-        type=_assignment,
+        type=_initial,
         nargs="+",
         action="extend",
         default=[],
-        metavar="JOINT=ANGLE",
-        help="initial hinge angle [rad] or slider displacement [m] by joint name, e.g. --init q1=1.0 q2=-0.3 "
-        "(default: 0 for every joint)",
+        metavar="JOINT=VALUE[:RATE]",
+        help="initial hinge angle [rad] or slider displacement [m] by joint name, and optionally its rate [rad/s "
+        "or m/s] after a colon, e.g. --init q1=1.0 q2=-0.3:2.0 (default: 0 for every joint, at rest)",
     )
     sim.add_argument(
         "--noise", type=_nonnegative_float, default=0.0, metavar="SIGMA",
@@ -136,6 +144,23 @@ def add_parser(sub: Subparsers) -> None:
     sim.add_argument("--out", required=True, metavar="LOG.csv", help="output log ('-' for standard output)")
     sim.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
     sim.set_defaults(handler=run)
+
+
+def _initial(text: str) -> tuple[str, float, float | None]:
+    """``--init JOINT=VALUE[:RATE]``: (joint, coordinate [rad or m], rate [rad/s or m/s] or None for at rest)."""
+    head, colon, rate_text = text.partition(":")
+    name, value = _assignment(head)
+    if not colon:
+        return name, value, None
+    try:
+        rate = float(rate_text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a rate [rad/s or m/s] after ':', got {rate_text!r}") \
+            from None
+    if not (math.isfinite(rate) and abs(rate) <= MAX_RATE):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a finite rate [rad/s or m/s] of magnitude at most "
+                                         f"{MAX_RATE:g}, got {rate_text!r}")
+    return name, value, rate
 
 
 def _held_controls(model: RigidModel, source: str, t_steps: np.ndarray, duration: float, h: float) -> np.ndarray:
@@ -216,7 +241,8 @@ def run(args: argparse.Namespace) -> int:
     hinge_names = [j.name for j in model.hinges]
     joint_names = [j.name for j in model.axial]
     init: dict[str, float] = {}
-    for name, angle in args.init:
+    rates: dict[str, float] = {}
+    for name, angle, rate in args.init:
         if name not in joint_names:
             raise ModelError(
                 f"--init {name}={angle:g}: {model.name} has no hinge or slider {name!r}; "
@@ -226,6 +252,8 @@ def run(args: argparse.Namespace) -> int:
         if name in init:
             raise ModelError(f"--init: joint {name!r} is given twice ({init[name]:g} and {angle:g})")
         init[name] = angle
+        if rate is not None:
+            rates[name] = rate
     observed_angles = [i for i, name in enumerate(model.observations) if name in hinge_names]
     slider_names = {j.name for j in model.axial} - set(hinge_names)
     observed_sliders = [i for i, name in enumerate(model.observations) if name in slider_names]
@@ -244,14 +272,17 @@ def run(args: argparse.Namespace) -> int:
         controls_note = (
             f"controls {', '.join(model.controls)} zero (no --controls)" if model.controls else "no controls"
         )
-    x0 = model.initial_state(coordinates=init, parameters=values.numpy_values())
+    x0 = model.initial_state(coordinates=init, rates=rates, parameters=values.numpy_values())
     if not args.quiet:
-        start_note = ", ".join(f"{k} = {v:g} {'rad' if k in hinge_names else 'm'}" for k, v in init.items()) or (
-            "all joint coordinates 0" if joint_names else "its built-in pose"
-        )
+        def unit(k: str) -> str:
+            return "rad" if k in hinge_names else "m"
+
+        start_note = ", ".join(f"{k} = {v:g} {unit(k)}" + (f" at {rates[k]:g} {unit(k)}/s" if k in rates else "")
+                               for k, v in init.items()) or ("all joint coordinates 0" if joint_names
+                                                             else "its built-in pose")
         _eprint(
-            f"mbfg simulate: {model.name}, {n_steps} steps of {args.dt:g} s, at rest "
-            f"{'with' if init or joint_names else 'in'} {start_note}; "
+            f"mbfg simulate: {model.name}, {n_steps} steps of {args.dt:g} s, from "
+            f"{'' if rates else 'rest with ' if init or joint_names else 'rest in '}{start_note}; "
             f"{controls_note}" + (f"; parameters from {args.params}" if args.params else "")
         )
     trajectory = simulate(

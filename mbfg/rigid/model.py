@@ -30,7 +30,7 @@ from mbfg.rigid.rows import assemble_rows, joint_compliance
 from mbfg.rigid.state import State, state_from_coordinates
 from mbfg.rigid.validate import validate
 
-#: The state error weight w [rad^2/(N s)^2] of a model that names none.
+#: The state error weight w of a model that names none [(reading unit)^2/(impulse unit)^2: mbfg.roles.weight_unit].
 DEFAULT_WEIGHT = 1e6
 
 
@@ -50,7 +50,7 @@ class RigidModel:
         observations: observed quantities, in log column order: a hinge name
             (its angle [rad]) or ``"body.x"``, ``"body.y"``, ``"body.z"`` (CoM position [m]).
         description: one line for ``mbfg models``.
-        weight: the state error weight w [rad^2/(N s)^2] that calibration, cross-validation and
+        weight: the state error weight w [mbfg.roles.weight_unit] that calibration, cross-validation and
             sweeps use unless told otherwise (:data:`DEFAULT_WEIGHT` unless the model says).
             It says how far the rig this model describes follows its Spook steps against its
             readings: a model of a real rig with unmodelled effects calibrates best at a smaller w

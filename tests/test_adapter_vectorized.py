@@ -1,0 +1,137 @@
+"""A group of a user's factors (``FactorType.make_many``) evaluated vectorized, against evaluation one factor
+at a time (``FactorType.make``) and against GTSAM's own ``RangeFactor3D`` on the same data.
+
+The residual is the range ``|l - t| - r`` from a Pose3's origin to a Point3 (GTSAM's ``RangeFactor<Pose3,
+Point3>``); the linear systems are compared through their Hessian and information vector.
+"""
+
+from __future__ import annotations
+
+import gtsam
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mbfg.adapter import FactorGroup, PerFactor
+from mbfg.factor_type import Point3Var, Pose3Var, factor_type
+from mbfg.vectorized import VectorizedGraph
+
+
+@factor_type(name="test_vectorized_range_3d")
+def range_3d(pose: Pose3Var, landmark: Point3Var, distance: jax.Array) -> jax.Array:
+    """Distance (1,) [m] from a pose's origin to a landmark, minus the measured one."""
+    return jnp.atleast_1d(jnp.linalg.norm(landmark - pose[:3, 3]) - distance)
+
+
+def _problem(n_poses: int = 12, n_landmarks: int = 6, seed: int = 0):
+    """Poses and landmarks at random, every pose ranging every landmark (72 factors, one group)."""
+    rng = np.random.default_rng(seed)
+    X = [gtsam.symbol("x", i) for i in range(n_poses)]
+    L = [gtsam.symbol("l", j) for j in range(n_landmarks)]
+    values = gtsam.Values()
+    for x in X:
+        values.insert(x, gtsam.Pose3(gtsam.Rot3.Expmap(rng.standard_normal(3)), rng.uniform(-5, 5, 3)))
+    for l in L:
+        values.insert(l, gtsam.Point3(*rng.uniform(-5, 5, 3)))
+    rows = [[x, l] for x in X for l in L]
+    distances = rng.uniform(1.0, 8.0, len(rows))
+    return X, L, values, rows, distances
+
+
+def _graph(how: str, rows, distances, noise) -> gtsam.NonlinearFactorGraph:
+    graph = gtsam.NonlinearFactorGraph()
+    if how == "native":
+        for (x, l), r in zip(rows, distances):
+            graph.add(gtsam.RangeFactor3D(x, l, r, noise))
+    elif how == "make":
+        for row, r in zip(rows, distances):
+            graph.add(range_3d.make(row, noise, r))
+    else:
+        for factor in range_3d.make_many(rows, noise, PerFactor(distances)):
+            graph.add(factor)
+    return graph
+
+
+def _hessian(linear: gtsam.GaussianFactorGraph, keys) -> tuple[np.ndarray, np.ndarray]:
+    return linear.hessian(gtsam.Ordering(keys))
+
+
+def test_range_group_linear_system_equals_per_factor_and_gtsams_range_factor():
+    """J^T J and J^T b of the whitened system: the group's (GTSAM calling back per factor, and
+    VectorizedGraph's single vectorized pass) = make's per-factor evaluation = RangeFactor3D's, to 1e-9."""
+    X, L, values, rows, distances = _problem()
+    noise = gtsam.noiseModel.Isotropic.Sigma(1, 0.01)
+    keys = X + L
+    H_native, eta_native = _hessian(_graph("native", rows, distances, noise).linearize(values), keys)
+    many = _graph("make_many", rows, distances, noise)
+    vectorized = VectorizedGraph.from_graph(many, values)
+    assert len(vectorized.groups) == 1 and vectorized.others.size() == 0
+    systems = {"make": _hessian(_graph("make", rows, distances, noise).linearize(values), keys),
+               "make_many": _hessian(many.linearize(values), keys),
+               "vectorized": _hessian(vectorized.linearize(values)[0], keys)}
+    scale, eta_scale = np.abs(H_native).max(), np.abs(eta_native).max()
+    for name, (H, eta) in systems.items():
+        np.testing.assert_allclose(H, H_native, rtol=0, atol=1e-9 * scale, err_msg=name)
+        np.testing.assert_allclose(eta, eta_native, rtol=0, atol=1e-9 * eta_scale, err_msg=name)
+    native_error = _graph("native", rows, distances, noise).error(values)
+    assert abs(vectorized.error(values) - native_error) <= 1e-9 * native_error
+
+
+def test_group_is_evaluated_once_per_linearization_and_follows_values_changed_in_place(monkeypatch):
+    """One vectorized evaluation serves all the group's callbacks of one linearization (each factor's check
+    of its own variables agrees with the group's bulk read); a Values changed in place is noticed."""
+    X, L, values, rows, distances = _problem(seed=1)
+    noise = gtsam.noiseModel.Isotropic.Sigma(1, 0.05)
+    many = _graph("make_many", rows, distances, noise)
+    native = _graph("native", rows, distances, noise)
+    calls = []
+    evaluate = FactorGroup.evaluate
+    monkeypatch.setattr(FactorGroup, "evaluate", lambda self, xs, linearize: (calls.append(linearize),
+                                                                              evaluate(self, xs, linearize))[1])
+    many.linearize(values)
+    assert calls == [True]
+    values.update(X[3], values.atPose3(X[3]).retract(np.full(6, 0.1)))
+    values.update(L[2], values.atPoint3(L[2]) + 0.3)
+    H, eta = _hessian(many.linearize(values), X + L)
+    assert calls == [True, True]
+    H_native, eta_native = _hessian(native.linearize(values), X + L)
+    np.testing.assert_allclose(H, H_native, rtol=0, atol=1e-9 * np.abs(H_native).max())
+    np.testing.assert_allclose(eta, eta_native, rtol=0, atol=1e-9 * np.abs(eta_native).max())
+    # The error at the same values is the linearization's residual: no evaluation of its own.
+    assert abs(many.error(values) - native.error(values)) <= 1e-9 * native.error(values)
+    assert calls == [True, True]
+
+
+def test_from_graph_keeps_only_the_groups_factors_that_are_in_the_graph():
+    """Half of a group's factors in a graph beside a GTSAM prior: the vectorized linear system (a group of
+    those factors, with their own measurements) is that of the same prior and RangeFactor3D's."""
+    X, L, values, rows, distances = _problem(seed=2)
+    noise = gtsam.noiseModel.Isotropic.Sigma(1, 0.02)
+    factors = range_3d.make_many(rows, noise, PerFactor(distances))
+    graph = gtsam.NonlinearFactorGraph()
+    graph.add(gtsam.PriorFactorPose3(X[0], values.atPose3(X[0]), gtsam.noiseModel.Isotropic.Sigma(6, 0.1)))
+    for factor in factors[1::2]:
+        graph.add(factor)
+    vectorized = VectorizedGraph.from_graph(graph, values)
+    assert [len(g) for g in vectorized.groups] == [len(factors[1::2])] and vectorized.others.size() == 1
+    native = _graph("native", rows[1::2], distances[1::2], noise)
+    native.add(graph.at(0))
+    H, eta = _hessian(vectorized.linearize(values)[0], X + L)
+    H_gtsam, eta_gtsam = _hessian(native.linearize(values), X + L)
+    np.testing.assert_allclose(H, H_gtsam, rtol=0, atol=1e-9 * np.abs(H_gtsam).max())
+    np.testing.assert_allclose(eta, eta_gtsam, rtol=0, atol=1e-9 * np.abs(eta_gtsam).max())
+
+
+def test_from_graph_leaves_a_group_under_a_robust_noise_model_to_gtsam():
+    """A Huber-weighted group is not diagonal Gaussian: its factors stay GTSAM's to linearize (reweighted), and
+    the linear system is GTSAM's."""
+    X, L, values, rows, distances = _problem(seed=3)
+    robust = gtsam.noiseModel.Robust.Create(gtsam.noiseModel.mEstimator.Huber.Create(0.5),
+                                            gtsam.noiseModel.Isotropic.Sigma(1, 0.02))
+    graph = _graph("make_many", rows, distances + 1.0, robust)  # residuals of about 1 m: beyond Huber's knee
+    vectorized = VectorizedGraph.from_graph(graph, values)
+    assert vectorized.groups == [] and vectorized.others.size() == len(rows)
+    H, eta = _hessian(vectorized.linearize(values)[0], X + L)
+    H_gtsam, eta_gtsam = _hessian(_graph("native", rows, distances + 1.0, robust).linearize(values), X + L)
+    np.testing.assert_allclose(H, H_gtsam, rtol=0, atol=1e-9 * np.abs(H_gtsam).max())
+    np.testing.assert_allclose(eta, eta_gtsam, rtol=0, atol=1e-9 * np.abs(eta_gtsam).max())
