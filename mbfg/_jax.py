@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from importlib.metadata import PackageNotFoundError, version
 from typing import TypeAlias
 
 from mbfg.errors import MbfgError
@@ -37,8 +38,47 @@ if os.environ.get("JAX_ENABLE_X64", "").strip().lower() in ("0", "false", "no", 
     raise MbfgError("JAX_ENABLE_X64 is set to a false value: mbfg computes in float64 only (stiff constraints are "
                     "resolved at the 1e-10 level); unset JAX_ENABLE_X64 or set it to 1")
 
+#: jaxlib releases whose XLA:CPU compiles dot products and reductions into "YNN fusions" (XNNPACK's slinky
+#: runtime) that fault on a worker thread or compute wrong numbers (jax issues 39103, 39257, 40412: a vmapped
+#: matrix-vector product followed by a sum returns a wrong last row; a multiply-reduce segfaults). The fault
+#: comes on XLA's thread pool while a program runs asynchronously, so Python's traceback shows whatever the
+#: main thread does then (compiling or serializing the next program). mbfg's vmapped Jacobians are full of
+#: such dot products. On these releases the fusion is turned off, XLA's flag for it set empty, as jaxlib
+#: 0.10.1 compiled them.
+_YNN_FAULTY = ("0.10.2", "0.11.0")
+_NO_YNN = "--xla_cpu_experimental_ynn_fusion_type="
+
+
+def _jaxlib_version() -> str:
+    try:
+        return version("jaxlib")
+    except PackageNotFoundError:
+        return ""
+
+
+def _without_ynn_fusion() -> bool:
+    """Turn XLA:CPU's YNN fusion off on the faulty jaxlib releases (unless XLA_FLAGS already sets it); True if
+    this process runs with it off because of us. XLA reads XLA_FLAGS when it creates the CPU backend."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if _jaxlib_version() not in _YNN_FAULTY or "xla_cpu_experimental_ynn_fusion_type" in flags:
+        return False
+    os.environ["XLA_FLAGS"] = f"{flags} {_NO_YNN}".strip()
+    return True
+
+
+_YNN_OFF = _without_ynn_fusion()
+
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
+
+if _YNN_OFF:
+    from jax._src import xla_bridge
+
+    if xla_bridge.backends_are_initialized():
+        warnings.warn(f"jaxlib {_jaxlib_version()} computes some dot products wrongly or crashes in them on the CPU "
+                      f"(XLA's YNN fusion), and JAX's backend was started before mbfg was imported, so mbfg could "
+                      f"not turn that fusion off: import mbfg first, or set XLA_FLAGS={_NO_YNN}, or install "
+                      f"another jaxlib", RuntimeWarning, stacklevel=2)
 
 if not jax.config.jax_enable_x64:  # type: ignore[attr-defined]  # options: untyped attributes
     jax.config.update("jax_enable_x64", True)

@@ -15,31 +15,18 @@ import pytest
 # a model runs a few hundred of them (about 7 s).
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="mbfg-jax-cache-"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-# The suite checks numbers, not speed, and with fresh caches most of its time is XLA compiling the
-# factors' Jacobian programs: without LLVM's optimization passes the largest compiles take about half as
-# long while the compiled programs run a little slower (compare a file's time with and without it:
-# `XLA_FLAGS=--xla_backend_optimization_level=2 pytest -n 0 tests/test_plots.py`). The benchmarks
-# (benchmarks/, not run under pytest) and users keep XLA's default. Subprocesses inherit it.
-if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
-
 # mbfg computes in float64 and turns JAX's x64 on at import; the suite chooses it before JAX is imported.
 os.environ.setdefault("JAX_ENABLE_X64", "1")
 
 import jax  # noqa: E402
 
+import mbfg  # noqa: E402, F401  (before JAX starts its backend: mbfg._jax sets XLA's flags)
+
 jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
 jax.config.update("jax_persistent_cache_min_compile_time_secs",
                   float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
 
-# A worker that crashes does not hang the run; the test it died on runs once more (see the module).
 from compile_time import CompileTimes  # noqa: E402
-from xdist_crash_safe import (  # noqa: E402, F401
-    pytest_handlecrashitem,
-    pytest_report_teststatus,
-    pytest_terminal_summary,
-    pytest_xdist_make_scheduler,
-)
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -334,6 +334,7 @@ def plain(rotor, tmp_path_factory) -> dict:
     return json.loads(stdout.getvalue())
 
 
+@pytest.mark.slow
 def test_the_determined_sum_is_what_the_identifiable_model_estimates(rotor, plain) -> None:
     """Independent of the truth and its noise: the base parameter J_link + J_rotor of the singular problem is
     the estimate of J in the model written with J alone, value and std."""

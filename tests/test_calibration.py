@@ -151,6 +151,7 @@ def test_missing_readings_are_skipped_not_filled(pendulum_log) -> None:
     assert n_obs_factors == np.isfinite(y[:, 0]).sum()
 
 
+@pytest.mark.slow
 def test_smooth_start_puts_the_joint_forces_of_a_dry_hinge_into_the_initial_states() -> None:
     """The section-4.4 states sit at zero constraint violation, so a compliant hinge carries no force there;
     the states of the model's smooth twin (no dry friction) do carry it, and the dry model's impulse
@@ -173,6 +174,7 @@ def test_smooth_start_puts_the_joint_forces_of_a_dry_hinge_into_the_initial_stat
     assert costs[3] <= costs[1]
 
 
+@pytest.mark.slow
 def test_cross_validation_score_section_4_5_is_the_noise_level_on_another_log(pendulum_log) -> None:
     model, _ = pendulum_log
     # As long as the calibration log: the same compiled shapes as the test below.
@@ -356,6 +358,7 @@ def test_particle_friction_coefficient_seed_002_is_recovered_at_every_noise_leve
         print(f"{eps:8.0e}  {mu:.7f}  {err:9.2e}  {it:6d}           {smu}, {sit}")
 
 
+@pytest.mark.slow
 def test_seed_002_mu_std_section_3_7_is_the_exact_marginal_despite_the_particles_free_directions() -> None:
     """The particle's y translation and rotation are free (it moves in x-z, observed in x and z), a gauge
     freedom of the eliminated states. Its mu std is still the exact marginal: the inverse of mu's information
@@ -499,6 +502,7 @@ def test_section_4_7_release_recovery_shadow_parameter_bias_shrinks_with_h() -> 
 # ------------------------------------------------- issue 27 item 3: the bias column
 
 
+@pytest.mark.slow
 def test_bias_estimate_from_2h_and_stiffer_joints_covers_the_error_against_the_minimal_coordinate_ode() -> None:
     """The pendulum of a minimal-coordinate ODE (no discretization, rigid hinge; DOP853 at rtol 1e-12),
     1 s at 1 kHz, 1e-4 rad noise: J and b calibrated at h = 1 ms carry the discrete model's bias (Spook's first

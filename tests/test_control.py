@@ -145,6 +145,7 @@ def test_null_variation_a_locked_velocity_does_not_make_the_activation_grow():
     assert np.abs(loop.rates).max() < 1e-9
 
 
+@pytest.mark.slow
 def test_receding_horizon_drives_the_furuta_arm_and_a_simulation_with_the_controls_reaches_it():
     model = _rigid_model("furuta-viscous")  # the CLI's instance: the CLI test reuses the compiled factor
     x0 = model.initial_state()
@@ -160,6 +161,7 @@ def test_receding_horizon_drives_the_furuta_arm_and_a_simulation_with_the_contro
     assert np.abs(alpha).max() < 0.1  # the pendulum hangs: it only sways back as the arm speeds up
 
 
+@pytest.mark.slow
 def test_receding_horizon_follows_a_stream_estimate_of_quantized_encoders():
     """The loop closed through the encoders: the controller sees only the stream estimator's filtered
     state, from 4096-count encoders at 1 kHz (one count per sample is 1.5 rad/s of rate), and the true arm
@@ -179,6 +181,7 @@ def test_receding_horizon_follows_a_stream_estimate_of_quantized_encoders():
             model.initial_state(), 1, estimator=StreamEstimator(model, period=2 * H, ppr=4096))
 
 
+@pytest.mark.slow
 def test_receding_horizon_holds_a_double_pendulum_hinge_reaction():
     model = _rigid_model("double-pendulum-torque")
     x0 = model.initial_state()
@@ -191,6 +194,7 @@ def test_receding_horizon_holds_a_double_pendulum_hinge_reaction():
     assert np.abs(loop.controls).max() < 5.0
 
 
+@pytest.mark.slow
 def test_horizon_plan_with_rate_cost_and_warm_start():
     model = motor_link()
     x = model.initial_state()
@@ -274,6 +278,7 @@ def test_linearized_horizons_saturated_plans_are_the_bvls_optimum_of_its_least_s
     assert saturated >= 2, saturated  # plans with activations both on a bound and inside were checked
 
 
+@pytest.mark.slow
 def test_linearized_horizon_is_exact_for_one_step_and_first_order_over_the_horizon():
     """Gamma against JAX's Jacobian of the nonlinear horizon residual (the LM's factor): for one step the
     linearization is the step's own derivative; over N steps the model is frozen at x_0, so its error is of
@@ -310,6 +315,7 @@ def test_linearized_horizon_is_exact_for_one_step_and_first_order_over_the_horiz
     assert coarse[1] < 1.2e-2 and 1.6 < coarse[1] / fine[1] < 3.0, (coarse, fine)  # first order: 2; second: 4
 
 
+@pytest.mark.slow
 def test_linearized_horizon_applies_the_converged_lms_activations_in_closed_loop():
     """The real-time scheme (one linearization and one box solve per step) and the LM solved to convergence
     drive the Furuta arm to the same rate with the same applied voltages, saturated start included."""

@@ -205,6 +205,7 @@ def test_help_examples_are_read_from_the_epilog_as_written() -> None:
 # ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_getting_started_runs_as_written_in_order_from_an_empty_folder(tmp_path, monkeypatch) -> None:
     page = DOCS / "getting-started.md"
     languages = [language for language, _ in code_blocks(page)]

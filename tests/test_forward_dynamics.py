@@ -37,6 +37,7 @@ def test_table1_dependent_coordinates_window_2_rmse(fourbar):
     assert rmse < 1e-3
 
 
+@pytest.mark.slow
 def test_table1_independent_coordinates_window_2_rmse(fourbar):
     """Blanco-Claraco et al. (2021) Table 1, IC FG: RMSE of q over 5 s at dt = 1 ms below 0.017 m.
 
@@ -62,6 +63,7 @@ def test_batch_and_fixed_lag_solutions_agree(fourbar):
     assert batch.start_difference == np.abs(batch.q - start.q).max() and lag.start_difference is None
 
 
+@pytest.mark.slow
 def test_constraint_drift_stays_bounded_over_30_s(fourbar):
     """|Phi(q)| stays at the level the constraint factors allow over a 30 s run (6000 steps): no drift.
 

@@ -44,6 +44,7 @@ def stage():
     return estimate_weight(start, log), model
 
 
+@pytest.mark.slow
 def test_the_weight_of_maximum_likelihood_recovers_both_noise_levels(stage):
     """The reading noise (Gaussian and the encoder's quantization, count / sqrt(12)) and the impulse noise of
     the hidden current, h K_F sigma_i, each within 10 %: w is their variance ratio."""

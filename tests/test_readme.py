@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 import yaml
 from markdown_examples import code_blocks, run_blocks
 
@@ -47,6 +48,7 @@ def test_readme_blocks_are_bash_or_python_and_only_the_install_test_and_docs_com
     assert "calibrate(" in python  # the calibration in Python
 
 
+@pytest.mark.slow
 def test_every_readme_example_runs_as_written_in_order_from_an_empty_folder(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     namespace = run_blocks(README, tmp_path, NOT_RUN, "__readme__")

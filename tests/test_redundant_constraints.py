@@ -244,6 +244,7 @@ def forward_dependent(mech):
     return simulate_forward(mech, dt=1e-3, duration=5.0, g=G_SEED, window=2)
 
 
+@pytest.mark.slow
 def test_forward_dependent_coordinates_match_the_ode_reference_over_5_s(forward_dependent):
     """RMSE of the point coordinates over 5 s at dt = 1 ms, window 2: below the four-bar's bound at the same settings
     (1e-3 m, tests/test_forward_dynamics.py) and below what the four-bar reaches there today (2.76e-5 m)."""

@@ -32,6 +32,7 @@ def _window(log: Log, start: float, seconds: float) -> Log:
     return Log(log.t[i:k] - log.t[i], log.y[i:k], log.u[i:k], log.observations, log.controls, log.source)
 
 
+@pytest.mark.slow
 def test_the_dfki_labs_model_calibrates_a_real_recording_at_its_own_weight_in_at_most_20_iterations():
     """Issue-level check of the model's weight (mbfg.dfki, 'State error weight'): ``calibrate`` with no
     weight takes the model's w = 1e3 and, on the first 2 s of trajectory_00 at the recording's own 2 ms,
@@ -69,6 +70,7 @@ def _filtered_minus_readings(est, log: Log) -> np.ndarray:
     return np.array(out)
 
 
+@pytest.mark.slow
 def test_a_stream_of_the_dfki_lab_model_weighs_the_dynamics_by_the_models_weight_and_follows_the_encoders():
     """``StreamEstimator`` with no weight takes the model's, as calibration does. The DFKI rig's unmodelled
     torques are why its model's weight is 1e3: streamed at 1e6 (the default before), the first second of
@@ -115,6 +117,7 @@ links:
             load_model(str(path))
 
 
+@pytest.mark.slow
 def test_qube_servo_at_its_weight_estimates_the_encoders_quantization_noise_and_beats_the_vendors_values():
     """``qube-servo`` at its weight (the generic 1e6) on 2 s of the first episode from t = 5 s at h = 4 ms (the
     benchmark's setting, shorter): converged; the observation noise it estimates (Marklund et al. (2025) (3.22)) is the noise its

@@ -23,6 +23,7 @@ except ImportError:
 FREE = ["J1", "J2", "b1", "b2"]
 
 
+@pytest.mark.slow
 def test_double_pendulum_at_eps_lin_1e_8_converges_from_a_softer_solve_with_both_inertias_within_1_percent():
     """2 s at 1 kHz (half the benchmark's log), 1e-3 rad of noise, J1, J2, b1, b2 started 20 % high. At eps_lin
     1e-8 m/N a solve from the readings stops far off (on the benchmark's 4 s, J1 -53 % after 20 iterations,
@@ -73,6 +74,7 @@ def test_calibrate_command_passes_soft_start_and_its_check_names_the_option(tmp_
     assert "mbfg: error: --soft-start 0.5: expected a factor > 1" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_bias_calibrations_start_from_softer_joints_too(monkeypatch):
     """calibrate(bias=True, soft_start=F): the bias estimate's calibrations (one of them at a tenth of the joint
     compliances, stiffer still) get the soft start, as they get the calibration's other arguments."""

@@ -131,6 +131,7 @@ def test_smoothed_error_against_the_true_states_is_smaller_than_the_filtered(rep
     assert err["filtered"][0] < 2 * 2 * math.pi / PPR  # within two counts
 
 
+@pytest.mark.slow
 def test_updates_of_several_samples_keep_the_accuracy_of_one_sample_updates(model, truth, replay) -> None:
     """update_every = 5: one smoother update, one vmapped linearization per factor type, per 5 samples; the
     same graph, so the errors against the true states stay those of one update per sample."""
@@ -190,6 +191,7 @@ def _rms_per_channel(x: np.ndarray) -> np.ndarray:
     return np.sqrt(np.mean(np.square(x), axis=0))
 
 
+@pytest.mark.slow
 def test_furuta_smoothed_estimate_matches_the_batch_solution_of_the_same_graph(furuta_truth, furuta_runs) -> None:
     _, _, q_true, qd_true = furuta_truth
     m, sigma = furuta_runs["m"], furuta_runs["sigma"]
@@ -214,6 +216,7 @@ def test_furuta_smoothed_estimate_matches_the_batch_solution_of_the_same_graph(f
     assert np.all(along_qd < 0.5 * batch_qd_error + 0.1 * sigma / LAG)
 
 
+@pytest.mark.slow
 def test_furuta_smoothed_error_against_the_true_states_is_smaller_than_the_filtered(furuta_truth,
                                                                                      furuta_runs) -> None:
     """Smoothing lowers the error of the arm (theta) at the calibration's w = 1e6 and of the pendulum
@@ -527,6 +530,7 @@ def test_from_calibration_weights_the_dynamics_by_the_calibrations_impulse_noise
         assert est.sigma_impulse == pytest.approx(sigma_y / 2e3, rel=1e-12), unusable
 
 
+@pytest.mark.slow
 def test_a_calibration_at_twice_the_sample_period_gives_the_stream_its_logs_period(model, truth) -> None:
     """A calibration at h = 2 periods (``mbfg calibrate --dt``) writes its log's sample period; the stream of a log
     at that rate takes it, with h from the calibration. Before, the period defaulted to h: every other sample

@@ -64,6 +64,7 @@ def grid(setup, client, tmp_path_factory):
     return result, out
 
 
+@pytest.mark.slow
 def test_each_cell_of_a_2x2x2_sweep_on_2_workers_equals_the_calibration_run_alone(setup, grid) -> None:
     start, logs, _ = setup
     result, _ = grid

@@ -43,6 +43,7 @@ def _member_order(problem) -> list[int]:
     return [key for block in problem.vectorized.order for key in blocks.members[block]]
 
 
+@pytest.mark.slow
 def test_vectorized_linearization_is_gtsams_linear_system_over_blocks(furuta_problem):
     """Hessian and information vector of the whitened system: blocks (one vectorized call per factor type)
     against GTSAM's linearization of the same graph through its CustomFactors."""
