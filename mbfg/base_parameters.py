@@ -14,6 +14,10 @@ beta = R1^-1 R2 the torques are W_P [pi_indep; pi_dep] = W_indep (pi_indep + bet
 
 are the base parameters, and each dependent parameter k moves along the unidentifiable direction
 e_k - sum_i beta[i, k] e_indep_i without changing any torque.
+
+These are the structural base parameters of the inertial model, known before any data is taken;
+:mod:`mbfg.identifiability` finds the combinations that one calibration's data determine, from its
+information matrix.
 """
 
 from __future__ import annotations
@@ -130,7 +134,7 @@ def random_states(tree: KinematicTree, options: BaseParameterOptions) -> tuple[n
             rng.uniform(-options.acceleration, options.acceleration, shape))
 
 
-def base_parameters(tree: KinematicTree, options: BaseParameterOptions | None = None,
+def inertial_base_parameters(tree: KinematicTree, options: BaseParameterOptions | None = None,
                     gravity: tuple[float, float, float] = GRAVITY) -> BaseParameters:
     """The base parameters of ``tree`` from its regressor at random states (module docstring)."""
     options = options or BaseParameterOptions()
@@ -152,4 +156,4 @@ def base_parameters(tree: KinematicTree, options: BaseParameterOptions | None = 
     )
 
 
-__all__ = ["BaseParameterOptions", "BaseParameters", "base_parameters", "random_states"]
+__all__ = ["BaseParameterOptions", "BaseParameters", "inertial_base_parameters", "random_states"]
