@@ -50,7 +50,7 @@ def joint_derivatives(t: np.ndarray, q: np.ndarray, names: tuple[str, ...] | Non
     bad = np.argwhere(~np.isfinite(q))
     if bad.size:
         row, col = (int(k) for k in bad[0])
-        raise DataError(f"{names[col]}: row {row} (t = {t[row]!r} s) is empty or not finite; rates and accelerations "
+        raise DataError(f"{names[col]}: row {row} (t = {float(t[row])!r} s) is empty or not finite; rates and accelerations "
                         f"need every angle: fill or cut the gap first")
     from scipy.interpolate import make_smoothing_spline
 
