@@ -33,18 +33,12 @@ keeps the load average).
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import platform
-import shlex
-import subprocess
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+import _record
 import gtsam
 import numpy as np
 
@@ -205,47 +199,6 @@ def run(repeat: int, skip_make_gtsam_lm: bool) -> tuple[list[dict[str, Any]], li
     return rows[1:], [native]
 
 
-def _write(figures: list[dict[str, Any]], peer: list[dict[str, Any]], out: str | None) -> None:
-    """The record in the shape of benchmarks/_record.py (used where present)."""
-    try:
-        import _record  # type: ignore[import-not-found]  # benchmarks/ is on sys.path when run as a script
-    except ImportError:
-        _record = None
-    peer_record = {"name": "GTSAM's native factors (RangeFactor3D), same run", "figures": peer}
-    if _record is not None:
-        _record.write(__file__, figures, peer=peer_record, out=out)
-        return
-    root = Path(__file__).resolve().parent
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=root, check=True).stdout.strip()
-
-    try:
-        commit = git("rev-parse", "--short", "HEAD")
-        commit += "+dirty" if git("status", "--porcelain", "--untracked-files=no") else ""
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
-    from importlib.metadata import version
-
-    record = {
-        "benchmark": "adapter_overhead",
-        "command": " ".join(["python", "benchmarks/adapter_overhead.py", *map(shlex.quote, sys.argv[1:])]),
-        "commit": commit,
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
-                    "system": f"{platform.system()} {platform.machine()}", "python": platform.python_version(),
-                    "load_average": {"start": [round(x, 2) for x in LOAD_AT_START],
-                                     "end": [round(x, 2) for x in os.getloadavg()]}},
-        "versions": {name: version(name) for name in ("mbfg", "jax", "jaxlib", "gtsam", "numpy")},
-        "figures": figures,
-        "peer": peer_record,
-    }
-    path = Path(out) if out is not None else root / "results" / "adapter_overhead.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"# written to {path}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per figure; the best is kept")
@@ -266,7 +219,8 @@ def main() -> None:
     for row in figures:
         if "mbfg_lm_x_native_gtsam_lm" in row:
             print(f"mbfg LM on {row['factors']}: {row['mbfg_lm_x_native_gtsam_lm']:.1f}x GTSAM's LM on native factors")
-    _write(figures, peer, args.out)
+    _record.write(__file__, figures, out=args.out,
+                  peer={"name": "GTSAM's native factors (RangeFactor3D), same run", "figures": peer})
 
 
 if __name__ == "__main__":

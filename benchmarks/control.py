@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import _record
 import numpy as np
 
 from mbfg import spook
@@ -50,6 +51,7 @@ def main() -> None:
           "compared)")
     print(f"{'N':>4} {'scheme':>10} {'compile+first [s]':>18} {'median [ms]':>12} {'p90 [ms]':>10} {'iter':>5} "
           f"{'solve / step':>13} {'|theta rate - 2| end':>21} {'max |u - u_LM| [V]':>19}")
+    rows = []
     for N in args.horizons:
         applied = None
         for scheme, kind in (("LM", RecedingHorizon), ("linearized", LinearizedHorizon)):
@@ -62,8 +64,15 @@ def main() -> None:
                   f"{np.percentile(warm, 90):>10.2f} {np.mean(loop.iterations[1:]):>5.1f} "
                   f"{np.median(warm) / (H * 1e3):>12.2f}x {abs(loop.rate_error()[-1, 0]):>21.2e} "
                   f"{np.abs(loop.controls[:len(applied)] - applied).max():>19.1e}")
+            rows.append({"N": N, "scheme": scheme, "compile_first_s": loop.solve_s[0], "median_ms": np.median(warm),
+                         "p90_ms": np.percentile(warm, 90), "iterations": np.mean(loop.iterations[1:]),
+                         "solve_per_step": np.median(warm) / (H * 1e3),
+                         "rate_error_end": abs(loop.rate_error()[-1, 0]),
+                         "max_u_minus_u_LM_V": np.abs(loop.controls[:len(applied)] - applied).max()})
     print(f"peer: one Spook step of the same model, compiled scan: {step_ms:.4f} ms "
           f"({H * 1e3 / step_ms:.0f} steps per 1 ms of simulated time)")
+    _record.write(__file__, rows, peer={"name": "one Spook step of the same model, compiled scan",
+                                        "figures": [{"step_ms": step_ms}]})
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ a viscous ``<dynamics damping>`` and a torque motor on every joint), the traced 
   that Jacobian, with JAX's persistent compilation cache off (``MBFG_CACHE_DIR=off``, set here
   before JAX is imported), in a fresh process per chain so that no in-memory cache helps.
 
-The figures are written as JSON (``--out``, default ``benchmarks/results/core_size.json``) and
+The figures are written as a JSON record (``--out``, default ``benchmarks/results/core_size.json``) and
 printed as a table. Asserts nothing; the header prints the load average (the times are wall
 times on a possibly shared machine; the equation counts do not depend on it).
 """
@@ -34,6 +34,7 @@ import sys
 import time
 from pathlib import Path
 
+import _record
 import numpy as np
 
 os.environ["MBFG_CACHE_DIR"] = "off"  # before mbfg imports JAX: compile times from scratch
@@ -105,7 +106,6 @@ def main() -> None:
     parser.add_argument("--links", default="1,2,4,7,12", help="chain lengths, comma separated")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "core_size.json"),
                         help="JSON file for the figures")
-    parser.add_argument("--label", default="", help="a label stored with the figures (e.g. the commit)")
     parser.add_argument("--simulate", type=float, default=0.0, metavar="T",
                         help="also time mbfg.spook.simulate of T seconds at h = 1 ms: its first call (trace and "
                              "compile) and its best warm time per step of 3 calls")
@@ -130,11 +130,7 @@ def main() -> None:
         print(f"{r['links']:>5} {r['equations']:>10} {r['equations'] / base:>8.2f} {r['residual_equations']:>13} "
               f"{r['trace_s']:>8.2f} {r['compile_s']:>10.2f}{sim}")
     print(f"# load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"label": args.label, "measure": "jax.jacfwd(residuals.impulse, "
-                                          "argnums=(x_k, x_k+1)), nested jaxpr equations", "chains": rows},
-                                         indent=1) + "\n")
-    print(f"# written to {args.out}")
+    _record.write(__file__, rows, out=args.out)
 
 
 if __name__ == "__main__":

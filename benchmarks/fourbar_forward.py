@@ -50,6 +50,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import _record
 import gtsam
 import jax
 import numpy as np
@@ -102,6 +103,10 @@ def q_rmse(result: mbfg.graphs.ForwardResult, g: float) -> float:
     return float(np.sqrt(np.mean((result.q[:, cols] - q_ref) ** 2)))
 
 
+#: What this run printed, by figure, for its JSON record (benchmarks/_record.py).
+FIGURES: dict[str, list[dict]] = {}
+
+
 def table_1(mech: mbfg.PlanarMechanism, duration: float, windows: list[int], smoother: str) -> None:
     """Print the RMSE of DC and IC simulations for each window, beside the paper's."""
     print(f"== 1. Blanco-Claraco et al. (2021) Table 1: RMSE of q (x1, y1, x2, y2) [m], {duration:g} s from rest, "
@@ -121,6 +126,10 @@ def table_1(mech: mbfg.PlanarMechanism, duration: float, windows: list[int], smo
         (dc, dc_wall), (ic, ic_wall) = row["dependent"], row["independent"]
         print(f"{window:>4} {dc:>13.6g} {ic:>13.6g}   {seed_dc:>9.6f} {seed_ic:>9.6f}   "
               f"{dc_wall:>11.1f} {ic_wall:>11.1f}", flush=True)
+        FIGURES.setdefault("1. Table 1: RMSE of q", []).append({
+            "Nw": window, "smoother": smoother, "simulated_s": duration, "dc_rmse_m": dc, "ic_rmse_m": ic,
+            "dc_wall_s": dc_wall, "ic_wall_s": ic_wall, "blanco_claraco_2021_dc_rmse_m": seed_dc,
+            "blanco_claraco_2021_ic_rmse_m": seed_ic})
     print()
 
 
@@ -139,6 +148,9 @@ def performance(mech: mbfg.PlanarMechanism, duration: float) -> None:
         iterations = np.mean(result.iterations[1:])
         print(f"{smoother:>12} {duration / result.wall_s:>15.3f} {iterations:>16.2f} {result.wall_s:>9.2f}",
               flush=True)
+        FIGURES.setdefault("2. performance", []).append({
+            "smoother": smoother, "simulated_s": duration, "sim_s_per_wall_s": duration / result.wall_s,
+            "iterations_per_step": iterations, "wall_s": result.wall_s})
     print("   iterations/step: the smoother's count per update (incremental: iSAM2 updates, one")
     print("   Gauss-Newton step each, gauss_newton_steps=1; batch: Levenberg-Marquardt iterations).")
     print()
@@ -337,6 +349,9 @@ def overhead(mech: mbfg.PlanarMechanism, n_steps: int, repeats: int) -> None:
     print(f"{'graph':>58} {'wall (ms)':>10} {'CPU (ms)':>9} {'mbfg/it wall':>13} {'mbfg/it CPU':>12}")
     for label, (wall, cpu) in times.items():
         print(f"{label:>58} {wall * 1e3:>10.2f} {cpu * 1e3:>9.2f} {t_mbfg / wall:>13.1f} {c_mbfg / cpu:>12.1f}")
+        FIGURES.setdefault("3. linearization overhead", []).append({
+            "graph": label, "steps": n_steps, "factors": graph.size(), "wall_ms": wall * 1e3, "cpu_ms": cpu * 1e3,
+            "mbfg_per_this_wall": t_mbfg / wall, "mbfg_per_this_cpu": c_mbfg / cpu})
     print(f"   overhead ratio mbfg / built-in BetweenFactorVector graph: {t_mbfg / t_builtin:.1f} (wall), "
           f"{c_mbfg / c_builtin:.1f} (CPU)")
     print(f"   overhead ratio mbfg make_many / built-in: {t_many / t_builtin:.1f} (wall), "
@@ -375,11 +390,18 @@ def batch_vs_fixed_lag(mech: mbfg.PlanarMechanism, durations: list[float],
               f"{batch.converged!s:>10} "
               f"{batch.wall_s:>15.1f} {lag.wall_s:>19.1f} {q_rmse(batch, G_CLI):>11.3e} "
               f"{q_rmse(lag, G_CLI):>15.3e}", flush=True)
+        FIGURES.setdefault("4. batch against fixed-lag", []).append({
+            "T_s": duration, "max_dq_m": difference, "vs_start_m": batch.start_difference,
+            "iterations": batch.iterations[0], "converged": batch.converged, "batch_wall_s": batch.wall_s,
+            "fixed_lag_wall_s": lag.wall_s, "batch_rmse_m": q_rmse(batch, G_CLI), "fixed_lag_rmse_m": q_rmse(lag, G_CLI)})
         for window, steps in lag_runs or []:
             other = simulate_forward(mech, DT, duration, g=G_CLI, window=window, gauss_newton_steps=steps)
             print(f"{'':>6} {float(np.abs(batch.q - other.q).max()):>13.2e}   fixed-lag Nw = {window}, {steps} "
                   f"Gauss-Newton step(s) per update: wall {other.wall_s:.1f} s, RMSE {q_rmse(other, G_CLI):.3e}",
                   flush=True)
+            FIGURES["4. batch against fixed-lag"].append({
+                "T_s": duration, "max_dq_m": float(np.abs(batch.q - other.q).max()), "fixed_lag_Nw": window,
+                "gauss_newton_steps": steps, "fixed_lag_wall_s": other.wall_s, "fixed_lag_rmse_m": q_rmse(other, G_CLI)})
     print()
 
 
@@ -455,6 +477,7 @@ def main(argv: list[str] | None = None) -> None:
         overhead(mech, n_steps, repeats)
         batch_vs_fixed_lag(mech, [0.2] if args.quick else [0.2, 1.0, 5.0])
     print(f"total wall time {time.perf_counter() - start:.0f} s; {_load()}")
+    _record.write(__file__, FIGURES)
 
 
 if __name__ == "__main__":

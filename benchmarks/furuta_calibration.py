@@ -58,6 +58,7 @@ import resource
 import sys
 import time
 
+import _record
 import numpy as np
 from scipy import optimize, sparse
 from scipy.spatial.transform import Rotation
@@ -456,6 +457,14 @@ def main() -> None:
           f"final cost {result.cost:.6g} per step (observation {result.cost_observation:.4g}, "
           f"impulse {result.cost_impulse:.4g})")
     est = {p.name: p for p in result.parameters}
+    figures: dict[str, list[dict]] = {"calibration": [{
+        "h_s": dt, "steps": result.problem.n, "iterations": s["iterations"], "converged": s["converged"],
+        "wall_s": s["lm_wall"], "calibrate_wall_s": wall, "linearize_first_s": s["lin_first"],
+        "linearize_median_s": s["lin_med"], "solve_first_s": s["solve_first"], "solve_median_s": s["solve_med"],
+        "final_cost": result.cost, "maxrss_mb": rss1}]}
+    figures["parameters"] = [{"parameter": name, "truth": tv, "start": start_p[name], "mbfg": est[name].value,
+                              "std": est[name].std} for name, tv in truth_p.items()]
+    peer = None
     print(f"\n{'parameter':<10} {'truth':>11} {'start':>11} {'mbfg':>11} {'std':>10} {'(mbfg-truth)/std':>17}")
     for name, tv in truth_p.items():
         p = est[name]
@@ -499,6 +508,11 @@ def main() -> None:
             p = est[name]
             print(f"{name:<10} {tv:>11.4g} {p.value:>11.4g} {sp_p[name]:>11.4g} "
                   f"{(sp_p[name] - tv) / p.std if p.std > 0 else float('nan'):>23.2f}")
+        for row in figures["parameters"]:
+            row["scipy"] = sp_p[row["parameter"]]
+        peer = {"name": "scipy.optimize.least_squares (trf) on the same problem",
+                "figures": [{"case": "calibration", "wall_s": sp_wall, "compile_s": sp.compile_s, "nfev": ls.nfev,
+                             "njev": ls.njev, "status": ls.status, "final_cost": sp_cost, "maxrss_mb": rss_b}]}
         print(f"\nwall(scipy) / wall(mbfg LM) = {sp_wall:.1f} / {s['lm_wall']:.1f} = {sp_wall / s['lm_wall']:.2f} "
               f"(with scipy's compile: {(sp_wall + sp.compile_s) / s['lm_wall']:.2f}); "
               f"final cost mbfg {result.cost:.6g}, scipy {sp_cost:.6g}")
@@ -523,9 +537,15 @@ def main() -> None:
         print(f"{stride * dt * 1e3:>5.0f} {r.problem.n:>6d} {summ['iterations']:>4d} {conv:>4} {summ['lm_wall']:>9.1f} "
               f"{summ['lin_med']:>9.2f} {summ['solve_med']:>10.2f} {r.cost:>11.5g} "
               f"{max(errs) if errs else float('nan'):>12.2f} {scores[stride]:>11.5g} {cv_wall:>9.1f}")
+        figures.setdefault("h and cross-validation", []).append({
+            "h_s": stride * dt, "steps": r.problem.n, "iterations": summ["iterations"], "converged": summ["converged"],
+            "wall_s": summ["lm_wall"], "linearize_median_s": summ["lin_med"], "solve_median_s": summ["solve_med"],
+            "final_cost": r.cost, "max_error_per_std": max(errs) if errs else None, "crossval_score": scores[stride],
+            "crossval_wall_s": cv_wall})
     best = min(scores, key=scores.get)
     print(f"best cross-validation: h = {best * dt * 1e3:g} ms")
     print(f"\n# peak ru_maxrss {max_rss_mb():.0f} MB (now {rss_mb():.0f} MB); {load()}")
+    _record.write(__file__, figures, peer=peer)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import _record
 import numpy as np
 
 from mbfg.calibration import calibrate
@@ -51,6 +52,7 @@ def main() -> None:
     start = model.with_parameters({k: 1.2 * truth[k] for k in FREE})
     print(f"# release log: 2 s simulated at {args.sim_dt:g} s, noise {args.noise:g} rad; w = {args.weight:g}")
     rows = []
+    figures = []
     for h in (float(x) for x in args.dt.split(",")):
         t0 = time.perf_counter()
         result = calibrate(start, log, free=FREE, h=h, weight=args.weight, max_iterations=args.iterations,
@@ -65,11 +67,16 @@ def main() -> None:
             print(f"{p.name:<8} {p.value:>12.5e} {truth[p.name]:>12.5e} {p.std:>10.2e} "
                   f"{(p.value - truth[p.name]) / p.std:>10.2f} {(p.value - truth[p.name]) / truth[p.name]:>12.2e}")
         rows.append((h, {p.name: (p.value - truth[p.name]) / truth[p.name] for p in result.parameters}))
+        figures += [{"h_s": h, "parameter": p.name, "estimate": p.value, "truth": truth[p.name], "std": p.std,
+                     "error_per_std": (p.value - truth[p.name]) / p.std,
+                     "error_per_truth": (p.value - truth[p.name]) / truth[p.name], "iterations": result.iterations,
+                     "converged": result.converged, "wall_s": time.perf_counter() - t0} for p in result.parameters]
     if len(rows) > 1:
         print("\nrelative error (estimate - truth) / truth against h:")
         print(f"{'h [s]':>8} " + " ".join(f"{name:>10}" for name in FREE))
         for h, rel in rows:
             print(f"{h:>8.1e} " + " ".join(f"{rel[name]:>10.2e}" for name in FREE))
+    _record.write(__file__, figures)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ import sys
 import time
 from pathlib import Path
 
+import _record
 import gtsam
 import numpy as np
 
@@ -77,7 +78,7 @@ def lcp_reference_type(variables) -> FactorType:
                       variables.state_kinds * 2 + variables.parameter_kinds)
 
 
-def factor_section(problem, repeat: int) -> None:
+def factor_section(problem, repeat: int) -> list[dict]:
     variables = problem.variables
     n = problem.n - 1
     closed = impulse_type(variables)
@@ -88,6 +89,7 @@ def factor_section(problem, repeat: int) -> None:
     noise = gtsam.noiseModel.Unit.Create(12 * problem.model.nb)
     print(f"\n## 1. impulse factor, vmapped over {n} steps (chunks of 2048): ms per step")
     print(f"{'residual':<24} {'residual':>9} {'+ Jacobian':>11} {'compile s':>10}")
+    out = []
     for name, ft in (("closed form, 5 passes", closed), ("closed form, 1 pass", one_pass),
                      ("Lemke, 1 pass", lemke)):
         group = ft.group(rows, noise, fixed, PerFactor(problem.u[:-1]), problem.h)
@@ -98,9 +100,12 @@ def factor_section(problem, repeat: int) -> None:
         t_err = best(lambda: group.evaluate(xs, linearize=False), repeat)  # noqa: B023
         t_lin = best(lambda: group.evaluate(xs, linearize=True), repeat)  # noqa: B023
         print(f"{name:<24} {1e3 * t_err / n:>9.4f} {1e3 * t_lin / n:>11.4f} {compile_s:>10.1f}")
+        out.append({"steps": n, "figure": f"impulse factor: {name}", "residual_ms_per_step": 1e3 * t_err / n,
+                    "with_jacobian_ms_per_step": 1e3 * t_lin / n, "compile_s": compile_s})
+    return out
 
 
-def iteration_section(problem, repeat: int) -> None:
+def iteration_section(problem, repeat: int) -> list[dict]:
     n = problem.n
     values = problem.initial
     blocked = _Blocked(problem.vectorized, values, problem.bounds)
@@ -132,6 +137,9 @@ def iteration_section(problem, repeat: int) -> None:
     whole = times["vectorized linearize"] + times["vectorized error"] + times["vectorized bounded step"]
     print(f"one vectorized iteration (linearize + one trial: step and error): {whole:.3f} s, "
           f"{1e3 * whole / n:.4f} ms per step")
+    times["one vectorized iteration (linearize + error + step)"] = whole
+    return [{"steps": n, "figure": f"LM phase: {name.strip()}", "s": s, "ms_per_step": 1e3 * s / n}
+            for name, s in times.items()]
 
 
 def main() -> None:
@@ -142,14 +150,16 @@ def main() -> None:
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, {load()}; "
           f"jax {jax.__version__}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
     truth = truth_model()
+    rows = []
     for steps in (int(s) for s in args.steps.split(",")):
         log, _ = swing_log(truth, steps * 1e-3, 1e-3, 0.4, natural_frequency(truth), 0.0, "swing-up")
         start = start_model(truth, np.random.default_rng(1))
         problem = build_joint_problem(start, log, free=FREE, weight=1e6, smooth_start=0)
         print(f"\n# furuta (dry friction), 13 free parameters, {problem.n} states at h = 1 ms")
-        factor_section(problem, args.repeat)
-        iteration_section(problem, args.repeat)
+        rows += factor_section(problem, args.repeat)
+        rows += iteration_section(problem, args.repeat)
     print(f"\n# {load()}")
+    _record.write(__file__, rows)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import _record
 import numpy as np
 
 from mbfg.calibration import calibrate
@@ -54,8 +55,13 @@ def main() -> None:
     print(f"calibration (w = {args.weight:g}): {result.iterations} LM iterations, "
           f"{'converged' if result.converged else 'NOT converged'}, {result.wall_s:.1f} s wall (compile included)")
     print(f"  {'parameter':<10}{'value':>12}{'std':>12}{'error %':>10}{'error/std':>11}")
+    figures: dict[str, list] = {"calibration": [], "stream": []}
     for p in result.parameters:
         error = p.value - TRUTH[p.name]
+        figures["calibration"].append({"parameter": p.name, "value": p.value, "truth": TRUTH[p.name], "std": p.std,
+                                       "error_percent": 100 * error / TRUTH[p.name], "error_per_std": error / p.std,
+                                       "iterations": result.iterations, "converged": result.converged,
+                                       "wall_s": result.wall_s})
         print(f"  {p.name:<10}{p.value:>12.6g}{p.std:>12.3g}{100 * error / TRUTH[p.name]:>10.4f}"
               f"{error / p.std:>11.2f}")
 
@@ -75,6 +81,10 @@ def main() -> None:
         dqd = np.asarray(qd_est)[50:, 0] - qd[50:k, 0]
         print(f"  {label}: position error max {1e6 * np.abs(dq).max():.3f} um, "
               f"velocity error RMS {1e3 * np.sqrt(np.mean(dqd ** 2)):.4f} mm/s")
+        figures["stream"].append({"estimate": label, "position_error_max_um": 1e6 * np.abs(dq).max(),
+                                  "velocity_error_rms_mm_s": 1e3 * np.sqrt(np.mean(dqd ** 2)),
+                                  "ms_per_sample": 1e3 * wall / k})
+    _record.write(__file__, figures)
 
 
 if __name__ == "__main__":

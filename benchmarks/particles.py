@@ -53,6 +53,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import _record
 import numpy as np
 
 from mbfg.calibration import calibrate
@@ -88,12 +89,13 @@ def _solve_from(model: RigidModel, log: Log, states: list, free: dict[str, float
     return {name: found[name] for name in free}, lm.iterations
 
 
-def _draws(model: RigidModel, args: argparse.Namespace) -> None:
+def _draws(model: RigidModel, args: argparse.Namespace) -> list[dict]:
     """(c): the single particle at every noise level over ``args.draws`` noise draws."""
     print(f"\n(c) single particle over {args.draws} noise draws (seeds 1 .. {args.draws}); |error| = |mu - 0.2|")
     print(f"{'noise eps':>9} {'RMS |error|':>11} {'median':>9} {'LS minimum: RMS':>15} {'median':>9} "
           f"{'median std':>10} {'LM it median / max':>18} {'conv':>5} {'as close as the seed':>20} {'off by > 0.02 (flagged)':>23} "
           f"{'their sigma_y / noise':>21}   Berard and Trinkle (2008) |error|")
+    rows = []
     for eps, (smu, _) in SEED_SINGLE.items():
         seed_error = max(abs(smu - 0.2), 5e-7)
         errors, minimum, stds, iterations, converged, off, flagged = [], [], [], [], 0, 0, 0
@@ -121,6 +123,14 @@ def _draws(model: RigidModel, args: argparse.Namespace) -> None:
               f"{converged:>2}/{args.draws:<2} {f'{np.sum(e <= seed_error)} of {args.draws}':>20} "
               f"{f'{off} ({flagged})':>23} {'-' if off == 0 else f'{noise_ratio:.1f}':>21}   {seed_error:.1e}",
               flush=True)
+        rows.append({"noise_eps": eps, "draws": args.draws, "rms_error": np.sqrt(np.mean(e**2)),
+                     "median_error": np.median(e), "ls_minimum_rms_error": np.sqrt(np.mean(m**2)),
+                     "ls_minimum_median_error": np.median(m), "median_std": np.median(stds),
+                     "iterations_median": np.median(iterations), "iterations_max": max(iterations),
+                     "converged": converged, "as_close_as_berard_trinkle": int(np.sum(e <= seed_error)),
+                     "off_by_0.02": off, "off_and_flagged": flagged,
+                     "berard_trinkle_2008_error": seed_error})
+    return rows
 
 
 def main() -> None:
@@ -148,6 +158,7 @@ def main() -> None:
           f"{args.truth_lambda:g}")
     print(f"{'noise eps':>9} {'mu':>10} {'|error|':>9} {'LM it':>6} {'conv':>5} {'wall s':>7}   "
           f"{'from the truth: mu, |error|, it':>31}   Berard and Trinkle (2008) (KNITRO): mu, iterations")
+    figures: dict[str, list[dict]] = {"single particle": []}
     for eps, (smu, sit) in SEED_SINGLE.items():
         log, truth = _noisy_log(model, eps, 1)
         start = time.perf_counter()
@@ -162,9 +173,13 @@ def main() -> None:
         its = f"{first.iterations}+{r.iterations - first.iterations}" if first is not None else str(r.iterations)
         print(f"{eps:9.0e} {mu:10.6f} {abs(mu - 0.2):9.2e} {its:>6} {str(r.converged):>5} {wall:7.1f}   "
               f"{best['mu']:10.6f}, {abs(best['mu'] - 0.2):9.2e}, {best_it:3d}   {smu}, {sit}", flush=True)
+        figures["single particle"].append({
+            "noise_eps": eps, "mu": mu, "error": abs(mu - 0.2), "iterations": its, "converged": r.converged,
+            "wall_s": wall, "from_truth_mu": best["mu"], "from_truth_iterations": best_it,
+            "berard_trinkle_2008_mu": smu, "berard_trinkle_2008_iterations": sit})
 
     if args.draws:
-        _draws(model, args)
+        figures["single particle, noise draws"] = _draws(model, args)
 
     for n in args.particles:
         many = particles(n, seed=n)
@@ -185,6 +200,11 @@ def main() -> None:
         print(f"(b) {n} particles: mu true {np.round(truth, 4)}, found {np.round(found, 4)}; RMS error {rms:.2e}, "
               f"LM iterations {r.iterations} (converged {r.converged}), {wall:.1f} s; from the truth: RMS error "
               f"{best_rms:.2e} in {best_it} iterations; Berard and Trinkle (2008): RMS {serr}, {sit} iterations", flush=True)
+        figures.setdefault("particles", []).append({
+            "particles": n, "rms_error": rms, "iterations": r.iterations, "converged": r.converged, "wall_s": wall,
+            "from_truth_rms_error": best_rms, "from_truth_iterations": best_it,
+            "berard_trinkle_2008_rms_error": serr, "berard_trinkle_2008_iterations": sit})
+    _record.write(__file__, figures)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import _record
 import numpy as np
 
 from mbfg.calibration import calibrate
@@ -74,6 +75,10 @@ def window(log: Log, start: float, seconds: float) -> Log:
 CV_ITERATIONS = 300
 
 
+#: What this run printed, by table, for its JSON record (benchmarks/_record.py).
+FIGURES: dict[str, list[dict]] = {}
+
+
 def report(result, start_model, validation: Log, wall: float) -> None:
     print(result.table())
     print("gain ratios of the LM steps: " + " ".join(f"{row['rho']:.3g}" for row in result.history[1:]))
@@ -99,6 +104,11 @@ def report(result, start_model, validation: Log, wall: float) -> None:
           f"{cv_start:.4g} with the start parameters ({solve(est_start)}); {cv_wall:.1f} s for both")
     print("simulation of the identified model from the estimated x_0 with the recorded input, RMS vs the log: "
           + ", ".join(f"{k} {v:.3g} rad" for k, v in rmse.items()))
+    FIGURES.setdefault("calibrations", []).append({
+        "model": result.model.name, "h_s": result.h, "w": result.weight, "iterations": result.iterations,
+        "converged": result.converged, "wall_s": wall, "cost": result.cost, "sigma_y": result.sigma_observation,
+        "sigma_p": result.sigma_impulse, "crossval_identified": cv, "crossval_start": cv_start,
+        "simulation_rms_rad": dict(rmse), "values": dict(result.values)})
 
 
 def save(result, save_dir: str | None, rig: str) -> None:
@@ -144,6 +154,7 @@ def dfki(seconds: float, h: float, max_iterations: int, save_dir: str | None = N
     print(f"{'':8} {'mbfg':>12} {'lab':>12}")
     for k in ours:
         print(f"{k:8} {ours[k]:>12.5g} {theirs[k]:>12.5g}")
+    FIGURES["beside the lab's values"] = [{"parameter": k, "mbfg": ours[k], "lab": theirs[k]} for k in ours]
 
 
 def every(log: Log, k: int) -> Log:
@@ -169,6 +180,8 @@ def free_sim_line(label: str, model, log: Log, seconds: float) -> None:
     fs = free_simulation(model, log, seconds=seconds)
     print(f"  {label:44} " + "  ".join(f"{o}: RMS {fs.rms[o]:.3g} rad, drift > 0.1 rad at {fs.drift_time[o]:.3g} s"
                                      for o in fs.rms))
+    FIGURES.setdefault("free simulations", []).append({"model": label, "recording": log.source,
+                                                       "rms_rad": dict(fs.rms), "drift_s": dict(fs.drift_time)})
 
 
 def dfki_lab(seconds: float, h: float, max_iterations: int, weights: list[float], sim_seconds: float) -> None:
@@ -204,12 +217,18 @@ def dfki_lab(seconds: float, h: float, max_iterations: int, weights: list[float]
             val_, std = combination(lambda p, key=key: lab_combinations(p)[key], names, vals, result.covariance,
                                     fixed=fixed)
             print(f"{key:16} {val_:>11.5g} {std:>9.2g} {start[key]:>11.5g} {100 * (val_ / start[key] - 1):>7.1f}")
+            FIGURES.setdefault("beside the lab's values", []).append(
+                {"w": weight, "parameter": key, "mbfg": val_, "std": std, "lab": start[key]})
         print("Coulomb friction tau_c / (pi/2) [N m] (the lab's cf, whose sliding torque is (pi/2) cf):")
         for i in (1, 2):
             cf = v[f"tau_c{i}"] / SLIDING
             print(f"cf{i:<14} {cf:>11.4g} {'':>9} {lab[f'cf{i}']:>11.4g} {100 * (cf / lab[f'cf{i}'] - 1):>7.1f}")
+            FIGURES["beside the lab's values"].append({"w": weight, "parameter": f"cf{i}", "mbfg": cf,
+                                                       "lab": lab[f"cf{i}"]})
         for i in (1, 2):
             print(f"b{i:<15} {v[f'b{i}']:>11.4g} {'':>9} {lab[f'b{i}']:>11.4g}")
+            FIGURES["beside the lab's values"].append({"w": weight, "parameter": f"b{i}", "mbfg": v[f"b{i}"],
+                                                       "lab": lab[f"b{i}"]})
         print("combinations the data determine / leave free (mbfg.identifiability):")
         for c in result_combinations(result):
             print(f"  {'determined' if c.determined else 'FREE      '} rel. std {c.relative_std:.2g}: {c.label}")
@@ -278,6 +297,10 @@ def dfki_output_error(h: float, sim_seconds: float, max_evaluations: int) -> Non
             rms = [simulated(x, log).rms for log in logs.values()]
             print(f"  {label:52} " + " ".join(f"{r['q1']:.4f} / {r['q2']:.4f}" for r in rms) + "  "
                   + ", ".join(f"{n} {v:.3g}" for n, v in zip(names, x / x_lab)))
+            FIGURES.setdefault("output-error fits", []).append({
+                "free": ", ".join(names), "fit": label,
+                "rms_rad": {name: dict(r) for name, r in zip(logs, rms)},
+                "per_lab": dict(zip(names, x / x_lab))})
 
 
 def qube(seconds: float, h: float, max_iterations: int, start: float, weights: list[float], viscous: bool = False,
@@ -338,6 +361,7 @@ def main() -> None:
     CV_ITERATIONS = args.cv_iterations
     if args.output_error:
         dfki_output_error(args.dt, args.sim_seconds, 150)
+        _record.write(__file__, FIGURES)
         return
     if args.rig in ("dfki", "both") and args.lab_model:
         dfki_lab(args.seconds, args.dt, args.max_iterations, args.weights, args.sim_seconds)
@@ -346,6 +370,7 @@ def main() -> None:
     if args.rig in ("qube", "both"):
         qube(args.seconds, args.dt, args.max_iterations, args.qube_start, args.weights, args.qube_viscous, args.save,
              args.backtracking)
+    _record.write(__file__, FIGURES)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import argparse
 import os
 import platform
 
+import _record
 import numpy as np
 
 from mbfg.models import furuta
@@ -38,11 +39,16 @@ def main() -> None:
     u = np.sign(np.sin(2 * np.pi * 0.5 * np.arange(n) * args.dt))[:, None]
     print(f"{'model':<16} {'LCP rows':>8} {'compile s':>10} {'stepping s':>11} {'sim s/wall s':>13} "
           f"{'total s':>8} {'recorded s':>11}")
+    rows = []
     for model in (furuta(dry=False), furuta(dry=True)):
         traj = simulate(model, args.duration, args.dt, initial=model.initial_state({"alpha": 0.3}), controls=u)
         stepping = traj.wall_s - traj.compile_s
         print(f"{model.name:<16} {model.layout.n_B:>8d} {traj.compile_s:>10.2f} {stepping:>11.2f} "
               f"{args.duration / stepping:>13.1f} {traj.wall_s:>8.2f} {args.duration:>11.1f}")
+        rows.append({"model": model.name, "lcp_rows": model.layout.n_B, "compile_s": traj.compile_s,
+                     "stepping_s": stepping, "sim_s_per_wall_s": args.duration / stepping, "total_s": traj.wall_s,
+                     "recorded_s": args.duration})
+    _record.write(__file__, rows)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import _record
+
 
 def load() -> str:
     return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -110,11 +112,15 @@ def main() -> None:
              lm_line("calibrate furuta-viscous")),
         ]
         print(f"{'command':<56} {'run':>6} {'to first line s':>16} {'to first stderr s':>18} {'to exit s':>10}")
+        rows = []
         for name, command, make_first in cases:
             for run in ("first", "second"):
                 to_line, to_stderr, total = timed(command, env, make_first())
                 print(f"{name:<56} {run:>6} {to_line:>16.2f} {to_stderr:>18.2f} {total:>10.2f}", flush=True)
+                rows.append({"command": name, "run": run, "to_first_line_s": to_line,
+                             "to_first_stderr_s": to_stderr, "to_exit_s": total})
     print(f"# {load()}")
+    _record.write(__file__, rows)
 
 
 if __name__ == "__main__":

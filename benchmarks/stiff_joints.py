@@ -30,6 +30,7 @@ import sys
 import time
 from pathlib import Path
 
+import _record
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -66,6 +67,7 @@ def main() -> None:
     start = model.with_parameters({name: 1.2 * truth[name] for name in FREE})
     print(f"# double pendulum, {args.duration:g} s at 1 kHz, 1e-3 rad noise; {', '.join(FREE)} free, started +20 %; "
           f"damping {args.damping}")
+    rows = []
     for eps in (float(e) for e in args.eps.split(",")):
         stiff = start.with_parameters({"eps_lin": eps, "eps_rot": 100.0 * eps})
         t0 = time.perf_counter()
@@ -78,12 +80,18 @@ def main() -> None:
             f"{'converged' if soft.converged else 'NOT converged'}; {result.iterations - soft.iterations} stiff)")
         print(f"\neps_lin {eps:g} m/N, eps_rot {100 * eps:g} rad/(N m): {result.iterations} iterations{soft_said}"
               + f", {'converged' if result.converged else 'NOT converged'}, {time.perf_counter() - t0:.1f} s; {errors}")
+        rows.append({"eps_lin": eps, "eps_rot": 100.0 * eps, "iterations": result.iterations,
+                     "soft_iterations": None if soft is None else soft.iterations, "converged": result.converged,
+                     "wall_s": time.perf_counter() - t0, "final_cost": result.history[-1]["cost"],
+                     "error_percent": {p.name: 100 * (p.value - truth[p.name]) / truth[p.name]
+                                       for p in result.parameters}})
         print("  iter  cost (0.5 sum r^2)   lambda    rho")
         for row in result.history[1:]:
             print(f"  {int(row['iteration']):>4} {row['cost']:>19.4e} {row['lam']:>8.0e} {row['rho']:>6.3f}")
         if args.continuation:
             start = start.with_parameters({p.name: p.value for p in result.parameters})
     print("\n# load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    _record.write(__file__, rows)
 
 
 if __name__ == "__main__":

@@ -62,6 +62,7 @@ import sys
 import time
 from pathlib import Path
 
+import _record
 import numpy as np
 
 from mbfg.graphs.stream import StreamEstimator, joint_coordinates
@@ -198,6 +199,10 @@ def _stream(model, log: Log, lag: float, **kwargs) -> tuple[np.ndarray, StreamEs
     return times, est, estimates
 
 
+#: What this run printed, by section, for its JSON record (benchmarks/_record.py).
+FIGURES: dict[str, list[dict]] = {}
+
+
 def timing(quick: bool, profile_lines: int, settings: dict, freeze: bool = True) -> None:
     duration = 1.0 if quick else 5.0
     print(f"\n== 1. time per sample at 1 kHz ({duration:g} s streams, encoders {PPR} counts/rev) ==")
@@ -249,6 +254,12 @@ def timing(quick: bool, profile_lines: int, settings: dict, freeze: bool = True)
                 speed.setdefault((h, n), {})[smoother] = H / mean
             per_sample = {part: 1e3 * seconds / len(times) for part, seconds in split.seconds.items()}
             rest = 1e3 * times.mean() - sum(per_sample.values())
+            FIGURES.setdefault("time per sample", []).append({
+                "model": model.name, "smoother": smoother, "h_ms": 1e3 * h, "lag_s": lag, "update_every": n,
+                "window": est.m + est.update_every, "mean_ms": 1e3 * mean, "p99_ms": 1e3 * np.percentile(steady, 99),
+                "max_ms": 1e3 * steady.max(), "full_gc": full_gc.count, "full_gc_s": full_gc.seconds,
+                "real_time_x": H / mean, "rate_error_filtered": errors[0], "rate_error_smoothed": errors[1],
+                "per_sample_ms": {**per_sample, "rest": rest}})
             print(f"{'':<16} per sample [ms] over the whole stream: JAX {per_sample['jax']:.3f}, smoother "
                   f"{per_sample['smoother']:.3f}, read-out {per_sample['readout']:.3f}, the rest {rest:.3f}",
                   flush=True)
@@ -289,6 +300,9 @@ def memory(minutes: float) -> None:
         minute = (i + 1) * H / 60
         if abs(minute - round(minute)) < H / 120 and round(minute) in marks:
             now = time.perf_counter()
+            FIGURES.setdefault("memory", []).append({
+                "stream_min": round(minute), "rss_mb": _rss_mb(), "wall_s": now - start,
+                "ms_per_sample_last_minute": 1e3 * (now - last) / (60 / H), "states": est.status.states})
             print(f"  {round(minute):>3} min of stream: RSS {_rss_mb():.0f} MB, {now - start:.0f} s wall "
                   f"({1e3 * (now - last) / (60 / H):.2f} ms per sample over the last minute), "
                   f"{est.status.states} states", flush=True)
@@ -353,6 +367,11 @@ def factor_cost() -> None:
         kernels = [fn.jitted.lower(xs, cs).compile().as_text().count(" fusion(") for fn in (ft._error_fn, ft._linearize_fn)]
         top = ", ".join(f"{k} {v}" for k, v in counts.most_common(4))
         vmapped = f"{1e3 * times[2]:.3f} ({compile_s[0]:.1f}) / {1e3 * times[3]:.3f} ({compile_s[1]:.1f})"
+        FIGURES.setdefault("one factor evaluation", []).append({
+            "factor": name, "residual_ms": 1e3 * times[0], "with_jacobian_ms": 1e3 * times[1],
+            "vmapped_each_ms": {"joint": 1e3 * times[2], "per_variable": 1e3 * times[3]},
+            "compile_s": {"joint": compile_s[0], "per_variable": compile_s[1]}, "jaxpr_ops": sum(counts.values()),
+            "fused_kernels": kernels})
         print(f"{name:<12} {1e3 * times[0]:>13.3f} {1e3 * times[1]:>15.3f} {vmapped:>58} "
               f"{sum(counts.values()):>9} {kernels[0]:>6} / {kernels[1]:<6}  {top}")
 
@@ -417,6 +436,9 @@ def qube(quick: bool, params: str | None, start_s: float, weight: float | None =
             d = x[skip:] - qd_b[skip:, c]
             rough = np.sqrt(np.mean(np.diff(x[skip:], 2) ** 2))
             print(f"d{name:<7} {label:<22} {np.sqrt(np.mean(d**2)):>20.4g} {rough:>21.4g}")
+            FIGURES.setdefault("QUBE-Servo rates", []).append({
+                "rate": f"d{name}", "estimate": label, "rms_vs_batch_rad_s": np.sqrt(np.mean(d**2)),
+                "rms_second_difference_rad_s": rough})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -458,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     if "qube" in sections:
         qube(args.quick, args.qube_params, args.qube_start, args.qube_weight)
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
+    _record.write(__file__, FIGURES)
     return 0
 
 

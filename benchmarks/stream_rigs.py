@@ -25,6 +25,7 @@ import argparse
 import time
 from pathlib import Path
 
+import _record
 import numpy as np
 
 from mbfg.datasets.rigs import DFKI_PERIOD, QUBE_PERIOD, load_dfki_double_pendulum, load_qube
@@ -72,6 +73,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{'recording':<40} {'h [ms]':>6} {'every':>5} {'failures':>8} {'jumps':>5} {'resyncs':>7} "
           f"{'RMS filtered - readings [rad]':>30} {'max':>20} {'wall s':>7}")
+    rows = []
     for rig in ("qube", "dfki") if args.rig == "both" else (args.rig,):
         name, period, load, paths = RECORDINGS[rig]
         model = load_model(name)
@@ -87,6 +89,11 @@ def main() -> None:
                     print(f"{path.name:<40} {1e3 * stride * period:>6g} {every:>5} {st.solver_failures:>8} "
                           f"{st.jumps:>5} {st.resyncs:>7} {_row(rms):>30} {_row(np.abs(diff).max(axis=0)):>20} "
                           f"{wall:>7.1f}", flush=True)
+                    rows.append({"recording": path.name, "h_ms": 1e3 * stride * period, "every": every,
+                                 "failures": st.solver_failures, "jumps": st.jumps, "resyncs": st.resyncs,
+                                 "rms_filtered_minus_readings": rms, "max_filtered_minus_readings":
+                                 np.abs(diff).max(axis=0), "wall_s": wall})
+    _record.write(__file__, rows)
 
 
 if __name__ == "__main__":

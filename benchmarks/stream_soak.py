@@ -24,6 +24,7 @@ import os
 import sys
 import time
 
+import _record
 import numpy as np
 
 from mbfg.graphs.stream import StreamEstimator
@@ -137,6 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     pct = np.percentile(ms, [50, 90, 99, 99.9])
     print(f"per-sample time [ms]: p50 {pct[0]:.3f}, p90 {pct[1]:.3f}, p99 {pct[2]:.3f}, p99.9 {pct[3]:.3f}, "
           f"max {ms.max():.1f}")
+    _record.write(__file__, [{"stream_min": m, "rss_mb": r, "wall_s": w} for m, r, w in rows[:-1]] + [{
+        "stream_min": rows[-1][0], "rss_mb": rows[-1][1], "wall_s": wall, "samples": n,
+        "samples_per_wall_s": n / wall, "sample_ms_p50": pct[0], "sample_ms_p90": pct[1], "sample_ms_p99": pct[2],
+        "sample_ms_p99.9": pct[3], "sample_ms_max": ms.max(), "injected": dict(injected),
+        "status": st.summary()}])
     return 0
 
 

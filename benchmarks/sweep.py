@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 
+import _record
+
 HS, WS = (1e-3, 2e-3), (1e4, 1e6, 1e8)
 
 
@@ -106,6 +108,12 @@ def main() -> None:
               f"{g['wall_s'].sum():.1f} s in its tasks")
     print(f"  one process: compile {alone['compile_s']:.1f} s of {wall_seq:.1f} s")
     print(f"largest relative difference of a parameter, sweep vs alone: {worst:.1e}")
+    _record.write(__file__, [{"cells": len(cal), "ok": int((cal["status"] == "ok").sum()), "recordings": len(logs),
+                              "recording_s": args.duration, "caches": "warm" if args.warm else "cold",
+                              "workers": args.workers, "wall_s": wall_sweep, "compile_s": cal["compile_s"].sum(),
+                              "largest_relative_difference_from_peer": worst}],
+                  peer={"name": "the same calibrations one after another in one process",
+                        "figures": [{"wall_s": wall_seq, "compile_s": alone["compile_s"]}]})
 
 
 if __name__ == "__main__":

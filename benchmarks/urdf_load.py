@@ -4,21 +4,23 @@ linear in the size of the model, a 10,000-link chain in seconds).
 Writes N-link serial chains of revolute joints (alternating y and x axes, 0.1 m links of 1 kg) to a temporary
 folder and runs ``mbfg models CHAIN.urdf`` in a fresh process for each N: the time of the command after the
 imports (parse, build, validate, describe) and the process's wall time (start-up and imports included, as a user
-sees it), the fastest of --repeat runs. Prints the time per link and writes the figures as JSON.
+sees it), the fastest of --repeat runs. Prints the time per link and writes the figures as a JSON record
+(``benchmarks/results/urdf_load.json``).
 
     python benchmarks/urdf_load.py                       # N = 1000, 2000, 10000
-    python benchmarks/urdf_load.py --links 1000 4000 --repeat 5 --json urdf_load.json
+    python benchmarks/urdf_load.py --links 1000 4000 --repeat 5 --json /tmp/urdf_load.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import _record
 
 
 def chain_urdf(n: int) -> str:
@@ -66,7 +68,8 @@ def main() -> None:
     parser.add_argument("--links", type=int, nargs="+", default=[1000, 2000, 10000], metavar="N")
     parser.add_argument("--repeat", type=int, default=3, metavar="R", help="runs per N; the fastest is kept "
                         "(a shared machine only ever slows a run down)")
-    parser.add_argument("--json", default="urdf_load.json", metavar="FILE", help="where the figures go")
+    parser.add_argument("--json", default=None, metavar="FILE",
+                        help="where the record goes (default benchmarks/results/urdf_load.json)")
     args = parser.parse_args()
     rows = []
     print(f"{'links':>7} {'load+describe [s]':>18} {'ms per link':>12} {'process wall [s]':>17}")
@@ -84,10 +87,7 @@ def main() -> None:
         print(f"time per link at {last['links']} links / at {first['links']}: "
               f"{last['ms_per_link'] / first['ms_per_link']:.2f} (1 for linear, {last['links'] / first['links']:g} "
               f"for quadratic)")
-    with open(args.json, "w", encoding="utf-8") as fh:
-        json.dump({"command": "mbfg models CHAIN.urdf (in-process time after the imports; fastest of runs)",
-                   "chains": rows}, fh, indent=2)
-    print(f"wrote {args.json}")
+    _record.write(__file__, rows, out=args.json)
 
 
 if __name__ == "__main__":

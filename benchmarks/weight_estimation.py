@@ -13,7 +13,7 @@ Cases (each log simulated, so the truth is known):
 - ``pendulum``: the built-in pendulum released at 2 rad, 2 s simulated ten times finer, 1e-3 rad of reading
   noise; J and b from 30 % off.
 
-Writes ``benchmarks/results/weight_estimation.json`` (figures, commit, machine, date) and prints a table.
+Writes the JSON record ``benchmarks/results/weight_estimation.json`` (the cases run) and prints a table.
 
     python benchmarks/weight_estimation.py            # about 10 min on two cores
     python benchmarks/weight_estimation.py --only stage
@@ -22,13 +22,9 @@ Writes ``benchmarks/results/weight_estimation.json`` (figures, commit, machine, 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import platform
-import subprocess
 import time
-from pathlib import Path
 
+import _record
 import numpy as np
 
 from mbfg.calibration import calibrate
@@ -38,7 +34,6 @@ from mbfg.noise_weight import estimate_weight
 from mbfg.spook import simulate, unwrap_angles
 
 H = 1e-3
-RESULTS = Path(__file__).resolve().parent / "results" / "weight_estimation.json"
 
 
 def _log(model, duration, step, initial=None, controls=None, recorded=None, noise=0.0, resolution=None, seed=0):
@@ -129,16 +124,7 @@ def main() -> None:
                      f"{row['solves']} solves" if row["weight"] == "estimated" else f"  {row['iterations']} iterations")
             print(f"  w {row['w']:<10.3g} ({row['weight']:>9})  {'converged' if row['converged'] else 'NOT converged':<13}"
                   f"  {row['wall_s']:6.1f} s  {errors}{extra}")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()
-    record = dict(benchmark="weight_estimation", commit=commit, date=datetime.date.today().isoformat(),
-                  machine=f"{platform.machine()} {platform.processor()}".strip(), figures=figures)
-    RESULTS.parent.mkdir(exist_ok=True)
-    previous = json.loads(RESULTS.read_text()) if RESULTS.exists() and args.only else {}
-    if previous.get("figures"):
-        record["figures"] = {**previous["figures"], **figures}
-    RESULTS.write_text(json.dumps(record, indent=1, default=float) + "\n")
-    print(f"\nwritten {RESULTS}")
+    _record.write(__file__, figures)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import numpy as np
 
 from mbfg.angles import unwrap_angles
 from mbfg.errors import DataError, MbfgError
+from mbfg.optional import require
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -37,20 +38,15 @@ def pyplot(what: str = "plotting") -> ModuleType:
     left alone. A Jupyter kernel sets ``MPLBACKEND`` to its inline backend.
 
     Raises:
-        MbfgError: matplotlib is not installed (``what`` names the feature that needs it).
+        MbfgError: matplotlib is not installed (``what`` names the feature that needs it; the ``plot`` extra of
+            :mod:`mbfg.optional`).
     """
-    try:
-        import matplotlib
-
-        headless = (sys.platform.startswith("linux") and not os.environ.get("DISPLAY")
-                    and not os.environ.get("WAYLAND_DISPLAY"))
-        if headless and not os.environ.get("MPLBACKEND") and "matplotlib.pyplot" not in sys.modules:
-            matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise MbfgError(f"{what} needs matplotlib: pip install 'mbfg[plot]' (or pip install matplotlib)") \
-            from None
-    return plt
+    matplotlib = require("matplotlib", what)
+    headless = (sys.platform.startswith("linux") and not os.environ.get("DISPLAY")
+                and not os.environ.get("WAYLAND_DISPLAY"))
+    if headless and not os.environ.get("MPLBACKEND") and "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")
+    return require("matplotlib.pyplot", what)
 
 
 def save(fig: Figure, path: str | os.PathLike[str] | None) -> None:

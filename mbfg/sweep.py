@@ -4,7 +4,7 @@ Marklund et al. (2025) leaves three method parameters to the user: the time-step
 error weight w and the constraint compliance eps. Its Figures 4 and 6 sweep
 them, and its Tables 3 and 4 score every tuned model on every other recording.
 :func:`sweep` runs that grid, h x w x eps x recordings, as independent tasks on
-a ``dask.distributed`` cluster:
+a ``dask.distributed`` cluster (Dask is the optional ``sweep`` extra: ``pip install 'mbfg[sweep]'``):
 
 - one task per cell: :func:`mbfg.calibration.calibrate` of the model on one
   recording with one (h, w, eps);
@@ -50,6 +50,7 @@ import numpy as np
 
 from mbfg.errors import DataError, ModelError
 from mbfg.logs import Log
+from mbfg.optional import require
 from mbfg.sweep_tasks import (
     COLUMNS,
     COMPLIANCE,
@@ -249,6 +250,7 @@ def sweep(
     from mbfg.graphs.joint import STATE_ESTIMATION_ITERATIONS
     from mbfg.models import load_model
 
+    require("distributed", "a sweep")  # the sweep extra: said before the recordings are read
     start = time.perf_counter()
     if isinstance(model, str):
         model = load_model(model)

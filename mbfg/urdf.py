@@ -1,7 +1,8 @@
 """URDF robots as :class:`~mbfg.rigid.RigidModel`: a robot description as robotics engineers have it.
 
 The file is parsed by ``yourdfpy`` (meshes and scene graphs are not loaded: only the kinematic tree
-and the inertials matter here). The mapping:
+and the inertials matter here), the optional dependency of the ``urdf`` extra
+(``pip install 'mbfg[urdf]'``). The mapping:
 
 - the root link (no joint's child) is the world: a fixed base, z up, gravity ``(0, 0, -g)``; links
   welded to it by ``fixed`` joints are world too. ``floating`` and ``planar`` joints are refused.
@@ -39,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from mbfg.errors import ModelError
+from mbfg.optional import require
 from mbfg.parameters import Parameter, ParameterSet
 from mbfg.rigid import WORLD, Body, Frame, Hinge, Motor, Prismatic, RigidModel
 from mbfg.trees import INF, SOFT, _compliance_parameters
@@ -96,7 +98,8 @@ def _read(path: str) -> bytes:
 
 def _parse(data: bytes, where: str) -> Any:
     """The yourdfpy URDF of ``data``; ModelError for XML that is not well formed or not a URDF."""
-    from lxml import etree  # type: ignore[import-untyped]
+    # lxml comes with yourdfpy (the urdf extra): both are loaded here, where a URDF is first read.
+    etree = require("lxml.etree", f"{where}: reading a URDF")
 
     # yourdfpy recovers from broken XML (and logs it); a strict parse first reports the parser's
     # message and line instead of loading half a robot.
@@ -115,8 +118,7 @@ def _parse(data: bytes, where: str) -> Any:
             if missing:
                 raise ModelError(f"{where}: link {link.get('name')!r}: <inertia> lacks {', '.join(missing)} "
                                  f"(line {inertia.sourceline})")
-    import yourdfpy  # type: ignore[import-untyped]
-
+    yourdfpy = require("yourdfpy", f"{where}: reading a URDF")
     try:
         return yourdfpy.URDF.load(io.BytesIO(data), build_scene_graph=False, load_meshes=False,
                                   build_collision_scene_graph=False, load_collision_meshes=False)

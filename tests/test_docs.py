@@ -149,7 +149,7 @@ def check_names(args: argparse.Namespace) -> None:
             unknown = [n for n in _names(text) if n not in model.parameters]
             assert not unknown, f"--{option} {text}: {model.name} has no parameter {unknown}"
     joints = [j.name for j in model.joints]
-    for name, _ in getattr(args, "init", None) or []:
+    for name, *_ in getattr(args, "init", None) or []:
         assert name in joints, f"--init {name}: {model.name} has no joint {name!r}; joints: {joints}"
     if getattr(args, "columns", None) is not None:
         smooth_cli._columns("--columns", args.columns, model)

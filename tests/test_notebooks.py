@@ -1,5 +1,9 @@
 """Every notebook in notebooks/ runs without error, and is committed without outputs.
 
+A notebook that ran is also written, with its outputs, to build/executed-notebooks/ (ignored by git): the
+documentation's Tutorials pages show that copy, figures included, when its code is the committed notebook's
+(docs/hooks/notebooks.py), so the site gets the figures of the suite's run without executing anything itself.
+
 The notebooks are executed with nbclient in a kernel that runs *this*
 interpreter (``sys.executable``), from a kernelspec written to a temporary
 directory put first on ``JUPYTER_PATH``: no kernel needs to be registered
@@ -10,6 +14,7 @@ another environment) cannot be picked up by mistake.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -19,6 +24,8 @@ import nbformat
 import pytest
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+#: Where a notebook that ran is written with its outputs, for the documentation site.
+EXECUTED_DIR = Path(__file__).resolve().parents[1] / "build" / "executed-notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 KERNEL_NAME = "mbfg-test-python"
 #: Seconds a single cell may run (JAX compilation on a slow 2-core CI machine included).
@@ -37,8 +44,9 @@ def kernel_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
-    # Headless plotting in the kernel, whatever the notebook selects.
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    # Headless plotting in the kernel, whatever the notebook selects: Jupyter's inline backend, which draws each
+    # cell's figures as PNG outputs of the cell (the documentation shows them) and closes them.
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     return KERNEL_NAME
 
 
@@ -65,6 +73,10 @@ def test_notebook_runs(path: Path, kernel_name: str) -> None:
         client.execute()
     except nbclient.exceptions.CellExecutionError as exc:
         pytest.fail(f"{path.name}: a cell raised:\n{exc}")
+    EXECUTED_DIR.mkdir(parents=True, exist_ok=True)
+    partial = EXECUTED_DIR / f".{path.name}.{os.getpid()}.part"  # whole or not at all: the site may read it
+    nbformat.write(nb, partial)
+    os.replace(partial, EXECUTED_DIR / path.name)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))

@@ -171,9 +171,11 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.cli.recordings import read_recording
     from mbfg.errors import DataError, ModelError
     from mbfg.graphs.joint import time_step
+    from mbfg.optional import require
     from mbfg.sweep import sweep
 
     _start(args)
+    require("distributed", "mbfg sweep")  # the sweep extra: said before anything is read
     inputs = [_model_input(args.model), ("--params", args.params), *(("LOG", path) for path in args.logs)]
     _check_output(args.out, inputs=inputs)  # the results file is read too (resumed), but never a recording
     if args.plot:
