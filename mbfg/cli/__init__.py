@@ -15,6 +15,7 @@ calibration from logs; forward and inverse dynamics of planar mechanisms.
     mbfg forward MECHANISM [--dt 0.001] [--duration 5] [--lag N | --batch] --out q.csv
     mbfg inverse MECHANISM TRAJECTORY --coordinate I[,J,...] --out forces.csv
     mbfg mechanisms [MECHANISM ...]
+    mbfg torques ROBOT.urdf LOG.csv [--smoothing LAM] [--out TORQUES.csv]
 
 MODEL is a built-in rigid-body model (``mbfg models`` lists them) or the path
 of a model file (:mod:`mbfg.model_file`); MECHANISM is a built-in planar
@@ -49,6 +50,7 @@ from mbfg.cli import (
     simulate,
     smooth,
     sweep,
+    torques,
 )
 from mbfg.cli.args import BLANCO_CLARACO_2021, CONTROL_NOTE, MARKLUND_2025
 from mbfg.cli.common import _eprint, _model_with_params, _rigid_model  # noqa: F401  (tests import these from here)
@@ -60,7 +62,7 @@ __all__ = ["main", "build_parser"]
 EXIT_USER_ERROR = 2
 
 #: The subcommands, in the order ``mbfg --help`` lists them.
-COMMANDS = (simulate, calibrate, crossval, smooth, sweep, control, models, forward, inverse, mechanisms)
+COMMANDS = (simulate, calibrate, crossval, smooth, sweep, control, models, forward, inverse, mechanisms, torques)
 
 _MAIN_EPILOG = f"""\
 examples, one per command (each reads what the lines above it write; other.csv
@@ -75,6 +77,7 @@ is a second log, simulated as log.csv is but from another --init and --seed):
   mbfg forward fourbar --duration 5 --out fourbar.csv
   mbfg inverse fourbar-crank builtin:fourbar-crank --coordinate theta1 --out torque.csv
   mbfg mechanisms
+  mbfg torques robot.urdf robot_log.csv --out torques.csv
 
 Units are SI throughout: m, kg, s, rad, N, N m. Gravity acts along -y for the
 planar mechanisms (forward, inverse) and along -z for the 3D models (simulate,
