@@ -135,8 +135,10 @@ def _parameters(problem: JointProblem, solution: LMResult) -> dict[str, float]:
 def _again(problem: JointProblem, model: RigidModel, weight: float, start: Mapping[str, float], states: list,
            priors: Mapping[str, float] | None) -> JointProblem:
     """``problem``'s log and variables for ``model`` at ``weight``, started from ``start`` and ``states``."""
-    return build_joint_problem(model, problem.state_log(), free=problem.variables.names, weight=weight,
-                               priors=priors, initial_parameters=start, states=states, quiet=True)
+    again = build_joint_problem(model, problem.state_log(), free=problem.variables.names, weight=weight,
+                                priors=priors, initial_parameters=start, states=states, quiet=True)
+    again.stride = problem.stride  # built on the state times: the log's own period is h / the first one's stride
+    return again
 
 
 def softened(model: RigidModel, factor: float) -> RigidModel:
@@ -151,6 +153,47 @@ def softened(model: RigidModel, factor: float) -> RigidModel:
                          "to soften")
     values = model.parameters.numpy_values()
     return model.with_parameters({name: factor * float(values[name]) for name in names})
+
+
+#: ``calibrate(soft_start=AUTO)``: soften the joints by themselves where they are stiff (:func:`soft_start_factors`).
+AUTO = "auto"
+#: The compliance ratio of one stage of an automatic soft start: from the solution of joints this many times
+#: softer the stiffer solve converges (100: about ten iterations for the double pendulum, ``python
+#: benchmarks/stiff_joints.py --eps 1e-8 --soft-start 100``; a jump of 1000 does not converge in 20).
+SOFT_START_STEP = 100.0
+
+
+def soft_start_factors(model: RigidModel, soft_start: float | str | None) -> list[float]:
+    """The softening factors of a calibration's solves before the one with ``model``'s own joints, softest first.
+
+    ``None``: none. A number F: ``[F]``, one solve with every joint compliance F times softer. :data:`AUTO`: the
+    factor that brings the stiffest joint compliance (its ratio to :data:`mbfg.trees.SOFT`, the compliance at
+    which a solve from the readings converges: ``eps_lin`` and a ball's ``eps`` against 1e-5 m/N, ``eps_rot``
+    against 1e-3 rad/(N m)) to that compliance, then every :data:`SOFT_START_STEP`-th of it down to the model's
+    own: a model with joints at :data:`mbfg.trees.RIGID` (1e5 times stiffer) solves at 1e5, 1e3 and 10 times
+    its compliance first. ``[]`` where the model's joints are at least as soft as :data:`~mbfg.trees.SOFT` or
+    it has no joint compliance parameter.
+    """
+    from mbfg.trees import SOFT
+
+    if soft_start is None:
+        return []
+    if not isinstance(soft_start, str):
+        return [float(soft_start)]
+    targets = {"eps_lin": SOFT[0], "eps_rot": SOFT[1], "eps": SOFT[0]}
+    values = model.parameters.numpy_values()
+    ratio = 1.0
+    for joint in model.joints:
+        for attr, target in targets.items():
+            name = getattr(joint, attr, None)
+            if isinstance(name, str) and name in model.parameters and float(values[name]) > 0:
+                ratio = max(ratio, target / float(values[name]))
+    factors = []
+    # 1 + 1e-9: a ratio of 1e5 computed from rounded compliances may come out a hair above its power of 100
+    while ratio > 1.0 + 1e-9:
+        factors.append(ratio)
+        ratio /= SOFT_START_STEP
+    return factors
 
 
 def stiffen(problem: JointProblem, solution: LMResult, model: RigidModel, *,

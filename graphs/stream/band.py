@@ -51,6 +51,12 @@ class ConditionalBand:
         """The conditional's G (n, n) of window position ``position`` (a view into the storage)."""
         return self._blocks()[self._start + position].T
 
+    def shift(self, position: int, delta: np.ndarray) -> None:
+        """The conditional of window position ``position`` about the next state's point moved by ``delta`` (n,):
+        ``a -= G delta`` (its G unchanged)."""
+        lo = (self._start + position) * self.n
+        self._rhs[lo : lo + self.n] -= self.G(position) @ delta
+
     def _blocks(self) -> np.ndarray:
         """The storage as a view V (slots, n, n) with ``V[s, c, r] = G_s[r, c]``: column c of G_s is the
         contiguous run of rows n - 1 - c .. 2n - 2 - c of the storage's column (s + 1) n + c."""

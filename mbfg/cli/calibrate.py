@@ -42,6 +42,7 @@ from mbfg.cli.common import (
     _save_figure,
     _start,
     _wall,
+    _write_json,
 )
 from mbfg.errors import DataError, MbfgError, ModelError
 
@@ -386,7 +387,6 @@ def _estimate_json(estimate: Any) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """The ``calibrate`` subcommand (see :data:`DESCRIPTION`)."""
-    from mbfg.atomic import replacing
     from mbfg.calibration import calibrate
     from mbfg.cli.recordings import read_recording
     from mbfg.roles import weight_unit
@@ -456,12 +456,7 @@ def run(args: argparse.Namespace) -> int:
                      | ({"base": base.to_dict()} if base is not None else {})
                      | ({"weight_estimate": _estimate_json(estimate)} if estimate is not None else {}))
     if args.out:
-        try:
-            with replacing(args.out) as fh:  # whole or not at all: a killed run leaves the old file
-                json.dump(doc, fh, indent=2)
-                fh.write("\n")
-        except OSError as exc:
-            raise DataError(f"--out {args.out}: cannot write the JSON file ({exc.strerror or exc})") from None
+        _write_json(doc, args.out)
     if args.json:
         print(json.dumps(doc))
     else:

@@ -159,6 +159,18 @@ def _write_csv(frame: pd.DataFrame, out: str) -> None:
         raise DataError(f"--out {out}: cannot write the CSV file ({exc.strerror or exc})") from None
 
 
+def _write_json(doc: Any, out: str, option: str = "--out") -> None:
+    """``doc`` as indented JSON to ``out``, written whole or not at all: a killed run leaves the old file."""
+    from mbfg.atomic import replacing
+
+    try:
+        with replacing(out) as fh:
+            json.dump(doc, fh, indent=2)
+            fh.write("\n")
+    except OSError as exc:
+        raise DataError(f"{option} {out}: cannot write the JSON file ({exc.strerror or exc})") from None
+
+
 # --------------------------------------------------------------------------------------
 # Planar mechanisms: forward, inverse, mechanisms
 # --------------------------------------------------------------------------------------

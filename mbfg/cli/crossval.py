@@ -37,6 +37,7 @@ from mbfg.cli.common import (
     _rigid_model,
     _start,
     _wall,
+    _write_json,
 )
 from mbfg.errors import DataError
 from mbfg.validation import DRIFT_FRACTION
@@ -185,7 +186,6 @@ def _thresholds(text: str) -> float | dict[str, float]:
 
 def run(args: argparse.Namespace) -> int:
     """The ``crossval`` subcommand (see :data:`DESCRIPTION`)."""
-    from mbfg.atomic import replacing
     from mbfg.cli.recordings import read_recording
     from mbfg.graphs.joint import cross_validation, not_converged_message, time_step
     from mbfg.roles import weight_unit
@@ -269,12 +269,7 @@ def run(args: argparse.Namespace) -> int:
         doc["simulation"] = simulation.to_dict()
     doc = _json_safe(doc)
     if args.out:
-        try:
-            with replacing(args.out) as fh:  # whole or not at all: a killed run leaves the old file
-                json.dump(doc, fh, indent=2)
-                fh.write("\n")
-        except OSError as exc:
-            raise DataError(f"--out {args.out}: cannot write the JSON file ({exc.strerror or exc})") from None
+        _write_json(doc, args.out)
     if args.simulation_out and simulation is not None:
         from mbfg.logs import write_log
 
