@@ -16,6 +16,8 @@ calibration from logs; forward and inverse dynamics of planar mechanisms.
     mbfg inverse MECHANISM TRAJECTORY --coordinate I[,J,...] --out forces.csv
     mbfg mechanisms [MECHANISM ...]
     mbfg torques ROBOT.urdf LOG.csv [--smoothing LAM] [--out TORQUES.csv]
+    mbfg excite ROBOT.urdf --duration T --harmonics N [--base-frequency F] [--out-trajectory REF.csv]
+                [--out-controls TORQUES.csv] [--seed S]
 
 MODEL is a built-in rigid-body model (``mbfg models`` lists them) or the path
 of a model file (:mod:`mbfg.model_file`); MECHANISM is a built-in planar
@@ -43,6 +45,7 @@ from mbfg.cli import (
     calibrate,
     control,
     crossval,
+    excite,
     forward,
     inverse,
     mechanisms,
@@ -62,7 +65,8 @@ __all__ = ["main", "build_parser"]
 EXIT_USER_ERROR = 2
 
 #: The subcommands, in the order ``mbfg --help`` lists them.
-COMMANDS = (simulate, calibrate, crossval, smooth, sweep, control, models, forward, inverse, mechanisms, torques)
+COMMANDS = (simulate, calibrate, crossval, smooth, sweep, control, models, forward, inverse, mechanisms, torques,
+            excite)
 
 _MAIN_EPILOG = f"""\
 examples, one per command (each reads what the lines above it write; other.csv
@@ -78,6 +82,7 @@ is a second log, simulated as log.csv is but from another --init and --seed):
   mbfg inverse fourbar-crank builtin:fourbar-crank --coordinate theta1 --out torque.csv
   mbfg mechanisms
   mbfg torques robot.urdf robot_log.csv --out torques.csv
+  mbfg excite robot.urdf --duration 10 --harmonics 5 --out-trajectory ref.csv --out-controls u.csv
 
 Units are SI throughout: m, kg, s, rad, N, N m. Gravity acts along -y for the
 planar mechanisms (forward, inverse) and along -z for the 3D models (simulate,
