@@ -156,7 +156,7 @@ def _fourier(C: jax.Array, t: jax.Array, wf: float | jax.Array) -> tuple[jax.Arr
 
 def _amplitude_bounds(C: jax.Array, wf: float | jax.Array) -> tuple[Any, Any]:
     N = (C.shape[1] - 1) // 2
-    # sqrt(a^2 + b^2 + tiny): differentiable at zero amplitude (SLSQP's gradient), above |(a, b)| by 1e-12
+    # sqrt(a^2 + b^2 + tiny): differentiable at zero amplitude (the gradient), above |(a, b)| by 1e-12
     amp = jnp.sqrt(C[:, 1:N + 1] ** 2 + C[:, N + 1:] ** 2 + 1e-24)
     return amp @ (1.0 / (wf * jnp.arange(1, N + 1))), amp.sum(axis=1)
 
