@@ -191,7 +191,6 @@ def _singular_value_gradient(C: jax.Array, t: jax.Array, wf: float | jax.Array, 
 _regressor_values = jax.jit(_regressor_columns)
 _condition_gradient = jax.jit(_singular_value_gradient)
 _torque_values = jax.jit(_sample_torques)
-_torque_jacobian = jax.jit(jax.jacfwd(_sample_torques))
 _bounds_values = jax.jit(_amplitude_bounds)
 _bounds_jacobian = jax.jit(jax.jacfwd(_amplitude_bounds))
 
@@ -255,56 +254,51 @@ def excite(tree: KinematicTree, options: ExcitationOptions,
     start = random_trajectory(tree, options)
     shape = (n, 1 + 2 * N)
     has_vel, has_eff = np.isfinite(vel), np.isfinite(eff)
-    limit_eff = options.torque_margin * eff[has_eff]
 
     def log_condition(x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         W = np.asarray(_regressor_values(jnp.asarray(x.reshape(shape)), t, wf, columns, arrays))
         u, sv, vt = np.linalg.svd(W, full_matrices=False)
         return float(np.log(sv[0] / sv[-1])), u[:, [0, -1]].T, vt[[0, -1]] / sv[[0, -1], None]
 
-    # d log(s_max / s_min) = u_max^T dW v_max / s_max - u_min^T dW v_min / s_min (singular values' perturbation)
+    # Violations relative to each limit (<= 0 where it holds): angle above, angle below, rate; torque (S, n).
+    def violations(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        C = x.reshape(shape)
+        angle, rate = (np.asarray(v) for v in _bounds_values(jnp.asarray(C), wf))
+        tau = np.asarray(_torque_values(jnp.asarray(C), t, wf, pi, arrays))
+        kinematic = np.concatenate([(C[:, 0] + angle - hi) / (hi - lo), (lo - C[:, 0] + angle) / (hi - lo),
+                                    np.where(has_vel, rate / vel - 1.0, -1.0)])
+        return kinematic, np.where(has_eff, np.abs(tau) / eff - options.torque_margin, -1.0), tau
+
     best: dict[str, Any] = {}
 
-    def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
+    def penalized(x: np.ndarray) -> tuple[float, np.ndarray]:
         value, us, vs = log_condition(x)
-        pis = np.zeros((2, 10 * n))
-        pis[:, base.independent] = vs
-        grad = _condition_gradient(jnp.asarray(x.reshape(shape)), t, wf, jnp.asarray(pis.reshape(2, n, 10)),
-                                   jnp.asarray(us), jnp.array([1.0, -1.0]), arrays)
-        # L-BFGS-B may end elsewhere than at the best point it visited within the limits: keep that one
-        if value < best.get("value", np.inf) and np.all(limits(x) >= 0.0):
-            best.update(value=value, x=x.copy())
-        return value, np.asarray(grad).ravel()
-
-    # values >= 0 where the limits hold
-    def limits(x: np.ndarray) -> np.ndarray:
-        C = jnp.asarray(x.reshape(shape))
-        angle, rate = (np.asarray(v) for v in _bounds_values(C, wf))
-        tau = np.asarray(_torque_values(C, t, wf, pi, arrays))[:, has_eff]
-        q0 = x.reshape(shape)[:, 0]
-        return np.concatenate([hi - q0 - angle, q0 - angle - lo, vel[has_vel] - rate[has_vel],
-                               (limit_eff - tau).ravel(), (limit_eff + tau).ravel()])
-
-    def limits_jacobian(x: np.ndarray) -> np.ndarray:
-        C = jnp.asarray(x.reshape(shape))
-        d_angle, d_rate = (np.asarray(v).reshape(n, -1) for v in _bounds_jacobian(C, wf))
-        d_tau = np.asarray(_torque_jacobian(C, t, wf, pi, arrays))[:, has_eff].reshape(-1, x.size)
-        d_q0 = np.zeros((n, x.size))
-        d_q0[np.arange(n), np.arange(n) * shape[1]] = 1.0
-        return np.concatenate([-d_q0 - d_angle, d_q0 - d_angle, -d_rate[has_vel], -d_tau, d_tau])
+        kinematic, torque, tau = violations(x)
+        if value < best.get("value", np.inf) and kinematic.max() <= 0.0 and torque.max() <= 0.0:
+            best.update(value=value, x=x.copy())  # L-BFGS-B may end elsewhere than its best point within the limits
+        over_k, over_t = np.maximum(kinematic, 0.0), np.maximum(torque, 0.0)
+        mu = options.penalty
+        # One reverse-mode pass for the three torque-linear terms: d log(s_max / s_min) = u_max^T dW v_max / s_max
+        # - u_min^T dW v_min / s_min (the singular values' perturbation), W v the torque of v at the base columns;
+        # and the torque penalty mu sum over^2, whose derivative in tau is 2 mu over sign(tau) / effort.
+        pis = np.zeros((3, 10 * n))
+        pis[:2, base.independent] = vs
+        pis[2] = tree.pi.ravel()
+        weights = np.stack([us[0], us[1], (2.0 * mu * over_t * np.sign(tau) / eff).ravel()])
+        grad = np.asarray(_condition_gradient(jnp.asarray(x.reshape(shape)), t, wf, jnp.asarray(pis.reshape(3, n, 10)),
+                                              jnp.asarray(weights), jnp.array([1.0, -1.0, 1.0]), arrays)).ravel()
+        if over_k.any():
+            C = jnp.asarray(x.reshape(shape))
+            d_angle, d_rate = (np.asarray(v).reshape(n, -1) for v in _bounds_jacobian(C, wf))
+            d_q0 = np.zeros((n, x.size))
+            d_q0[np.arange(n), np.arange(n) * shape[1]] = 1.0
+            span = (hi - lo)[:, None]
+            d_kin = np.concatenate([(d_q0 + d_angle) / span, (d_angle - d_q0) / span,
+                                    np.where(has_vel[:, None], d_rate / vel[:, None], 0.0)])
+            grad = grad + 2.0 * mu * over_k @ d_kin
+        return value + mu * float(over_k @ over_k + np.sum(over_t**2)), grad
 
     x0 = _coefficients(start).ravel()
-    scale = np.concatenate([hi - lo, hi - lo, vel[has_vel], np.tile(eff[has_eff], 2 * len(t))])
-
-    def penalized(x: np.ndarray) -> tuple[float, np.ndarray]:
-        value, grad = objective(x)
-        g = limits(x) / scale
-        if np.any(g < 0.0):  # quadratic penalty on the violated limits, relative to each limit
-            low = np.minimum(g, 0.0)
-            value += options.penalty * float(low @ low)
-            grad = grad + 2.0 * options.penalty * (low / scale) @ limits_jacobian(x)
-        return value, grad
-
     result = scipy.optimize.minimize(penalized, x0, jac=True, method="L-BFGS-B",
                                      options={"maxiter": options.max_iterations})
     start_value = log_condition(x0)[0]
