@@ -61,7 +61,7 @@ def test_swevers_amplitude_bounds_hold_at_every_time_and_are_reached_when_phases
 
 def test_optimized_condition_number_is_below_the_random_starts_within_the_limits() -> None:
     tree = load_tree(PANDA)
-    options = ExcitationOptions(duration=5.0, harmonics=2, samples=60, max_iterations=25, seed=2)
+    options = ExcitationOptions(duration=5.0, harmonics=2, samples=60, max_iterations=10, seed=2)
     result = excite(tree, options)
     assert result.condition < result.random_condition
 
