@@ -136,7 +136,8 @@ def _again(problem: JointProblem, model: RigidModel, weight: float, start: Mappi
            priors: Mapping[str, float] | None) -> JointProblem:
     """``problem``'s log and variables for ``model`` at ``weight``, started from ``start`` and ``states``."""
     again = build_joint_problem(model, problem.state_log(), free=problem.variables.names, weight=weight,
-                                priors=priors, initial_parameters=start, states=states, quiet=True)
+                                priors=priors, initial_parameters=start, states=states, quiet=True,
+                                factors=problem.user_factors)
     again.stride = problem.stride  # built on the state times: the log's own period is h / the first one's stride
     return again
 
@@ -194,6 +195,19 @@ def soft_start_factors(model: RigidModel, soft_start: float | str | None) -> lis
         factors.append(ratio)
         ratio /= SOFT_START_STEP
     return factors
+
+
+def weighed_by_noise(problem: JointProblem, solution: LMResult, sigmas: tuple[float, float], *,
+                     priors: Mapping[str, float] | None = None) -> JointProblem:
+    """``problem`` again from ``solution``'s states and parameters with the readings at sigma ``sigmas[0]`` and the
+    impulses at ``sigmas[1]`` (noise sigmas estimated at ``solution``, 3.22-3.23) instead of the objective's 1 and
+    1/sqrt(w): the weighting under which the user's own factors (:mod:`mbfg.graphs.user_factors`), whose noise
+    models are in their residuals' units, weigh against the data at their stated sigmas."""
+    again = build_joint_problem(problem.model, problem.state_log(), free=problem.variables.names,
+                                weight=problem.weight, sigmas=sigmas, priors=priors, initial_parameters=_parameters(problem, solution),
+                                states=problem.state_list(solution.values), quiet=True, factors=problem.user_factors)
+    again.stride = problem.stride
+    return again
 
 
 def stiffen(problem: JointProblem, solution: LMResult, model: RigidModel, *,
