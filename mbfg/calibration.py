@@ -411,8 +411,8 @@ def calibrate(
             ``keys.V(k)``, ``keys.P()`` (the free parameters in ``free``'s order), ``keys.T()``; a function step ->
             keys, constants per step, a noise model; vectorized like the built-in factors) and plain GTSAM factors
             on those keys. Their noise models are in their residuals' units: after the first solve the problem is
-            solved again with the readings and impulses at their estimated sigmas (3.22-3.23), so that the user's
-            factors weigh against the data as stated. They are in the cost and in the covariance (a user's prior
+            solved again with the objective in the readings' units (their sigma estimated, 3.22), so that the
+            user's factors weigh against the readings as stated. They are in the cost and in the covariance (a user's prior
             on a parameter combination narrows its std, unlike ``priors``).
 
     Raises:
@@ -470,9 +470,10 @@ def calibrate(
         lm = replace(lm, iterations=first.iterations + spent, history=first.history + lm.history)
     if problem.user_factors and not lm.failed:
         # The objective weighs the readings at unit sigma; the user's factors are in their own units. Solved
-        # again from here with the data at the noise sigmas estimated there, they weigh at their stated sigmas.
+        # again from here with the objective in the readings' units (their sigma estimated there), they weigh
+        # against the readings at their stated sigmas.
         first = lm
-        lm = solve(weighed_by_noise(problem, lm, problem.noise_sigmas(lm.values), priors=priors),
+        lm = solve(weighed_by_noise(problem, lm, problem.noise_sigmas(lm.values)[0], priors=priors),
                    max_iterations=max_iterations, relative_tol=relative_tol, damping_update=damping_update,
                    quiet=quiet, backtracking=backtracking, label=f"calibrate {model.name}, at the noise sigmas")
         lm = replace(lm, iterations=first.iterations + lm.iterations, history=first.history + lm.history)

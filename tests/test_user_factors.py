@@ -12,6 +12,7 @@ import pytest
 
 from mbfg import keys
 from mbfg.calibration import calibrate
+from mbfg.covariance import covariance_of_r, marginal_r
 from mbfg.errors import ModelError
 from mbfg.factor_type import VectorVar, factor_type
 from mbfg.graphs.joint import build_joint_problem, cross_validation
@@ -21,6 +22,9 @@ from mbfg.models import pendulum
 from mbfg.spook import simulate, unwrap_angles
 
 FREE = ["J", "b"]
+#: Every solve to its minimum: the comparisons below are of minima, to fractions of a std (calibrate's default
+#: tolerance stops where the cost creeps, a few tenths of a std from it).
+TIGHT = dict(relative_tol=1e-12, max_iterations=60)
 
 
 @factor_type(name="test_parameter_combination")
@@ -43,7 +47,7 @@ def plain() -> tuple:
     log = _log(model, 0.5, 2.5, 1e-3, seed=0)
     start = model.with_parameters({"J": 1.1 * model.parameters["J"].default,
                                    "b": 0.8 * model.parameters["b"].default})
-    result = calibrate(start, log, free=FREE, quiet=True)
+    result = calibrate(start, log, free=FREE, quiet=True, **TIGHT)
     assert result.converged
     return model, log, start, result
 
@@ -62,10 +66,24 @@ def _fused(x0: np.ndarray, c0: np.ndarray, rows: list[tuple[np.ndarray, np.ndarr
     return cov @ vec, cov
 
 
+def _objective_covariance(problem, values: gtsam.Values) -> np.ndarray:
+    """(2, 2) the parameter block of (J^T J)^-1 of ``problem``'s objective (readings at unit sigma) at ``values``."""
+    linear, diag = problem.vectorized.linearize(values)
+    blocks = problem.vectorized.blocks
+    R = marginal_r(linear, [keys.B()], {block: diag[blocks.start[block] : blocks.start[block] + size]
+                                        for block, size in blocks.size.items()})
+    return covariance_of_r(R)
+
+
 def test_user_prior_on_a_parameter_combination_and_a_gtsam_prior_fuse_like_gaussians(plain) -> None:
     """A factor type of the user's (a prior on J + c b) and gtsam.PriorFactorVector on P() in one calibration:
-    estimate and covariance are those of the plain calibration fused with both priors (information form), the
-    combination holds to within its prior's sigma, and its std shrinks to about that sigma."""
+    the combination holds to within its prior's sigma, its std shrinks to about that sigma, and estimate and
+    covariance are those of the plain calibration fused with both priors (information form).
+
+    Two informations of the data enter: the covariance's is the plain calibration's (the readings and impulses at
+    their estimated sigmas, 3.22-3.23); the estimate's is that of the objective it minimizes (impulses at 1/sqrt(w)
+    of the readings' sigma): the parameter marginal of the plain problem's graph (unit reading sigma) times
+    sigma_y^2."""
     model, log, start, base = plain
     x0 = np.array([p.value for p in base.parameters])
     c0 = base.covariance
@@ -80,11 +98,14 @@ def test_user_prior_on_a_parameter_combination_and_a_gtsam_prior_fuse_like_gauss
                                           gtsam.noiseModel.Diagonal.Sigmas(np.array([1e3 * x0[0], std0[1]])))
     tight = UserFactors(combination, lambda k: [keys.P()], gtsam.noiseModel.Isotropic.Sigma(1, sigma_tight),
                         constants=(a, np.array(target)), steps=[0])
-    result = calibrate(start, log, free=FREE, quiet=True, factors=[tight, gtsam_prior])
+    result = calibrate(start, log, free=FREE, quiet=True, **TIGHT, factors=[tight, gtsam_prior])
     assert result.converged
     x1 = np.array([p.value for p in result.parameters])
-    expected, cov = _fused(x0, c0, [(a[None, :], np.array([target]), np.array([sigma_tight])),
-                                    (np.eye(2), np.array([x0[0], b_prior]), np.array([1e3 * x0[0], std0[1]]))])
+    priors = [(a[None, :], np.array([target]), np.array([sigma_tight])),
+              (np.eye(2), np.array([x0[0], b_prior]), np.array([1e3 * x0[0], std0[1]]))]
+    _, cov = _fused(x0, c0, priors)
+    objective = _objective_covariance(base.problem, base.solution)
+    expected, _ = _fused(x0, base.sigma_observation**2 * objective, priors)
     print(f"\nplain {x0} +- {std0}\nwith the priors {x1} +- {np.sqrt(np.diag(result.covariance))}\n"
           f"fused {expected} +- {np.sqrt(np.diag(cov))}")
     std_comb = float(np.sqrt(a @ result.covariance @ a))
@@ -93,7 +114,9 @@ def test_user_prior_on_a_parameter_combination_and_a_gtsam_prior_fuse_like_gauss
     assert abs(a @ x1 - target) < sigma_tight
     assert std_comb == pytest.approx(float(np.sqrt(a @ cov @ a)), rel=0.05)
     assert std_comb < 1.05 * sigma_tight
-    np.testing.assert_allclose(x1, expected, rtol=0, atol=0.1 * np.sqrt(np.diag(cov)))
+    off = np.abs(x1 - expected) / np.sqrt(np.diag(cov))
+    print(f"estimate - fused, in stds: {off}")
+    assert np.all(off < 0.1), off
     np.testing.assert_allclose(np.sqrt(np.diag(result.covariance)), np.sqrt(np.diag(cov)), rtol=0.05)
 
 
@@ -107,9 +130,11 @@ def test_loose_user_prior_leaves_the_plain_calibration(plain) -> None:
     s_comb = float(np.sqrt(a @ base.covariance @ a))
     loose = UserFactors(combination, lambda k: [keys.P()], gtsam.noiseModel.Isotropic.Sigma(1, 1e3 * s_comb),
                         constants=(a, np.array(float(a @ x0) + s_comb)), steps=[0])
-    result = calibrate(start, log, free=FREE, quiet=True, factors=[loose])
+    result = calibrate(start, log, free=FREE, quiet=True, **TIGHT, factors=[loose])
     x1 = np.array([p.value for p in result.parameters])
-    np.testing.assert_allclose(x1, x0, rtol=0, atol=0.01 * std0)
+    off = np.abs(x1 - x0) / std0
+    print(f"\nloose prior: estimate - plain, in stds: {off}")
+    assert np.all(off < 0.01), off
     np.testing.assert_allclose(np.sqrt(np.diag(result.covariance)), std0, rtol=0.01)
 
 
@@ -130,7 +155,8 @@ def test_per_step_user_factor_rows_are_one_vectorized_group_and_its_cost_is_labe
     assert problem.vectorized is not None
     groups = [g for g in problem.vectorized.groups if g.ft is velocity]
     assert len(groups) == 1 and len(groups[0]) == problem.n
-    assert problem.vectorized.others.size() == 0  # the built-in factors and the user's: all vectorized
+    # Only the initial-state factor is left to GTSAM (as without user factors).
+    assert problem.vectorized.others.size() == 1
     omega = np.array([problem.initial.atVector(keys.V(k))[4] for k in range(problem.n)])
     np.testing.assert_allclose(problem.step_costs(problem.initial)["user"], ((omega - 0.25) / 0.1) ** 2, rtol=1e-9)
     score, result = cross_validation(model, log, model.parameters.numpy_values(), free=FREE, factors=[spec])
