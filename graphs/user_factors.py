@@ -13,9 +13,11 @@
 The problem's variables, by :mod:`mbfg.keys` (time-step k = 0 .. n-1 at t_k = k h after the log's first row,
 h the time-step of the problem, the log's sample period by default):
 
-- ``keys.X(k, i)``: the pose of body i at step k (Pose3, i in the model's body order ``model.bodies``);
-- ``keys.V(k)``: the velocities of all bodies at step k (Vector (6 nb,): body i's linear velocity [m/s]
-  in entries 6i .. 6i+2, its angular velocity [rad/s] in 6i+3 .. 6i+5, both in the world frame);
+- ``keys.X(k, i)``: the pose of body i at step k (Pose3: its CoM position [m] in the world, its rotation body ->
+  world; i in the model's body order ``model.bodies``);
+- ``keys.V(k)``: the velocities of all bodies at step k (Vector (6 nb,): body i's CoM velocity [m/s] in the
+  world frame in entries 6i .. 6i+2, its angular velocity [rad/s] in its body frame in 6i+3 .. 6i+5, as
+  :class:`mbfg.rigid.State`'s ``v`` and ``w``);
 - ``keys.P()``: the free scalar parameters (Vector, in the order of the ``free`` argument, or the model's
   free parameters in its order: :meth:`UserFactors` rows can look the index up with
   ``list(free).index(name)``); present only when a scalar parameter is free;

@@ -145,7 +145,7 @@ def test_per_step_user_factor_rows_are_one_vectorized_group_and_its_cost_is_labe
 
     @factor_type(name="test_velocity_reading")
     def velocity(v: VectorVar, omega_y: jax.Array) -> jax.Array:
-        """(1,): body 0's angular velocity about the world y axis [rad/s] minus a reading."""
+        """(1,): body 0's angular velocity about its body y axis (the hinge's) [rad/s] minus a reading."""
         return v[4:5] - omega_y
 
     readings = np.full(len(log.t), 0.25)
