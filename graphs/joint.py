@@ -448,17 +448,17 @@ def build_joint_problem(
     fixed = fixed_values(model)
     sigma_y, sigma_p = sigmas if sigmas is not None else (1.0, 1.0 / np.sqrt(weight))
 
-    factors = GraphBuilder()
+    builder = GraphBuilder()
     nb = model.nb
     impulse_noise = noise_model(sigma_p, 12 * nb)
     # The initial-state projection weighs like an impulse: step 0's share of the impulse cost.
-    factors.add(initial_state_factor(variables, h, impulse_noise, fixed), label="impulse", step=0)
-    factors.add_group(impulse_type(variables), [impulse_keys(variables, k) for k in range(n - 1)], impulse_noise,
+    builder.add(initial_state_factor(variables, h, impulse_noise, fixed), label="impulse", step=0)
+    builder.add_group(impulse_type(variables), [impulse_keys(variables, k) for k in range(n - 1)], impulse_noise,
                       fixed, PerFactor(u[:-1]), h, label="impulse", steps=range(1, n))
     observed = np.isfinite(y)
     obs_rows = [k for k in range(n) if observed[k].any()]
     mask = observed.astype(float)
-    factors.add_group(observation_type(variables), [observation_keys(variables, k) for k in obs_rows],
+    builder.add_group(observation_type(variables), [observation_keys(variables, k) for k in obs_rows],
                       noise_model(sigma_y, y.shape[1]), fixed, PerFactor(np.nan_to_num(y[obs_rows])),
                       PerFactor(mask[obs_rows]), label="observation", steps=obs_rows)
 
@@ -479,13 +479,13 @@ def build_joint_problem(
             if name not in variables.free:
                 raise ModelError(f"prior on {name!r}, which is not a free parameter ({', '.join(variables.free)})")
             i = variables.free.index(name)
-            factors.add(partial_prior_factor(keys.P(), [i], [chi0[i]], sigma), label="prior")
+            builder.add(partial_prior_factor(keys.P(), [i], [chi0[i]], sigma), label="prior")
     if variables.tilt_free:
         values.insert(keys.T(), gtsam.Rot3(np.asarray(p0[variables.tilt])))
-        factors.add(tilt_yaw_prior_factor(keys.T(), np.asarray(p0[variables.tilt]), 1e-3), label="prior")
-    add_user_factors(factors, user, n, values)
-    vectorized = _vectorized(variables, n, factors.groups, factors.others, values)
-    return JointProblem(model, variables, t, y, u, h, stride, weight, factors.graph, values, bounds, factors,
+        builder.add(tilt_yaw_prior_factor(keys.T(), np.asarray(p0[variables.tilt]), 1e-3), label="prior")
+    add_user_factors(builder, user, n, values)
+    vectorized = _vectorized(variables, n, builder.groups, builder.others, values)
+    return JointProblem(model, variables, t, y, u, h, stride, weight, builder.graph, values, bounds, builder,
                         start, vectorized, user_factors=user)
 
 
