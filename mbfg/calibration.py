@@ -94,8 +94,8 @@ class CalibrationResult:
     singular_values: of the covariance relative to the values,
     ``diag(1/|value|) C diag(1/|value|)`` (unit-free; a large one marks a
     combination the data does not determine); cost: objective per time-step
-    (``sum |Delta y|^2 + w sum |Delta p|^2``, divided by n); cost_observation,
-    cost_impulse: its two parts; per_step_cost: (n,); sigma_observation,
+    (``sum |Delta y|^2 + w sum |Delta p|^2``, with the priors' and the user's factors' squared
+    whitened residuals, divided by n); cost_observation, cost_impulse: its two main parts; per_step_cost: (n,); sigma_observation,
     sigma_impulse: the estimated noise standard deviations (3.22-3.23);
     iterations, status, wall_s, history: of the LM solve (wall_s: all of
     calibrate; status: "converged", "not_converged" or "failed", :mod:`mbfg.solvers`; ``converged`` is True
