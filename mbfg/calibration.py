@@ -94,8 +94,8 @@ class CalibrationResult:
     singular_values: of the covariance relative to the values,
     ``diag(1/|value|) C diag(1/|value|)`` (unit-free; a large one marks a
     combination the data does not determine); cost: objective per time-step
-    (``sum |Delta y|^2 + w sum |Delta p|^2``, with the priors' and the user's factors' squared
-    whitened residuals, divided by n); cost_observation, cost_impulse: its two main parts; per_step_cost: (n,); sigma_observation,
+    (``sum |Delta y|^2 + w sum |Delta p|^2`` with the priors' and user factors' squared whitened residuals, divided
+    by n); cost_observation, cost_impulse: its two main parts; per_step_cost: (n,); sigma_observation,
     sigma_impulse: the estimated noise standard deviations (3.22-3.23);
     iterations, status, wall_s, history: of the LM solve (wall_s: all of
     calibrate; status: "converged", "not_converged" or "failed", :mod:`mbfg.solvers`; ``converged`` is True
@@ -416,9 +416,8 @@ def calibrate(
             on a parameter combination narrows its std, unlike ``priors``).
 
     Raises:
-        ModelError: an argument of the wrong type or out of its range (``free`` given as one string, an unknown
-            parameter name, a non-positive weight, a user's factor on a key the problem does not have ...), named in
-            the message.
+        ModelError: an argument of the wrong type or out of its range (``free`` as one string, an unknown parameter,
+            a non-positive weight, a user's factor on a key the problem lacks ...), named in the message.
         DataError: ``log`` is not a :class:`~mbfg.logs.Log`, or its columns or times do not fit the model.
     """
     from mbfg.graphs.joint import (
