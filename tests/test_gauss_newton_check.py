@@ -81,3 +81,32 @@ def test_a_well_conditioned_minimum_still_converges_without_an_extra_iteration()
     assert result.status == "converged" and "Gauss-Newton step predicts a decrease of" in result.message, result
     assert result.iterations == 2, [row["cost"] for row in result.history]
     np.testing.assert_allclose(result.values.atVector(KEY), np.linalg.lstsq(A, b, rcond=None)[0], atol=1e-6)
+
+
+def test_a_calibration_at_rigid_joints_is_not_converged_where_the_damping_stalled_it() -> None:
+    """The pendulum at rigid joint compliance (mbfg.trees.RIGID), 0.3 s of readings with 1e-3 rad noise, J and b
+    freed from 1.25 J and 0.5 b, no soft start. The joints' rows weigh 1e10 times the readings', and the LM
+    damped by lam >= 1e-8 of the diagonal barely moves the states across them: at iteration 3 the cost 12 fell by
+    less than relative_tol, the cosines were 7e-7, and the solve reported converged with J 34 % off. A
+    Gauss-Newton step from there lowers the actual cost by 88 %: the solve goes on, and where its iterations end
+    it says it stalled and did not converge."""
+    from mbfg.calibration import calibrate
+    from mbfg.logs import Log
+    from mbfg.models import pendulum
+    from mbfg.spook import simulate, unwrap_angles
+    from mbfg.trees import RIGID
+
+    model = pendulum().with_parameters({"eps_lin": RIGID[0], "eps_rot": RIGID[1]})
+    traj = simulate(model, 0.3, 1e-3, initial=model.initial_state({"theta": 2.5}))
+    y = unwrap_angles(model, traj.observations) + 1e-3 * np.random.default_rng(0).standard_normal(
+        traj.observations.shape)
+    log = Log(traj.t, y, np.zeros((len(traj.t), 0)), model.observations, model.controls, "synthetic")
+    truth = model.parameters.numpy_values()
+    start = model.with_parameters({"J": 1.25 * truth["J"], "b": 0.5 * truth["b"]})
+    result = calibrate(start, log, free=["J", "b"], quiet=True, covariance=False)
+    assert not result.converged and result.status == "not_converged", result.message
+    assert "stalled at iteration" in result.message and "Gauss-Newton step predicts" in result.message, result.message
+    stalled_at = int(result.message.split("stalled at iteration ")[1].split(":")[0])
+    costs = [row["cost"] for row in result.history]
+    # The stall was no minimum: the iterations after it went a hundred times lower.
+    assert costs[-1] < 1e-2 * costs[stalled_at], costs
