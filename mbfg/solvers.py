@@ -29,9 +29,15 @@ Outcomes (:class:`LMResult`'s ``status``, as Ceres reports them):
 - "converged": an accepted step lowered the cost by less than ``relative_tol`` of it (a step taken at the
   initial damping or less, or :data:`STALL_STEPS` steps in a row at any damping) *and* at the point it reached
   the bounded first-order conditions hold: the projected gradient is small (:func:`projected_gradient_cosine`
-  at most ``gradient_tol``). The cost at most ``absolute_tol`` also converges. So does a point where no damped
-  step lowers the cost while the projected gradient is small (a minimum to round-off).
-- "not_converged": the iteration or time limit came first.
+  at most ``gradient_tol``) *and* the Gauss-Newton step there (:func:`gauss_newton_check`, damping
+  :data:`LAMBDA_MIN`) predicts a decrease of at most ``relative_tol`` of the cost, or none of its fractions
+  realizes more. Both earlier tests are scale-free bounds that ill-conditioning defeats (a damped step that barely
+  moves along a weakly curved direction; columns each nearly orthogonal to the residual that together see it):
+  the pendulum at rigid joints stalled at a thousand times its minimum with both passed. The cost at most
+  ``absolute_tol`` also converges. So does a point where no damped step lowers the cost while the projected
+  gradient is small and the Gauss-Newton check agrees (a minimum to round-off).
+- "not_converged": the iteration or time limit came first (the message says where the steps stalled while the
+  Gauss-Newton step promised more), or no damped step lowers the cost but the Gauss-Newton step does.
 - "failed": the cost or the Jacobian is not finite (the factors that made it so are named), or no step lowers
   the cost up to the damping ``lambda_max`` while the projected gradient is not small (a kink, or a Jacobian
   that does not match the residual).
@@ -179,7 +185,9 @@ def bounded_levenberg_marquardt(
             lowers the cost by less than this fraction, or :data:`STALL_STEPS` accepted steps in a row do,
             whatever their damping (a nonsmooth cost, e.g. friction kinks the linearization cannot see
             across, keeps lambda above its start and creeps down at round-off rates). Convergence needs the
-            gradient test as well.
+            gradient test and the Gauss-Newton check (:func:`gauss_newton_check`: one more damped solve and up
+            to four cost evaluations at the last point, no linearization) as well; where the check finds a
+            decrease to take, the solve goes on from its step.
         gradient_tol: the gradient test of convergence: :func:`projected_gradient_cosine` at most this
             (default ``sqrt(relative_tol)``, what an undamped step's small decrease implies).
         absolute_tol: converged when the cost is at most this.
