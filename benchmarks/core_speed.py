@@ -40,7 +40,6 @@ Asserts nothing; the figures are wall times on a possibly shared machine (the lo
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import platform
@@ -49,6 +48,7 @@ import sys
 import time
 from pathlib import Path
 
+import _record
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -206,23 +206,11 @@ def run_mujoco_c(steps: int) -> dict:
 ENGINES = {"mbfg": run_mbfg, "mjx": run_mjx, "mujoco_c": run_mujoco_c}
 
 
-def _commit() -> str:
-    try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "mbfg", "datasets", "benchmarks/core_speed.py"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return head + ("+changes" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=1.0, help="simulated time [s] at h = 1 ms")
     parser.add_argument("--engines", default=",".join(ENGINES), help="comma separated: " + ", ".join(ENGINES))
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "core_speed.json"),
-                        help="JSON file for the figures")
+    parser.add_argument("--out", default=None, help="JSON file for the record (default benchmarks/results/)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: one engine in this process, print JSON
     args = parser.parse_args()
     steps = int(round(args.seconds / H))
@@ -251,18 +239,14 @@ def main() -> None:
         print(f"# max |q| difference {pair}: {diff:.3g} rad")
     if "mbfg" in results and "mjx" in results:
         print(f"# mbfg / mjx per step: {results['mbfg']['us_per_step'] / results['mjx']['us_per_step']:.2f}")
-    record = {
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "commit": _commit(),
-        "machine": {"node": platform.node(), "processor": platform.processor() or platform.machine(),
-                    "cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_average_before": list(load), "load_average_after": list(os.getloadavg())},
-        "arm": "datasets/panda.urdf, 7 revolute joints, torque motors", "h_s": H, "steps": steps,
-        "engines": results, "agreement_rad": agreement,
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
-    print(f"# written to {args.out}")
+    rows = {name: {"engine": name, **r, **({"max_q_difference_from_mujoco_c_rad": agreement[f"{name} - mujoco_c"]}
+                                          if f"{name} - mujoco_c" in agreement else {})}
+            for name, r in results.items()}
+    ours = [rows[name] for name in rows if name == "mbfg"]
+    peers = [rows[name] for name in rows if name != "mbfg"]
+    _record.write(__file__, ours, out=args.out,
+                  peer={"name": f"MJX and MuJoCo's C step on the same URDF, same run ({steps} steps of {H:g} s)",
+                        "figures": peers} if peers else None)
 
 
 if __name__ == "__main__":
