@@ -58,6 +58,8 @@ from mbfg.factors.initial_state import initial_state_factor
 from mbfg.factors.observation import observation_keys, observation_type
 from mbfg.factors.prior import partial_prior_factor, tilt_yaw_prior_factor
 from mbfg.graph_builder import GraphBuilder
+from mbfg.graphs.user_factors import LABEL as USER_LABEL
+from mbfg.graphs.user_factors import UserFactors, add_user_factors
 from mbfg.logs import Log, grid_period, round_time, sample_period
 from mbfg.rigid import RigidModel, State, poses_from_coordinates
 from mbfg.solvers import LAMBDA_INITIAL, LMResult, bounded_levenberg_marquardt
@@ -104,6 +106,8 @@ class JointProblem:
     restarted_from: LMResult | None = field(repr=False, default=None)
     #: The solve with softer joints this problem starts from (:func:`mbfg.graphs.restarts.stiffen`), None if none.
     softened_from: LMResult | None = field(repr=False, default=None)
+    #: The user's own factors in the problem (:mod:`mbfg.graphs.user_factors`), as given to the builder.
+    user_factors: tuple[Any, ...] = field(repr=False, default=())
 
     @property
     def n(self) -> int:
@@ -167,12 +171,22 @@ class JointProblem:
 
     def step_costs(self, values: gtsam.Values) -> dict[str, np.ndarray]:
         """Per time-step objective terms: ``observation`` |Delta y_k|^2 and ``impulse`` w |Delta p_k|^2
-        (the impulse of step k-1 -> k and the initial-state residual at 0), both (n,)."""
-        return self.factors.costs(values, self.n, labels=("observation", "impulse", "prior"))
+        (the impulse of step k-1 -> k and the initial-state residual at 0), both (n,); ``prior`` the parameter
+        priors' and ``user`` the user's own factors' (:mod:`mbfg.graphs.user_factors`) at their steps."""
+        return self.factors.costs(values, self.n, labels=("observation", "impulse", "prior", USER_LABEL))
+
+    def noise_sigmas(self, values: gtsam.Values) -> tuple[float, float]:
+        """(the readings' sigma (3.22), the impulses' sigma (3.23)) estimated from the residuals at ``values``,
+        ``sum r^2 / (N - 1)`` in the objective's weights (readings at unit sigma, impulses at 1/sqrt(w))."""
+        costs = self.step_costs(values)
+        n_obs = int(np.isfinite(self.y).sum())
+        n_imp = 12 * self.model.nb * self.n
+        return (float(np.sqrt(costs["observation"].sum() / max(n_obs - 1, 1))),
+                float(np.sqrt(costs["impulse"].sum() / self.weight / max(n_imp - 1, 1))))
 
     @property
     def factor_kinds(self) -> tuple[str, ...]:
-        """The label of each factor of :attr:`graph` (``"impulse"``, ``"observation"``, ``"prior"``)."""
+        """The label of each factor of :attr:`graph` (``"impulse"``, ``"observation"``, ``"prior"``, ``"user"``)."""
         return self.factors.labels
 
     @property
@@ -374,6 +388,7 @@ def build_joint_problem(
     damping_update: str = "tenfold",
     quiet: bool = False,
     hold: bool = False,
+    factors: Sequence[UserFactors | gtsam.NonlinearFactor] = (),
 ) -> JointProblem:
     """The joint state-parameter problem of ``model`` over ``log`` (see the module docstring).
 
@@ -399,12 +414,17 @@ def build_joint_problem(
         hold: the free scalar parameters stay variables but are held at their initial values
             (a box of zero width): state estimation with the factor types of a calibration over
             ``free``, whose compiled programs it shares (:func:`estimate_states`).
+        factors: the user's own factors (:class:`~mbfg.graphs.user_factors.UserFactors` and plain GTSAM
+            factors on the problem's keys, :mod:`mbfg.graphs.user_factors`), labelled ``"user"``; a user's
+            factor type's rows join the vectorized batch solve as one group.
 
     Raises:
         DataError: columns that do not match the model, a non-uniform log, a bad h.
-        ModelError: an unknown free parameter, a non-positive weight.
+        ModelError: an unknown free parameter, a non-positive weight, a user's factor on a key the problem
+            does not have (naming the key).
     """
     _check_log(model, log)
+    user = (factors,) if isinstance(factors, (UserFactors, gtsam.NonlinearFactor)) else tuple(factors)
     if not (np.isfinite(weight) and weight > 0):
         raise ModelError(f"state error weight must be a positive number, got {weight}")
     if initial_parameters is not None:
@@ -428,17 +448,17 @@ def build_joint_problem(
     fixed = fixed_values(model)
     sigma_y, sigma_p = sigmas if sigmas is not None else (1.0, 1.0 / np.sqrt(weight))
 
-    factors = GraphBuilder()
+    builder = GraphBuilder()
     nb = model.nb
     impulse_noise = noise_model(sigma_p, 12 * nb)
     # The initial-state projection weighs like an impulse: step 0's share of the impulse cost.
-    factors.add(initial_state_factor(variables, h, impulse_noise, fixed), label="impulse", step=0)
-    factors.add_group(impulse_type(variables), [impulse_keys(variables, k) for k in range(n - 1)], impulse_noise,
+    builder.add(initial_state_factor(variables, h, impulse_noise, fixed), label="impulse", step=0)
+    builder.add_group(impulse_type(variables), [impulse_keys(variables, k) for k in range(n - 1)], impulse_noise,
                       fixed, PerFactor(u[:-1]), h, label="impulse", steps=range(1, n))
     observed = np.isfinite(y)
     obs_rows = [k for k in range(n) if observed[k].any()]
     mask = observed.astype(float)
-    factors.add_group(observation_type(variables), [observation_keys(variables, k) for k in obs_rows],
+    builder.add_group(observation_type(variables), [observation_keys(variables, k) for k in obs_rows],
                       noise_model(sigma_y, y.shape[1]), fixed, PerFactor(np.nan_to_num(y[obs_rows])),
                       PerFactor(mask[obs_rows]), label="observation", steps=obs_rows)
 
@@ -459,13 +479,14 @@ def build_joint_problem(
             if name not in variables.free:
                 raise ModelError(f"prior on {name!r}, which is not a free parameter ({', '.join(variables.free)})")
             i = variables.free.index(name)
-            factors.add(partial_prior_factor(keys.P(), [i], [chi0[i]], sigma), label="prior")
+            builder.add(partial_prior_factor(keys.P(), [i], [chi0[i]], sigma), label="prior")
     if variables.tilt_free:
         values.insert(keys.T(), gtsam.Rot3(np.asarray(p0[variables.tilt])))
-        factors.add(tilt_yaw_prior_factor(keys.T(), np.asarray(p0[variables.tilt]), 1e-3), label="prior")
-    vectorized = _vectorized(variables, n, factors.groups, factors.others, values)
-    return JointProblem(model, variables, t, y, u, h, stride, weight, factors.graph, values, bounds, factors,
-                        start, vectorized)
+        builder.add(tilt_yaw_prior_factor(keys.T(), np.asarray(p0[variables.tilt]), 1e-3), label="prior")
+    add_user_factors(builder, user, n, values)
+    vectorized = _vectorized(variables, n, builder.groups, builder.others, values)
+    return JointProblem(model, variables, t, y, u, h, stride, weight, builder.graph, values, bounds, builder,
+                        start, vectorized, user_factors=user)
 
 
 def _vectorized(variables: Variables, n: int, groups: list[FactorGroup], others: gtsam.NonlinearFactorGraph,
@@ -561,7 +582,9 @@ STATE_ESTIMATION_ITERATIONS = 50
 def estimate_states(model: RigidModel, log: Log, *, h: float | None = None, weight: float = 1e6,
                     parameters: Mapping[str, Any] | None = None, max_iterations: int = STATE_ESTIMATION_ITERATIONS,
                     quiet: bool = True, cutoff_hz: float = DEFAULT_CUTOFF_HZ,
-                    free: Sequence[str] = (), backtracking: int | None = None) -> tuple[JointProblem, LMResult]:
+                    free: Sequence[str] = (), backtracking: int | None = None,
+                    factors: Sequence[UserFactors | gtsam.NonlinearFactor] = (),
+                    sigmas: tuple[float, float] | None = None) -> tuple[JointProblem, LMResult]:
     """State estimation with every parameter fixed (Marklund et al. (2025) section 4.5's cross-validation).
 
     ``backtracking``: halvings of a rejected LM step (:func:`solve`); None: :data:`CONTACT_BACKTRACKING` for a
@@ -570,10 +593,17 @@ def estimate_states(model: RigidModel, log: Log, *, h: float | None = None, weig
     ``free``: the parameters a calibration estimated (e.g. the one that produced ``parameters``). They
     are then variables held at their values (``build_joint_problem(hold=True)``), so that the problem
     has that calibration's factor types and runs on its compiled programs instead of compiling its own
-    (the same score: the residuals see the same values). A free tilt is held as a constant."""
+    (the same score: the residuals see the same values). A free tilt is held as a constant.
+
+    ``factors``: the user's own factors (:mod:`mbfg.graphs.user_factors`), e.g. those of the calibration; they
+    join the state estimation, and :func:`cross_validation`'s score counts their cost too. Their noise models are
+    in their residuals' units, so give ``sigmas``, the (readings', impulses') noise sigmas (a calibration's
+    ``sigma_y``, ``sigma_p``), for them to weigh against the data as stated; without, the readings weigh at unit
+    sigma and the impulses at 1/sqrt(weight) (the objective, module docstring), and the score is in those units."""
     held = [name for name in free if name != model.tilt]
     problem = build_joint_problem(model, log, h=h, free=held, weight=weight, cutoff_hz=cutoff_hz,
-                                  initial_parameters=parameters, hold=True)
+                                  initial_parameters=parameters, hold=True, factors=factors,
+                                  sigmas=sigmas)
     return problem, solve(problem, max_iterations=max_iterations, quiet=quiet, label=f"states {model.name}",
                           backtracking=default_backtracking(model, backtracking))
 

@@ -136,7 +136,8 @@ def _again(problem: JointProblem, model: RigidModel, weight: float, start: Mappi
            priors: Mapping[str, float] | None) -> JointProblem:
     """``problem``'s log and variables for ``model`` at ``weight``, started from ``start`` and ``states``."""
     again = build_joint_problem(model, problem.state_log(), free=problem.variables.names, weight=weight,
-                                priors=priors, initial_parameters=start, states=states, quiet=True)
+                                priors=priors, initial_parameters=start, states=states, quiet=True,
+                                factors=problem.user_factors)
     again.stride = problem.stride  # built on the state times: the log's own period is h / the first one's stride
     return again
 
@@ -194,6 +195,22 @@ def soft_start_factors(model: RigidModel, soft_start: float | str | None) -> lis
         factors.append(ratio)
         ratio /= SOFT_START_STEP
     return factors
+
+
+def weighed_by_noise(problem: JointProblem, solution: LMResult, sigma_y: float, *,
+                     priors: Mapping[str, float] | None = None) -> JointProblem:
+    """``problem`` again from ``solution``'s states and parameters, its objective in the readings' units: the readings
+    at sigma ``sigma_y`` (estimated at ``solution``, 3.22), the impulses at ``sigma_y / sqrt(w)``, the ``priors``'
+    sigmas times ``sigma_y``, instead of 1, 1/sqrt(w) and the sigmas. The same objective times 1/sigma_y^2, with the
+    same minimum, except for the user's own factors (:mod:`mbfg.graphs.user_factors`): their noise models are in their
+    residuals' units, and now weigh against the readings at their stated sigmas."""
+    sigmas = (sigma_y, sigma_y / float(np.sqrt(problem.weight)))
+    scaled = {name: sigma * sigma_y for name, sigma in (priors or {}).items()}
+    again = build_joint_problem(problem.model, problem.state_log(), free=problem.variables.names,
+                                weight=problem.weight, sigmas=sigmas, priors=scaled, initial_parameters=_parameters(problem, solution),
+                                states=problem.state_list(solution.values), quiet=True, factors=problem.user_factors)
+    again.stride = problem.stride
+    return again
 
 
 def stiffen(problem: JointProblem, solution: LMResult, model: RigidModel, *,

@@ -46,6 +46,7 @@ if _TYPE_CHECKING:  # the names __getattr__ loads, for type checkers
     from mbfg.graphs.inverse import solve_inverse_dynamics
     from mbfg.graphs.joint import cross_validation, cross_validation_score, estimate_states
     from mbfg.graphs.stream import StreamConfig, StreamEstimator
+    from mbfg.graphs.user_factors import UserFactors
     from mbfg.logs import Log, read_log
     from mbfg.noise_weight import estimate_weight
     from mbfg.solvers import LMResult, bounded_levenberg_marquardt
@@ -66,6 +67,7 @@ _LAZY = {
     "Log": "mbfg.logs",
     "read_log": "mbfg.logs",
     "LMResult": "mbfg.solvers",
+    "UserFactors": "mbfg.graphs.user_factors",
     "bounded_levenberg_marquardt": "mbfg.solvers",
 }
 
@@ -103,6 +105,7 @@ __all__ = [
     "Rot2Var",
     "Rot3Var",
     "State",
+    "UserFactors",
     "StreamConfig",
     "StreamEstimator",
     "Trajectory",

@@ -16,7 +16,7 @@ solution (what 3.25-3.28 compute by variable projection), taken from GTSAM's
 marginals (:mod:`mbfg.covariance`). A parameter whose standard deviation exceeds its value is flagged
 as not excited (section 4.6). Parameter priors are left out of this covariance
 on purpose: the standard deviations say what the data determine, so a
-parameter that only its prior holds is still flagged.
+parameter that only its prior holds is still flagged. The user's own factors (``factors``) are in it.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
+    from mbfg.graphs.user_factors import UserFactors
     from mbfg.spook import Trajectory
 
 #: The LM stops once an iteration lowers the cost by less than this fraction of it (:func:`calibrate`'s default).
@@ -93,8 +94,8 @@ class CalibrationResult:
     singular_values: of the covariance relative to the values,
     ``diag(1/|value|) C diag(1/|value|)`` (unit-free; a large one marks a
     combination the data does not determine); cost: objective per time-step
-    (``sum |Delta y|^2 + w sum |Delta p|^2``, divided by n); cost_observation,
-    cost_impulse: its two parts; per_step_cost: (n,); sigma_observation,
+    (``sum |Delta y|^2 + w sum |Delta p|^2`` with the priors' and user factors' squared whitened residuals, divided
+    by n); cost_observation, cost_impulse: its two main parts; per_step_cost: (n,); sigma_observation,
     sigma_impulse: the estimated noise standard deviations (3.22-3.23);
     iterations, status, wall_s, history: of the LM solve (wall_s: all of
     calibrate; status: "converged", "not_converged" or "failed", :mod:`mbfg.solvers`; ``converged`` is True
@@ -352,6 +353,7 @@ def calibrate(
     soft_start: float | None = None,
     restart_search: int = 0,
     backtracking: int | None = None,
+    factors: Sequence[UserFactors | gtsam.NonlinearFactor] = (),
 ) -> CalibrationResult:
     """Identify the free parameters of ``model`` (and the states) from ``log``.
 
@@ -404,10 +406,18 @@ def calibrate(
             For stiff joints (eps_lin of 1e-8 m/N and less), where a solve from the readings does not converge;
             100 converges there in about ten iterations after the softer solve's. The iterations reported are
             both solves'.
+        factors: the user's own factors in the joint problem (:mod:`mbfg.graphs.user_factors`):
+            :class:`~mbfg.graphs.user_factors.UserFactors` (a ``@factor_type`` of the user's over ``keys.X(k, i)``,
+            ``keys.V(k)``, ``keys.P()`` (the free parameters in ``free``'s order), ``keys.T()``; a function step ->
+            keys, constants per step, a noise model; vectorized like the built-in factors) and plain GTSAM factors
+            on those keys. Their noise models are in their residuals' units: after the first solve the problem is
+            solved again with the objective in the readings' units (their sigma estimated, 3.22), so that the
+            user's factors weigh against the readings as stated. They are in the cost and in the covariance (a user's prior
+            on a parameter combination narrows its std, unlike ``priors``).
 
     Raises:
-        ModelError: an argument of the wrong type or out of its range (``free`` given as one string, an unknown
-            parameter name, a non-positive weight ...), named in the message.
+        ModelError: an argument of the wrong type or out of its range (``free`` as one string, an unknown parameter,
+            a non-positive weight, a user's factor on a key the problem lacks ...), named in the message.
         DataError: ``log`` is not a :class:`~mbfg.logs.Log`, or its columns or times do not fit the model.
     """
     from mbfg.graphs.joint import (
@@ -417,7 +427,13 @@ def calibrate(
         default_backtracking,
         solve,
     )
-    from mbfg.graphs.restarts import RESTART_LAMBDA_INITIAL, restarts_from_simulations, softened, stiffen
+    from mbfg.graphs.restarts import (
+        RESTART_LAMBDA_INITIAL,
+        restarts_from_simulations,
+        softened,
+        stiffen,
+        weighed_by_noise,
+    )
     from mbfg.solvers import LAMBDA_INITIAL
 
     start = time.perf_counter()
@@ -430,7 +446,7 @@ def calibrate(
                                   free=free, weight=weight, priors=priors,
                                   cutoff_hz=DEFAULT_CUTOFF_HZ if cutoff_hz is None else cutoff_hz,
                                   smooth_start=SMOOTH_START_ITERATIONS if smooth_start is None else smooth_start,
-                                  damping_update=damping_update, quiet=quiet)
+                                  damping_update=damping_update, quiet=quiet, factors=factors)
     lm: LMResult = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol,
                          damping_update=damping_update, quiet=quiet, backtracking=backtracking,
                          label=f"calibrate {model.name}, joints {soft_start:g} x softer" if soft_start else None)
@@ -451,17 +467,23 @@ def calibrate(
         _, _, problem, lm = min(runs, key=lambda run: run[:2])
         spent = sum(run.iterations for *_, run in runs)
         lm = replace(lm, iterations=first.iterations + spent, history=first.history + lm.history)
+    if problem.user_factors and not lm.failed:
+        # The objective weighs the readings at unit sigma; the user's factors are in their own units. Solved
+        # again from here with the objective in the readings' units (their sigma estimated there), they weigh
+        # against the readings at their stated sigmas.
+        first = lm
+        lm = solve(weighed_by_noise(problem, lm, problem.noise_sigmas(lm.values)[0], priors=priors),
+                   max_iterations=max_iterations, relative_tol=relative_tol, damping_update=damping_update,
+                   quiet=quiet, backtracking=backtracking, label=f"calibrate {model.name}, at the noise sigmas")
+        lm = replace(lm, iterations=first.iterations + lm.iterations, history=first.history + lm.history)
     values = lm.values
     found = problem.parameter_values(values)
     identified = problem.model.with_parameters({name: found[name] for name in problem.variables.names})
-    costs = problem.step_costs(values)
+    costs = problem.step_costs(values)  # in the objective's weights, whichever solve came last
     n = problem.n
     obs_sq = costs["observation"].sum()
     imp_sq = costs["impulse"].sum()  # includes the weight w
-    n_obs = int(np.isfinite(problem.y).sum())
-    n_imp = 12 * problem.model.nb * n
-    sigma_y = float(np.sqrt(obs_sq / max(n_obs - 1, 1)))  # (3.22), residuals have unit sigma in the graph
-    sigma_p = float(np.sqrt(imp_sq / weight / max(n_imp - 1, 1)))  # (3.23)
+    sigma_y, sigma_p = problem.noise_sigmas(values)  # (3.22-3.23)
     # A failed solve's point is no estimate: no covariance (its stds NaN), and its costs may not be finite.
     estimates, cov, info = _estimates(problem, values, identified, sigma_y, sigma_p, covariance and not lm.failed)
     # Relative to the values; a parameter at zero (e.g. on its bound) is scaled by its std instead (by 1 where
@@ -475,12 +497,13 @@ def calibrate(
                      weight=weight, max_iterations=max_iterations, relative_tol=relative_tol,
                      damping_update=damping_update, priors=priors, cutoff_hz=cutoff_hz, quiet=quiet,
                      smooth_start=smooth_start, soft_start=soft_start,  # the stiffer joints need it most
-                     backtracking=backtracking)
+                     backtracking=backtracking, factors=factors)
         parts = discretization_bias(identified, log, {p.name: p.value for p in estimates}, problem.h, **again)
         estimates = [replace(p, bias=parts["h"][p.name] + parts["compliance"][p.name]) for p in estimates]
     wall = time.perf_counter() - start
     return CalibrationResult(
-        identified, estimates, cov, sv, float((obs_sq + imp_sq + costs["prior"].sum()) / n), float(obs_sq / n),
+        identified, estimates, cov, sv, float((obs_sq + imp_sq + costs["prior"].sum() + costs["user"].sum()) / n),
+        float(obs_sq / n),
         float(imp_sq / n), costs["observation"] + costs["impulse"], sigma_y, sigma_p, lm.iterations, lm.status,
         wall, problem.h, weight, lm.history, parts, problem, values, info, lm.message,
     )
@@ -563,7 +586,7 @@ def _estimates(problem, values: gtsam.Values, identified: RigidModel, sigma_y: f
         reweighted = build_joint_problem(
             problem.model, problem.state_log(), free=variables.names,
             weight=problem.weight, sigmas=(max(sigma_y, 1e-300), max(sigma_p, 1e-300)),
-            states=problem.state_list(values),
+            states=problem.state_list(values), factors=problem.user_factors,
         )
         # The vectorized linearization over blocks: the parameter block B() stacks P and T in that order.
         assert reweighted.vectorized is not None  # build_joint_problem builds it
