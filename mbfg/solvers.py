@@ -29,9 +29,15 @@ Outcomes (:class:`LMResult`'s ``status``, as Ceres reports them):
 - "converged": an accepted step lowered the cost by less than ``relative_tol`` of it (a step taken at the
   initial damping or less, or :data:`STALL_STEPS` steps in a row at any damping) *and* at the point it reached
   the bounded first-order conditions hold: the projected gradient is small (:func:`projected_gradient_cosine`
-  at most ``gradient_tol``). The cost at most ``absolute_tol`` also converges. So does a point where no damped
-  step lowers the cost while the projected gradient is small (a minimum to round-off).
-- "not_converged": the iteration or time limit came first.
+  at most ``gradient_tol``) *and* the Gauss-Newton step there (:func:`gauss_newton_check`, damping
+  :data:`LAMBDA_MIN`) predicts a decrease of at most ``relative_tol`` of the cost, or none of its fractions
+  realizes more. Both earlier tests are scale-free bounds that ill-conditioning defeats (a damped step that barely
+  moves along a weakly curved direction; columns each nearly orthogonal to the residual that together see it):
+  the pendulum at rigid joints stalled at a thousand times its minimum with both passed. The cost at most
+  ``absolute_tol`` also converges. So does a point where no damped step lowers the cost while the projected
+  gradient is small and the Gauss-Newton check agrees (a minimum to round-off).
+- "not_converged": the iteration or time limit came first (the message says where the steps stalled while the
+  Gauss-Newton step promised more), or no damped step lowers the cost but the Gauss-Newton step does.
 - "failed": the cost or the Jacobian is not finite (the factors that made it so are named), or no step lowers
   the cost up to the damping ``lambda_max`` while the projected gradient is not small (a kink, or a Jacobian
   that does not match the residual).
@@ -101,6 +107,12 @@ STALL_STEPS = 3
 
 #: The LM's damping at its start (:func:`bounded_levenberg_marquardt`'s ``lambda_initial``), GTSAM's default.
 LAMBDA_INITIAL = 1e-5
+
+#: The smallest damping the LM takes, and the damping of its Gauss-Newton check (:func:`gauss_newton_check`).
+LAMBDA_MIN = 1e-12
+
+#: The fractions of the Gauss-Newton check's step whose cost :func:`gauss_newton_check` evaluates.
+NEWTON_FRACTIONS = (1.0, 0.5, 0.25, 0.125)
 
 
 def hessian_diagonal(linear: gtsam.GaussianFactorGraph, dims: Mapping[int, int] | None = None) -> dict[int, np.ndarray]:
@@ -173,7 +185,9 @@ def bounded_levenberg_marquardt(
             lowers the cost by less than this fraction, or :data:`STALL_STEPS` accepted steps in a row do,
             whatever their damping (a nonsmooth cost, e.g. friction kinks the linearization cannot see
             across, keeps lambda above its start and creeps down at round-off rates). Convergence needs the
-            gradient test as well.
+            gradient test and the Gauss-Newton check (:func:`gauss_newton_check`: one more damped solve and up
+            to four cost evaluations at the last point, no linearization) as well; where the check finds a
+            decrease to take, the solve goes on from its step.
         gradient_tol: the gradient test of convergence: :func:`projected_gradient_cosine` at most this
             (default ``sqrt(relative_tol)``, what an undamped step's small decrease implies).
         absolute_tol: converged when the cost is at most this.
@@ -222,6 +236,7 @@ def bounded_levenberg_marquardt(
         return result("converged", f"the cost {cost:.3g} is at most absolute_tol {absolute_tol:g}")
     small = False  # the last accepted step lowered the cost by less than relative_tol (undamped, or a stall)
     stalled = 0
+    stall = ""  # why the tests of convergence did not hold where the steps' decrease was small
     for iteration in range(1, max_iterations + 2):
         if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
             return result("not_converged", f"time limit {time_limit_s:g} s after {len(history) - 1} iterations")
@@ -233,19 +248,32 @@ def bounded_levenberg_marquardt(
         history[-1]["gradient"] = gradient
         if not np.isfinite(gradient):
             return result("failed", f"the Jacobian is not finite: {system.nonfinite(values, linear)}")
-        if small and gradient <= gradient_tol:
-            return result("converged", f"relative decrease below {relative_tol:g} and projected gradient cosine "
-                                       f"{gradient:.2g} <= {gradient_tol:.2g}")
-        if iteration > max_iterations:
-            break
         t0 = time.perf_counter()
         linear_cost = linear.error(system.zeros)
+        newton = None  # the Gauss-Newton check's step, where it was made and showed a decrease to take
+        if small and gradient <= gradient_tol:
+            # Both tests are scale-free bounds that ill-conditioning defeats: a Marquardt-damped step moves
+            # little along a direction whose curvature is below lam's share of the diagonal, and each column's
+            # cosine can be small while the columns together see much of the residual. The Gauss-Newton step
+            # says whether the point is stationary.
+            check = gauss_newton_check(system, linear, diag, values, cost, linear_cost, bounds, relative_tol)
+            if check.stationary:
+                return result("converged", f"relative decrease below {relative_tol:g}, projected gradient cosine "
+                                           f"{gradient:.2g} <= {gradient_tol:.2g} and {check.words}")
+            stall = (f"stalled at iteration {iteration - 1}: the steps' decrease fell below relative_tol {relative_tol:g} (projected gradient "
+                     f"cosine {gradient:.2g}) but {check.words}: the LM's damping hid it (an ill-conditioned problem)")
+            newton, lam, small, stalled = check, LAMBDA_MIN, False, 0
+        if iteration > max_iterations:
+            break
         accepted = False
         growth = 10.0 if damping_update == "tenfold" else 2.0
         alpha = 1.0
         while lam <= lambda_max:
             try:
-                delta, delta_linear = system.step(linear, diag, lam, values)
+                if newton is not None and lam == LAMBDA_MIN and newton.step is not None:
+                    delta, delta_linear = newton.step  # solved already
+                else:
+                    delta, delta_linear = system.step(linear, diag, lam, values)
                 lengths = [0.5**i for i in range(backtracking + 1)]  # the fractions of the step to try
             except (RuntimeError, np.linalg.LinAlgError):
                 # GTSAM found the damped system indeterminate (round-off in a stiff system under
@@ -267,8 +295,13 @@ def bounded_levenberg_marquardt(
                                 wall_s=time.perf_counter() - start, linearize_s=t_lin, solve_s=t_solve,
                                 gradient=gradient))
             if gradient <= gradient_tol:
-                return result("converged", f"no damped step lowers the cost and the projected gradient cosine "
-                                           f"{gradient:.2g} <= {gradient_tol:.2g}: a minimum to round-off")
+                check = gauss_newton_check(system, linear, diag, values, cost, linear_cost, bounds, relative_tol)
+                if check.stationary:
+                    return result("converged", f"no damped step lowers the cost, the projected gradient cosine "
+                                               f"{gradient:.2g} <= {gradient_tol:.2g} and {check.words}: a minimum "
+                                               "to round-off")
+                return result("not_converged", f"no damped step up to lambda_max {lambda_max:g} lowers the cost, "
+                                               f"but {check.words}")
             return result("failed", f"no damped step lowers the cost up to lambda_max {lambda_max:g}, and the "
                                     f"projected gradient cosine {gradient:.2g} > {gradient_tol:.2g} is not small "
                                     "(a kink the linearization does not see, or a Jacobian that does not match "
@@ -282,9 +315,9 @@ def bounded_levenberg_marquardt(
         values, cost = new_values, new_cost
         # A step cut short keeps its damping: its direction held up to a kink the linearization did not see.
         if alpha == 1.0 and damping_update == "tenfold":
-            lam = max(lam / 10.0, 1e-12)
+            lam = max(lam / 10.0, LAMBDA_MIN)
         elif alpha == 1.0:
-            lam = max(lam * max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), 1e-12)
+            lam = max(lam * max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), LAMBDA_MIN)
         row = dict(iteration=iteration, cost=cost, lam=lam, rho=rho, wall_s=time.perf_counter() - start,
                    linearize_s=t_lin, solve_s=t_solve, alpha=alpha)
         history.append(row)
@@ -300,8 +333,64 @@ def bounded_levenberg_marquardt(
         if not small and iteration == max_iterations:
             break  # no gradient test to make: the last step still lowered the cost
     gradient_said = (f"; projected gradient cosine {history[-1]['gradient']:.2g} > {gradient_tol:.2g}"
-                     if "gradient" in history[-1] else "")
-    return result("not_converged", f"iteration limit {max_iterations}{gradient_said}")
+                     if "gradient" in history[-1] and history[-1]["gradient"] > gradient_tol else "")
+    return result("not_converged", f"iteration limit {max_iterations}{gradient_said}" + (f"; {stall}" if stall else ""))
+
+
+@dataclass
+class NewtonCheck:
+    """:func:`gauss_newton_check`'s finding. stationary: the point is stationary to ``relative_tol``; predicted,
+    realized: the decrease of the Gauss-Newton step that the linearization predicts, and the largest that one of
+    :data:`NEWTON_FRACTIONS` of it realizes, as fractions of the cost (NaN where no step could be solved);
+    step: (delta, its linear twin) as the LM's ``system.step`` returns them, None where none was solved;
+    words: the finding as a message says it."""
+
+    stationary: bool
+    predicted: float
+    realized: float
+    step: tuple[gtsam.VectorValues, gtsam.VectorValues] | None
+    words: str
+
+
+def gauss_newton_check(system: Any, linear: gtsam.GaussianFactorGraph, diag: Any, values: gtsam.Values, cost: float,
+                       linear_cost: float, bounds: Mapping[int, tuple[np.ndarray, np.ndarray]],
+                       relative_tol: float) -> NewtonCheck:
+    """Whether the point ``values`` (cost ``cost``, linearized as ``linear``, whose cost at the zero step is
+    ``linear_cost``) is stationary to ``relative_tol``, by the step of the least damping :data:`LAMBDA_MIN` (a
+    Gauss-Newton step, the box included).
+
+    Stationary where the decrease that step's linearization predicts is at most ``relative_tol`` of the cost, or
+    where none of the fractions :data:`NEWTON_FRACTIONS` of it lowers the actual cost by more than that (a kink
+    or a curvature the linearization does not see: the prediction is not the cost's). Where it predicts more and
+    a fraction of it realizes more, the small steps that preceded were the damping's, not the cost's: the
+    LM damps each direction by ``lam`` times its share of the diagonal, so along a direction whose curvature is
+    below that share it barely moves, whatever the decrease to be had there. The step's predicted decrease is
+    the linearization's for the step solved, whatever round-off the solve took: a decrease it predicts is there
+    to the linearization. Costs one damped solve and up to four cost evaluations, and no linearization."""
+    try:
+        step = system.step(linear, diag, LAMBDA_MIN, values)
+    except (RuntimeError, np.linalg.LinAlgError):
+        # The system is numerically singular even so: no step to judge by. The other tests stand.
+        return NewtonCheck(True, float("nan"), float("nan"), None,
+                           f"no Gauss-Newton step could be solved (damping {LAMBDA_MIN:g})")
+    predicted = max(linear_cost - linear.error(step[1]), 0.0) / cost
+    said = f"the Gauss-Newton step predicts a decrease of {predicted:.3g} of the cost"
+    if not np.isfinite(predicted):
+        return NewtonCheck(True, predicted, float("nan"), None, said)
+    if predicted <= relative_tol:
+        return NewtonCheck(True, predicted, float("nan"), step, said)
+    realized = -np.inf
+    for alpha in NEWTON_FRACTIONS:
+        _, new_cost = _trial(system, values, step[0] if alpha == 1.0 else step[0].scale(alpha), bounds)
+        if np.isfinite(new_cost):
+            realized = max(realized, (cost - new_cost) / cost)
+        if realized > relative_tol:
+            break
+    fraction = "it" if alpha == 1.0 else f"{alpha:g} of it"
+    if realized > relative_tol:
+        return NewtonCheck(False, predicted, realized, step, f"{said} and {fraction} realizes {realized:.3g}")
+    return NewtonCheck(True, predicted, realized, step,
+                       f"{said} but none of its fractions {NEWTON_FRACTIONS} realizes more than {max(realized, 0):.3g}")
 
 
 def _trial(system: Any, values: gtsam.Values, delta: gtsam.VectorValues,
