@@ -122,22 +122,11 @@ def tree_from_string(text: str, source: str = "<string>") -> KinematicTree:
 
 
 def _build(robot: Any, where: str) -> KinematicTree:
-    from mbfg.urdf import _limits, _transform, _tree
+    from mbfg.urdf import _limits, _transform, _tree, link_groups
 
     root, order = _tree(robot, where)
     # head: the moving link (or None: the base) that carries each link; T: the link's frame in its head's.
-    head: dict[str, str | None] = {root: None}
-    T: dict[str, np.ndarray] = {root: np.eye(4)}
-    moving = []
-    for j in order:
-        origin = _transform(j.origin, f"joint {j.name!r}", where)
-        if j.type == "fixed":
-            head[j.child], T[j.child] = head[j.parent], T[j.parent] @ origin
-        else:
-            head[j.child], T[j.child] = j.child, np.eye(4)
-            moving.append(j)
-    if not moving:
-        raise ModelError(f"{where}: no revolute, continuous or prismatic joint: nothing moves")
+    head, T, moving = link_groups(root, order, None, where)
     index = {j.child: k for k, j in enumerate(moving)}
     by_name = {link.name: link for link in robot.links}
     pi = np.zeros((len(moving), 10))

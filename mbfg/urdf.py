@@ -363,6 +363,33 @@ def _model(urdf: Any, where: str, motors: Sequence[str], name: str | None) -> Ri
         raise ModelError(f"{where}: {message}") from None
 
 
+def link_groups(root: str, order: Sequence[Any], root_head: Any, where: str
+                ) -> tuple[dict[str, Any], dict[str, np.ndarray], list[Any]]:
+    """The URDF's links grouped by the moving joints: links welded by fixed joints ride on one head link.
+
+    Args:
+        root, order: :func:`_tree`'s root link and joints in parents-first order.
+        root_head: what carries the root's group (the world, or None for "the base").
+
+    Returns:
+        head: link name -> the child link of the moving joint that carries it (``root_head`` for the root's group);
+        T: link name -> its frame in its head link's frame (4, 4); moving: the moving joints, parents first.
+    """
+    head: dict[str, Any] = {root: root_head}
+    T: dict[str, np.ndarray] = {root: np.eye(4)}
+    moving = []
+    for j in order:
+        origin = _transform(j.origin, f"joint {j.name!r}", where)
+        if j.type == "fixed":
+            head[j.child], T[j.child] = head[j.parent], T[j.parent] @ origin
+        else:
+            head[j.child], T[j.child] = j.child, np.eye(4)
+            moving.append(j)
+    if not moving:
+        raise ModelError(f"{where}: no revolute, continuous or prismatic joint: nothing moves")
+    return head, T, moving
+
+
 def _build(robot: Any, where: str, motors: Sequence[str], name: str | None) -> RigidModel:
     root, order = _tree(robot, where)
     motors = list(dict.fromkeys(motors))
@@ -376,18 +403,7 @@ def _build(robot: Any, where: str, motors: Sequence[str], name: str | None) -> R
                              f"continuous or prismatic joint")
 
     # Each link's frame in its group's head link frame; the root's group is the world.
-    head: dict[str, str] = {root: WORLD}
-    T: dict[str, np.ndarray] = {root: np.eye(4)}
-    moving = []
-    for j in order:
-        origin = _transform(j.origin, f"joint {j.name!r}", where)
-        if j.type == "fixed":
-            head[j.child], T[j.child] = head[j.parent], T[j.parent] @ origin
-        else:
-            head[j.child], T[j.child] = j.child, np.eye(4)
-            moving.append(j)
-    if not moving:
-        raise ModelError(f"{where}: no revolute, continuous or prismatic joint: nothing moves")
+    head, T, moving = link_groups(root, order, WORLD, where)
     groups: dict[str, list[str]] = {}  # head link -> its links, the head first (parents-first order)
     for link_name, group_head in head.items():
         groups.setdefault(group_head, []).append(link_name)
