@@ -117,14 +117,19 @@ class WeightEstimate:
     lower_bound: bool = False
     wall_s: float = 0.0
 
-    def summary(self) -> str:
-        """One line: w with its spread, and the implied noise levels."""
+    def summary(self, units: tuple[str, str, str] = ("", "", "")) -> str:
+        """One line: w with its spread, the search's limit if it ended there, and the implied noise levels.
+
+        Args:
+            units: of w, of the readings and of the impulses (:mod:`mbfg.roles`), printed after each figure.
+        """
+        w_unit, reading, impulse = (f" {u}" if u else "" for u in units)
         spread = f" (x/ {10 ** self.log10_std:.2g})" if np.isfinite(self.log10_std) else ""
-        limit = (", at the search's limit" if self.at_limit else
-                 ", a lower bound (the data show no impulse noise beyond it)" if self.lower_bound else "")
-        return (f"state error weight w = {self.weight:.3g}{spread} from the data{limit}: reading noise "
-                f"{self.sigma_observation:.3g}, impulse noise {self.sigma_impulse:.3g}, "
-                f"{len(self.evaluations)} solves")
+        limit = ("; at the search's limit" if self.at_limit else
+                 "; a lower bound: the data show no impulse noise beyond it" if self.lower_bound else "")
+        return (f"w = {self.weight:.3g}{spread}{w_unit}, the maximum marginal likelihood over "
+                f"{len(self.evaluations)} solves{limit}: reading noise {self.sigma_observation:.3g}{reading}, "
+                f"impulse noise {self.sigma_impulse:.3g}{impulse}")
 
 
 def log_determinant(problem: JointProblem, values: gtsam.Values) -> float:

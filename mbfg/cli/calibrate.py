@@ -422,13 +422,7 @@ def run(args: argparse.Namespace) -> int:
 
         with _compile_notice("calibrate", args.quiet):
             estimate = estimate_weight(model, log, free=free, h=args.dt, priors=priors, quiet=args.quiet)
-        reading, impulse = noise_units(model)
-        spread = f" (x/ {10 ** estimate.log10_std:.2g})" if math.isfinite(estimate.log10_std) else ""
-        limit = ("; at the search's limit" if estimate.at_limit else
-                 "; a lower bound: the data show no impulse noise beyond it" if estimate.lower_bound else "")
-        _eprint(f"mbfg calibrate: --weight estimate: w = {estimate.weight:.3g}{spread} {weight_unit(model)}, the "
-                f"maximum marginal likelihood over {len(estimate.evaluations)} solves{limit}: reading noise "
-                f"{estimate.sigma_observation:.3g} {reading}, impulse noise {estimate.sigma_impulse:.3g} {impulse}")
+        _eprint(f"mbfg calibrate: --weight estimate: {estimate.summary((weight_unit(model), *noise_units(model)))}")
     weight = model.weight if args.weight is None else estimate.weight if estimate is not None else args.weight
     if not args.quiet:
         period = _sample_period(log)
