@@ -21,7 +21,8 @@ jax.jit(lambda x: jnp.sin(x) * 2.0)(jnp.arange(3.0)).block_until_ready()
 
 def _environment_without_cache_settings() -> dict[str, str]:
     """This process's environment less the cache folders the test session set (tests/conftest.py)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "MBFG_CACHE"))}
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("JAX_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE", "MBFG_CACHE"))}
 
 
 def _run(env_changes: dict[str, str | None]) -> str:
