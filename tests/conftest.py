@@ -3,29 +3,29 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
 
-# One JAX compilation cache for the whole test session (and the notebooks and command lines it starts):
-# many tests build the same models, and a program compiled once is loaded by every other process.
-# Only programs that took over 1 s to compile (JAX's default) are written: on jaxlib 0.10.2 a worker
-# aborted inside JAX's cache write (compilation_cache.put_executable_and_time, serializing an executable)
-# with XLA's YNN fusion off, cause not found; the small programs, most of the writes, are compiled again
-# instead. A crash still fails the run and names its test (--max-worker-restart=0 in pyproject).
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="mbfg-jax-cache-"))
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "1")
+# No persistent compilation cache in the test session. On jaxlib 0.10.2 workers died inside the cache's
+# code, in a different test each time: once writing an entry (compilation_cache.put_executable_and_time,
+# serializing an executable), and once in tests/test_control.py while the notebooks' kernel, in another
+# process, had compiled the same programs into the shared folder; the cause is not found (serializing and
+# loading those programs 200 times in one process does not crash). Without the cache nothing is serialized
+# or loaded: every process compiles its own programs (within a process they are keyed by the model's
+# structure and reused). The tests of the cache itself (test_compile_cache.py, the sweep's) set their own
+# folders. MBFG_CACHE_DIR=off also keeps the command lines the tests run (in process and as subprocesses,
+# notebooks included) off the user's cache folder. A worker that dies still fails the run and names its
+# test (--max-worker-restart=0 in pyproject); tests/crash_report.py prints where it died.
+os.environ.setdefault("MBFG_CACHE_DIR", "off")
+os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
 # mbfg computes in float64 and turns JAX's x64 on at import; the suite chooses it before JAX is imported.
 os.environ.setdefault("JAX_ENABLE_X64", "1")
 
 from compile_time import CompileTimes  # noqa: E402
+from crash_report import CrashReport  # noqa: E402
 
-from mbfg._jax import jax  # noqa: E402  (mbfg first: it sets XLA's flags before JAX starts its backend)
-
-jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
-jax.config.update("jax_persistent_cache_min_compile_time_secs",
-                  float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
+import mbfg  # noqa: E402, F401  (before JAX starts its backend: mbfg._jax sets XLA's flags)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -33,6 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 def pytest_configure(config: pytest.Config) -> None:
     # The suite's JAX compile time in the summary (tests/compile_time.py).
     config.pluginmanager.register(CompileTimes(), "mbfg-compile-times")
+    # A crashed worker's fault dump at the end of the log (tests/crash_report.py).
+    config.pluginmanager.register(CrashReport(), "mbfg-crash-report")
 MBSE = REPO / ".." / "shared" / "data" / "mbse"
 
 
