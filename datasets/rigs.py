@@ -45,7 +45,8 @@ from typing import Any
 import numpy as np
 
 from mbfg.errors import DataError
-from mbfg.logs import Log, _read_table
+from mbfg.log_table import read_table
+from mbfg.logs import Log
 
 __all__ = [
     "DFKI_PERIOD",
@@ -93,14 +94,14 @@ def _read_columns(
     observations: Sequence[str],
     controls: Sequence[str],
 ) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Read the named columns of a CSV file (:func:`mbfg.logs._read_table`, for a lab's own layout).
+    """Read the named columns of a CSV file (:func:`mbfg.log_table.read_table`, for a lab's own layout).
 
     Returns:
         source, t (n,), y (n, n_obs) with NaN for empty observation cells,
         u (n, n_u), and the 1-based line number of each data row (n,).
     """
     source, text = _read_text(path, what)
-    return (source, *_read_table(source, text, time, observations, controls, what, foreign=True))
+    return (source, *read_table(source, text, time, observations, controls, what, foreign=True))
 
 
 # --------------------------------------------------------------------------------------
