@@ -20,12 +20,9 @@ have unit sigma and the impulse factors sigma 1/sqrt(w). ``cost`` everywhere
 is this objective divided by the number of time-steps (Marklund et al. (2025) section 4.5:
 "mean squared errors, the squared residuals divided by the number of time-steps").
 
-Initialization (Marklund et al. (2025) section 4.4): each observed channel is low-pass
-filtered by a second-order Butterworth filter run forward and backward
-(missing readings are interpolated for the filter only), then sampled at the
-state times; configurations are placed through the joints at the filtered
-angles (zero constraint violation); velocities are finite differences (4.3),
-``v_k = (q_k boxminus q_{k-1}) / h``, which is the Spook update (2.16) read backwards.
+Initialization (Marklund et al. (2025) section 4.4): the readings low-pass filtered, configurations
+placed through the joints at the filtered angles, velocities by finite differences
+(:mod:`mbfg.graphs.initialization`).
 
 A model with dry friction gets one more initialization stage (ours, not the
 seed's): :func:`smooth_initial_states`. The states above carry no joint forces,
@@ -42,14 +39,12 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gtsam
 import numpy as np
 
 from mbfg import keys
-from mbfg import quaternion as quat
 from mbfg.adapter import FactorGroup, PerFactor, noise_model
 from mbfg.errors import DataError, ModelError
 from mbfg.factors._rigid import Variables, fixed_values, state_values, variables_for
@@ -58,141 +53,18 @@ from mbfg.factors.initial_state import initial_state_factor
 from mbfg.factors.observation import observation_keys, observation_type
 from mbfg.factors.prior import partial_prior_factor, tilt_yaw_prior_factor
 from mbfg.graph_builder import GraphBuilder
-from mbfg.graphs.user_factors import LABEL as USER_LABEL
+from mbfg.graphs.initialization import butterworth2, filtered_observations, filtfilt, initial_states
+from mbfg.graphs.joint_problem import JointProblem
 from mbfg.graphs.user_factors import UserFactors, add_user_factors
 from mbfg.logs import Log, grid_period, round_time, sample_period
-from mbfg.rigid import RigidModel, State, poses_from_coordinates
+from mbfg.rigid import RigidModel, State
 from mbfg.solvers import LAMBDA_INITIAL, LMResult, bounded_levenberg_marquardt
 from mbfg.vectorized import Blocks, VectorizedGraph
-
-if TYPE_CHECKING:
-    from mbfg.spook import Trajectory
 
 #: Default cut-off of the initialization low-pass filter [Hz] (the paper's value is stripped).
 DEFAULT_CUTOFF_HZ = 20.0
 #: LM iterations of :func:`smooth_initial_states` for a model with dry friction (0: skip that stage).
 SMOOTH_START_ITERATIONS = 3
-
-
-@dataclass
-class JointProblem:
-    """A built joint estimation problem.
-
-    t: (n,) state times [s]; y: (n, n_obs) readings at those times (NaN: missing);
-    u: (n, n_controls) controls held over [t_k, t_k+1); h: time-step [s];
-    stride: log samples per time-step; weight: the state error weight w;
-    graph, initial: the GTSAM problem and its initial values; bounds: key -> box;
-    factors: how the graph was assembled (:class:`~mbfg.graph_builder.GraphBuilder`): its factor groups,
-    the other factors, and each factor's label and time-step (:meth:`step_costs`);
-    vectorized: the same problem for the vectorized batch solver (:mod:`mbfg.vectorized`).
-    """
-
-    model: RigidModel
-    variables: Variables
-    t: np.ndarray
-    y: np.ndarray
-    u: np.ndarray
-    h: float
-    stride: int
-    weight: float
-    graph: gtsam.NonlinearFactorGraph
-    initial: gtsam.Values
-    bounds: dict[int, tuple[np.ndarray, np.ndarray]]
-    factors: GraphBuilder = field(repr=False, default_factory=GraphBuilder)
-    smooth_start: LMResult | None = field(repr=False, default=None)
-    vectorized: VectorizedGraph | None = field(repr=False, default=None)
-    #: The solve this problem restarts from (:func:`mbfg.graphs.restarts.restart_from_simulation`), None for a
-    #: first solve.
-    restarted_from: LMResult | None = field(repr=False, default=None)
-    #: The solve with softer joints this problem starts from (:func:`mbfg.graphs.restarts.stiffen`), None if none.
-    softened_from: LMResult | None = field(repr=False, default=None)
-    #: The user's own factors in the problem (:mod:`mbfg.graphs.user_factors`), as given to the builder.
-    user_factors: tuple[Any, ...] = field(repr=False, default=())
-
-    @property
-    def n(self) -> int:
-        return len(self.t)
-
-    @property
-    def period(self) -> float:
-        """The log's sample period [s]: h / stride to the period's decimals (0.001, not 0.0010000000000000002)."""
-        return round_time(1, self.h / self.stride)
-
-    def parameter_values(self, values: gtsam.Values) -> dict[str, Any]:
-        """Every parameter's value (free ones from ``values``)."""
-        p = self.model.parameters.numpy_values()
-        if self.variables.free:
-            chi = values.atVector(keys.P())
-            p.update({name: float(chi[i]) for i, name in enumerate(self.variables.free)})
-        if self.variables.tilt_free:
-            p[self.variables.tilt] = values.atRot3(keys.T()).matrix()
-        return p
-
-    def states(self, values: gtsam.Values) -> State:
-        """The state trajectory in ``values`` as a :class:`State` with a leading axis n."""
-        nb = self.model.nb
-        r = np.zeros((self.n, nb, 3))
-        e = np.zeros((self.n, nb, 4))
-        for k in range(self.n):
-            for i in range(nb):
-                pose = values.atPose3(keys.X(k, i))
-                r[k, i] = pose.translation()
-                e[k, i] = quat.from_matrix(pose.rotation().matrix())
-        vel = np.stack([values.atVector(keys.V(k)) for k in range(self.n)]).reshape(self.n, nb, 6)
-        return State(r, e, vel[:, :, :3], vel[:, :, 3:])
-
-    def state_log(self) -> Log:
-        """The readings at the state times, with their controls: the log this problem's graph was built on."""
-        return Log(self.t, self.y, self.u, self.model.observations, self.model.controls)
-
-    def free_simulation(self, values: gtsam.Values, model: RigidModel | None = None) -> Trajectory:
-        """``model`` (default this problem's) simulated with Spook from the initial state x_0 in ``values``, under
-        the log's controls, over the state times: no correction by the readings."""
-        from mbfg.spook import simulate
-
-        states = self.states(values)
-        x0 = State(*(np.asarray(a[0]) for a in states))
-        return simulate(model or self.model, (self.n - 1) * self.h, self.h, initial=x0, controls=self.u[:-1])
-
-    def simulation_residuals(self, traj: Trajectory) -> np.ndarray:
-        """(n, observations) simulated minus read at the state times (hinge angles unwrapped, their difference
-        wrapped to (-pi, pi]); NaN where no reading was logged."""
-        from mbfg.spook import unwrap_angles
-
-        diff = unwrap_angles(self.model, traj.observations) - self.y
-        hinge = self.model.angle_observation_mask()
-        diff[:, hinge] = np.angle(np.exp(1j * diff[:, hinge]))
-        return diff
-
-    def state_list(self, values: gtsam.Values) -> list[State]:
-        """The state trajectory in ``values`` as n :class:`State` s (the ``states`` argument of the builder)."""
-        states = self.states(values)
-        return [State(*(a[k] for a in states)) for k in range(self.n)]
-
-    def step_costs(self, values: gtsam.Values) -> dict[str, np.ndarray]:
-        """Per time-step objective terms: ``observation`` |Delta y_k|^2 and ``impulse`` w |Delta p_k|^2
-        (the impulse of step k-1 -> k and the initial-state residual at 0), both (n,); ``prior`` the parameter
-        priors' and ``user`` the user's own factors' (:mod:`mbfg.graphs.user_factors`) at their steps."""
-        return self.factors.costs(values, self.n, labels=("observation", "impulse", "prior", USER_LABEL))
-
-    def noise_sigmas(self, values: gtsam.Values) -> tuple[float, float]:
-        """(the readings' sigma (3.22), the impulses' sigma (3.23)) estimated from the residuals at ``values``,
-        ``sum r^2 / (N - 1)`` in the objective's weights (readings at unit sigma, impulses at 1/sqrt(w))."""
-        costs = self.step_costs(values)
-        n_obs = int(np.isfinite(self.y).sum())
-        n_imp = 12 * self.model.nb * self.n
-        return (float(np.sqrt(costs["observation"].sum() / max(n_obs - 1, 1))),
-                float(np.sqrt(costs["impulse"].sum() / self.weight / max(n_imp - 1, 1))))
-
-    @property
-    def factor_kinds(self) -> tuple[str, ...]:
-        """The label of each factor of :attr:`graph` (``"impulse"``, ``"observation"``, ``"prior"``, ``"user"``)."""
-        return self.factors.labels
-
-    @property
-    def factor_steps(self) -> np.ndarray:
-        """(number of factors,) the time-step of each factor of :attr:`graph`."""
-        return self.factors.steps
 
 
 def time_step(log: Log, h: float | None) -> tuple[float, int]:
@@ -253,98 +125,6 @@ def _check_log(model: RigidModel, log: Log) -> None:
     all_missing = np.flatnonzero(np.all(np.isnan(log.y), axis=0))
     if all_missing.size:
         raise DataError(f"{log.source}: column {log.observations[all_missing[0]]!r} has no reading at all")
-
-
-def filtered_observations(t: np.ndarray, y: np.ndarray, cutoff_hz: float) -> np.ndarray:
-    """Second-order Butterworth low-pass, forward and backward (Marklund et al. (2025) section 4.4), per column.
-
-    Missing readings (NaN) are linearly interpolated for the filter only. A
-    cut-off at or above the Nyquist frequency leaves the signal as it is.
-    """
-    y = np.array(y, dtype=float, copy=True)
-    for j in range(y.shape[1]):
-        missing = np.isnan(y[:, j])
-        if missing.any():
-            y[missing, j] = np.interp(t[missing], t[~missing], y[~missing, j])
-    fs = 1.0 / float(np.median(np.diff(t)))
-    if cutoff_hz >= 0.5 * fs or len(t) < 16:
-        return y
-    b, a = butterworth2(cutoff_hz / (0.5 * fs))
-    # filtfilt's default odd extension (6 samples) is far shorter than the filter's transient,
-    # which left the first and last states off by up to tens of mrad on a swinging pendulum and
-    # the LM then spent its iterations bending the ends of the trajectory (a strongly nonlinear
-    # correction). Three cut-off periods of extension let the transient die out before the data.
-    padlen = min(len(t) - 1, int(np.ceil(3.0 * fs / cutoff_hz)))
-    return filtfilt(b, a, y, padlen)
-
-
-# The second-order Butterworth filter in closed form rather than from scipy.signal: importing
-# scipy.signal takes over a second (``python -X importtime -c "import scipy.signal"``; it builds the
-# docstrings of its array-API wrappers), a large part of a second run's start-up of ``mbfg calibrate``
-# (``python benchmarks/startup.py``). tests/test_calibration.py checks both
-# functions against scipy.signal's butter and filtfilt.
-
-def butterworth2(wn: float) -> tuple[np.ndarray, np.ndarray]:
-    """``scipy.signal.butter(2, wn)``: (b (3,), a (3,)) of the digital second-order Butterworth low-pass
-    with the cut-off at ``wn`` times the Nyquist frequency (0 < wn < 1), by the bilinear transform."""
-    k = np.tan(0.5 * np.pi * wn)  # the prewarped analog cut-off
-    norm = 1.0 / (1.0 + np.sqrt(2.0) * k + k * k)
-    b0 = k * k * norm
-    return (np.array([b0, 2.0 * b0, b0]),
-            np.array([1.0, 2.0 * (k * k - 1.0) * norm, (1.0 - np.sqrt(2.0) * k + k * k) * norm]))
-
-
-def _lfilter2(b: np.ndarray, a: np.ndarray, x: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """``scipy.signal.lfilter(b, a, x, axis=0, zi=z)[0]`` for a second-order section (a[0] = 1), x (n, m),
-    z (2, m): direct form II transposed, per column on Python floats (faster than NumPy per sample)."""
-    b0, b1, b2 = (float(v) for v in b)
-    a1, a2 = float(a[1]), float(a[2])
-    out = np.empty_like(x)
-    for j in range(x.shape[1]):
-        z0, z1 = float(z[0, j]), float(z[1, j])
-        column = []
-        for xi in x[:, j].tolist():
-            yi = b0 * xi + z0
-            z0 = b1 * xi - a1 * yi + z1
-            z1 = b2 * xi - a2 * yi
-            column.append(yi)
-        out[:, j] = column
-    return out
-
-
-def filtfilt(b: np.ndarray, a: np.ndarray, x: np.ndarray, padlen: int) -> np.ndarray:
-    """``scipy.signal.filtfilt(b, a, x, axis=0, padlen=padlen)`` for a second-order section: zero phase,
-    odd extension of ``padlen`` samples at both ends, each pass started in the steady state of its
-    first sample (``lfilter_zi``). x: (n, m) with n > padlen."""
-    ext = np.concatenate([2.0 * x[:1] - x[padlen:0:-1], x, 2.0 * x[-1:] - x[-2 : -padlen - 2 : -1]])
-    # lfilter_zi: the state of a unit step's steady response, (I - A^T) zi = b[1:] - a[1:] b[0].
-    companion = np.array([[-a[1], 1.0], [-a[2], 0.0]])
-    zi = np.linalg.solve(np.eye(2) - companion, b[1:] - a[1:] * b[0])
-    forward = _lfilter2(b, a, ext, zi[:, None] * ext[0])
-    backward = _lfilter2(b, a, forward[::-1], zi[:, None] * forward[-1])[::-1]
-    return backward[padlen : len(backward) - padlen]
-
-
-def initial_states(model: RigidModel, y: np.ndarray, h: float, parameters: Mapping[str, Any]) -> list[State]:
-    """States at zero constraint violation matching readings y (n, n_obs), velocities by eq. 4.3
-    (NumPy arrays)."""
-    hinges = {j.name for j in model.axial}  # hinge angles and slider displacements
-    y = np.asarray(y, dtype=float)
-    n = len(y)
-    r, e = poses_from_coordinates(model, {name: y[:, i] for i, name in enumerate(model.observations)
-                                          if name in hinges}, parameters, n=n)
-    for i, name in enumerate(model.observations):
-        if name not in hinges:  # a CoM coordinate "body.x"
-            body, _, axis = name.rpartition(".")
-            r[:, model.body_index[body], "xyz".index(axis)] = y[:, i]
-    if n < 2:
-        return [State(r[k], e[k], np.zeros((model.nb, 3)), np.zeros((model.nb, 3))) for k in range(n)]
-    # Backward differences, the first state's forward: state k's velocity takes it from k-1 to k.
-    prev = np.concatenate([[0], np.arange(n - 1)])
-    nxt = np.concatenate([[1], np.arange(1, n)])
-    v = (r[nxt] - r[prev]) / h
-    w = quat.boxminus_np(e[nxt], e[prev]) / h
-    return [State(r[k], e[k], v[k], w[k]) for k in range(n)]
 
 
 def smooth_initial_states(
@@ -640,11 +420,13 @@ __all__ = [
     "CONTACT_BACKTRACKING",
     "JointProblem",
     "build_joint_problem",
+    "butterworth2",
     "cross_validation",
     "cross_validation_score",
     "default_backtracking",
     "estimate_states",
     "filtered_observations",
+    "filtfilt",
     "initial_states",
     "reporting_compiles",
     "smooth_initial_states",
