@@ -27,6 +27,7 @@ class _StreamHost:
     h: float
     m: int
     update_every: int
+    smoother_kind: str
     hinge: np.ndarray
     _hinge_list: list[bool]
     counts: bool
@@ -87,6 +88,9 @@ class _StreamHost:
         raise NotImplementedError
 
     def _estimates(self, ks: Sequence[int], covariance: bool) -> tuple[Estimate, ...]:
+        raise NotImplementedError
+
+    def _state_keys(self, k: int) -> list[int]:
         raise NotImplementedError
 
     def _oldest_in_window(self) -> int:

@@ -11,16 +11,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-import gtsam
 import numpy as np
 
-from mbfg import keys
 from mbfg._jax import jnp
 from mbfg.adapter import noise_model
 from mbfg.errors import DeclarationError, ModelError
 from mbfg.factors._rigid import fixed_values, variables_for
-from mbfg.graphs.restarts import soft_start_factors
-from mbfg.graphs.stream.chain import _ChainWindow
 from mbfg.graphs.stream.config import (
     StreamConfig,
     _decimals,
@@ -30,14 +26,15 @@ from mbfg.graphs.stream.config import (
 )
 from mbfg.graphs.stream.faults import _FaultGate
 from mbfg.graphs.stream.growth import _GraphGrowth
-from mbfg.graphs.stream.readout import _Readout, _wrap
+from mbfg.graphs.stream.readout import _Readout
 from mbfg.graphs.stream.replay import _Replay
 from mbfg.graphs.stream.results import DEFAULT_SIGMA, Estimate, StreamStatus, StreamStep, StreamWarning
-from mbfg.graphs.stream.window import _ISAM2Window
+from mbfg.graphs.stream.smoothers import relinearize_thresholds, smoother_factory
+from mbfg.graphs.stream.window_readout import WindowReadout
 from mbfg.rigid import RigidModel, State
 
 
-class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
+class StreamEstimator(_FaultGate, _GraphGrowth, _Replay, WindowReadout):
     """Fixed-lag smoother of a rigid-body model over a stream of encoder samples (module docstring).
 
     Args:
@@ -235,31 +232,8 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         self._imp_noise = noise_model(self.sigma_impulse, 12 * model.nb)
         self._readout = _Readout(model)
         self._fused: Callable[..., Any] | None = None  # the chain's regular update program (graphs/stream/fused.py)
-        thresholds = dict(config.thresholds)
-        stiffness = soft_start_factors(model, "auto")  # [compliance of SOFT / the model's, ...] or []
-        if stiffness and config.relinearize_threshold is None:
-            thresholds.update({kind: thresholds[kind] / stiffness[0] for kind in ("pose", "velocity")})
-        if self.smoother_kind == "chain":
-            self._make_smoother = lambda: _ChainWindow(self._window_lag(), thresholds["pose"], thresholds["velocity"])
-        elif self.smoother_kind in ("incremental", "gtsam-incremental"):
-            params = gtsam.ISAM2Params()
-            params.setRelinearizeThreshold(self._threshold_map(thresholds, len(refine)))
-            params.relinearizeSkip = int(config.relinearize_skip)
-            # QR: the impulse rows (sigma_p ~ 1e-3 sigma_y) make the normal equations too stiff for Cholesky.
-            params.setFactorization("QR")
-            # Back-substitute the whole window on every update: with iSAM2's default "wildfire" threshold
-            # (1e-3) changes below it stop propagating, and the oldest (smoothed) state lags the solution.
-            params.setOptimizationParams(gtsam.ISAM2GaussNewtonParams(float(config.wildfire_threshold)))
-            # Reuse the slots of marginalized factors, or the factor arrays grow with the stream.
-            params.findUnusedFactorSlots = True
-            if self.smoother_kind == "incremental":
-                self._make_smoother = lambda: _ISAM2Window(self._window_lag(), params, [keys.P()])
-            else:
-                self._make_smoother = lambda: gtsam.IncrementalFixedLagSmoother(self._window_lag(), params)
-        else:
-            lm = gtsam.LevenbergMarquardtParams()
-            lm.setMaxIterations(int(config.max_iterations))
-            self._make_smoother = lambda: gtsam.BatchFixedLagSmoother(self._window_lag(), lm)
+        self._make_smoother = smoother_factory(config, relinearize_thresholds(model, config), self._window_lag,
+                                               model.nb, len(refine))
         self._reset_stream()
 
     def _reset_stream(self) -> None:
@@ -290,16 +264,6 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
         self._pred_cache: tuple[Any, list] | None = None  # the last model rollout (key, states)
         self._gate_ref: tuple[int, np.ndarray, np.ndarray] | None = None  # (k, coordinates, rates) after a gap
         self._believed: list[tuple[int, float]] = [(-1, math.nan)] * n_obs  # per channel: (k, last believed reading)
-
-    # ------------------------------------------------------------------ construction helpers
-    def _threshold_map(self, per_kind: Mapping[str, float], n_refined: int) -> gtsam.ISAM2ThresholdMap:
-        """iSAM2's per-symbol relinearization thresholds (one entry per key letter the window uses) from the
-        thresholds per kind of variable."""
-        dims = {"x": ("pose", 6), "v": ("velocity", 6 * self.model.nb), "p": ("parameters", max(n_refined, 1))}
-        out = gtsam.ISAM2ThresholdMap()
-        for letter, (kind, dim) in dims.items():
-            out.insert((letter, np.full(dim, float(per_kind[kind]))))
-        return out
 
     @classmethod
     def from_calibration(cls, model: RigidModel, calibration: str | os.PathLike[str] | Mapping[str, Any],
@@ -363,11 +327,6 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
             else:
                 warnings.warn(message, StreamWarning, stacklevel=2)
         return estimator
-
-    def _window_lag(self) -> float:
-        # Keys stamped before t_new - lag are marginalized: m + update_every states stay, so that the smoothed
-        # state of every sample of an update is still there (the half step absorbs rounding).
-        return (self.m + self.update_every - 0.5) * self.h
 
     # ------------------------------------------------------------------ the stream
     @property
@@ -566,67 +525,3 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay):
             return self._solver_failed(t, exc, [])
         return StreamStep(t, (), self._filtered, self._smoothed, self._refined, updated=True, added=added,
                           smoothed_added=smoothed_added)
-
-    # ------------------------------------------------------------------ read-out
-    def _estimates(self, ks: Sequence[int], covariance: bool) -> tuple[Estimate, ...]:
-        """Estimates of the states ``ks``, read out together."""
-        if not ks:
-            return ()
-        est = self._smoother
-        assert self._t0 is not None  # set with the smoother
-        state_keys = [self._state_keys(k) for k in ks]  # per state: its poses, then its velocity
-        if isinstance(est, _ChainWindow):
-            T_world_body, vel = est.estimates(state_keys)
-        else:
-            T_world_body = np.array([[est.calculateEstimatePose3(key).matrix() for key in sk[:-1]] for sk in state_keys])
-            vel = np.array([est.calculateEstimateVector(sk[-1]) for sk in state_keys])
-        R_world_body, r_world_body = T_world_body[:, :, :3, :3], T_world_body[:, :, :3, 3]
-        out = self._readout(R_world_body, r_world_body, vel, jacobians=covariance)
-        q, qd = out[0], out[1]
-        unread = np.full(q.shape[1], np.nan)  # (once: a default argument is built whether it is needed or not)
-        refs = np.array([self._refs.get(k, unread) for k in ks])
-        # Angles next to the encoder's turn count (states without a reference keep (-pi, pi]).
-        q = np.where(self.hinge & np.isfinite(refs), refs + _wrap(q - refs), q)
-        estimates = []
-        for j, k in enumerate(ks):
-            q_std = qd_std = None
-            if covariance:
-                C = self._joint_covariance(self._state_keys(k))
-                Jq, Jv = out[2][j], out[3][j]
-                q_std = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", Jq, C, Jq), 0, None))
-                qd_std = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", Jv, C, Jv), 0, None))
-            estimates.append(Estimate(round(self._t0 + k * self.h, self._t_decimals), k, q[j], qd[j], q_std, qd_std,
-                                      R_world_body[j], r_world_body[j], vel[j]))
-        return tuple(estimates)
-
-    def _joint_covariance(self, key_list: list[int]) -> np.ndarray:
-        """Joint marginal covariance of ``key_list`` in GTSAM tangent coordinates, blocks in that order."""
-        if self.smoother_kind == "chain":
-            return self._smoother.joint_covariance(key_list)
-        if self.smoother_kind != "batch":
-            joint = self._smoother.getISAM2().jointMarginalCovariance(key_list)
-        else:
-            marginals = gtsam.Marginals(self._smoother.getFactors(), self._smoother.calculateEstimate())
-            joint = marginals.jointMarginalCovariance(key_list)
-        return np.block([[joint.at(a, b) for b in key_list] for a in key_list])
-
-    def _oldest_in_window(self) -> int:
-        """Index of the oldest state the smoother still holds: it keeps m + update_every states."""
-        return max(self._k_start, self._k - self.m - self.update_every + 1)
-
-    def _read(self, ks: Sequence[int]) -> tuple[tuple[Estimate, ...], tuple[Estimate, ...]]:
-        """Filtered estimates of the states ks and smoothed ones of the states a lag before them (those in
-        this smoother); the newest of each become :attr:`_filtered` and :attr:`_smoothed`."""
-        # A gap among the samples may have pushed some of their smoothed states out of the window.
-        oldest = self._oldest_in_window()
-        ks = [k for k in ks if k >= oldest]  # (a bridged gap longer than the window: its first ones are gone)
-        lagged = [k - self.m for k in ks if k - self.m >= oldest]
-        both = self._estimates(list(ks) + lagged, self.covariance)
-        added, smoothed_added = both[: len(ks)], both[len(ks) :]
-        self._filtered = added[-1]
-        if smoothed_added:
-            self._smoothed = smoothed_added[-1]
-        if self._refine_prior is not None:
-            chi = np.asarray(self._smoother.calculateEstimateVector(keys.P()))
-            self._refined = {n: float(v) for n, v in zip(self.variables.free, chi)}
-        return added, smoothed_added
