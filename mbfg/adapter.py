@@ -38,7 +38,7 @@ import numpy as np
 from mbfg._jax import jax, jnp
 from mbfg._programs import PersistentJit, closure_fingerprint, jaxpr_fingerprint
 from mbfg.errors import DeclarationError, MbfgError
-from mbfg.factor_group import CHUNK, FactorGroup, PerFactor, as_constant
+from mbfg.factor_group import CHUNK, EXACT_UP_TO, FactorGroup, PerFactor, as_constant
 from mbfg.noise import noise_model
 from mbfg.registry import REGISTRY
 from mbfg.var_kinds import (
@@ -62,7 +62,7 @@ from mbfg.var_kinds import (
     key_kinds,
 )
 
-__all__ = ["CHUNK", "POINT2", "POINT3", "POSE2", "POSE3", "REGISTRY", "ROT2", "ROT3", "VECTOR", "FactorGroup",
+__all__ = ["CHUNK", "EXACT_UP_TO", "POINT2", "POINT3", "POSE2", "POSE3", "REGISTRY", "ROT2", "ROT3", "VECTOR", "FactorGroup",
            "FactorType", "Key", "PerFactor", "Point2Key", "Point3Key", "Pose2Key", "Pose3Key", "Rot2Key", "Rot3Key",
            "VarKind", "VectorKey", "noise_model"]
 

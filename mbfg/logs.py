@@ -42,6 +42,7 @@ from mbfg.limits import MAX_TIME
 from mbfg.log_table import read_table
 from mbfg.log_writer import write_log
 from mbfg.time_grid import (
+    REGULAR_RTOL,
     SNAP_TOLERANCE,
     TimeGrid,
     check_on_grid,
@@ -54,6 +55,7 @@ from mbfg.time_grid import (
 )
 
 __all__ = [
+    "REGULAR_RTOL",
     "SNAP_TOLERANCE",
     "Log",
     "TimeGrid",
