@@ -50,7 +50,7 @@ def read_table(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Parse the CSV ``text`` of ``source``, keeping the columns ``time``, ``observations``, ``controls``.
 
-    The reader of :func:`read_log` and of the rig loaders (``mbfg.datasets.rigs``).
+    The reader of :func:`mbfg.logs.read_log` and of the rig loaders (``mbfg.datasets.rigs``).
     ``what`` names the file in messages ("log", "QUBE-Servo CSV"). ``foreign``: a
     file in another lab's layout rather than this package's log format: header
     columns without a name are allowed (and ignored), and the messages for an
@@ -61,7 +61,7 @@ def read_table(
         the 1-based line number of each data row (n,).
 
     Raises:
-        DataError: as listed in :func:`read_log` (file, row, line and column named).
+        DataError: as listed in :func:`mbfg.logs.read_log` (file, row, line and column named).
     """
     wanted = [(time, "time")] + [(n, "observation") for n in observations] + [(n, "control") for n in controls]
     seen_wanted: dict[str, str] = {}
