@@ -42,7 +42,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import gtsam
@@ -576,11 +576,13 @@ def solve(problem: JointProblem, lm: LMConfig = LMConfig(), *, quiet: bool = Fal
 STATE_ESTIMATION_ITERATIONS = 50
 
 
-def state_estimation_lm(model: RigidModel) -> LMConfig:
+def state_estimation_lm(model: RigidModel, **changes: Any) -> LMConfig:
     """:func:`estimate_states`'s default LM options for ``model``: :data:`STATE_ESTIMATION_ITERATIONS` iterations
     at most, and :data:`CONTACT_BACKTRACKING` halvings of a rejected step for a model with contacts (0 for others,
-    the plain LM), as :func:`mbfg.calibration.calibrate` takes them. Change one with ``dataclasses.replace``."""
-    return LMConfig(max_iterations=STATE_ESTIMATION_ITERATIONS, backtracking=default_backtracking(model, None))
+    the plain LM), as :func:`mbfg.calibration.calibrate` takes them; ``changes``: fields that differ, e.g.
+    ``state_estimation_lm(model, max_iterations=10)``."""
+    default = LMConfig(max_iterations=STATE_ESTIMATION_ITERATIONS, backtracking=default_backtracking(model, None))
+    return replace(default, **changes)
 
 
 def estimate_states(model: RigidModel, log: Log, *, h: float | None = None, weight: float = 1e6,

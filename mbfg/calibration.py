@@ -101,7 +101,7 @@ class CalibrationResult:
     calibrate; status: "converged", "not_converged" or "failed", :mod:`mbfg.solvers`; ``converged`` is True
     only for "converged"; message: the solver's reason); start_iterations: LM iterations of the states-only
     initialization of a model with dry friction (:func:`mbfg.graphs.joint.smooth_initial_states`), 0 without;
-    bias_parts: with ``calibrate(bias=True)``, the two parts of each parameter's bias estimate,
+    bias_parts: with ``CalibrationOptions(bias=True)``, the two parts of each parameter's bias estimate,
     ``{"h": {name: ...}, "compliance": {name: ...}}`` (:func:`discretization_bias`), else empty;
     information: (n_p, n_p) the parameters' information matrix (``R^T R``, finite where a direction is
     undetermined), from which :mod:`mbfg.identifiability` finds the combinations the data determine.
@@ -166,7 +166,7 @@ class CalibrationResult:
 
     @property
     def biased(self) -> list[str]:
-        """Names of the parameters whose estimated bias exceeds their std (``calibrate(bias=True)``)."""
+        """Names of the parameters whose estimated bias exceeds their std (``CalibrationOptions(bias=True)``)."""
         return [p.name for p in self.parameters if p.biased]
 
     def combinations(self, threshold: float = 1.0) -> list[ident.Combination]:
@@ -186,7 +186,7 @@ class CalibrationResult:
 
     def to_dataframe(self) -> pd.DataFrame:
         """pandas DataFrame indexed by parameter: value, std, bias, unit, lower, upper, excited, at_bound,
-        biased (bias NaN unless ``calibrate(bias=True)``); ``attrs``: "combinations" and "base", DataFrames
+        biased (bias NaN unless ``CalibrationOptions(bias=True)``); ``attrs``: "combinations" and "base", DataFrames
         (:func:`mbfg.identifiability.combinations_dataframe`) of the directions and of the determined ones as
         base parameters, and "not_determined", the labels of the others."""
         import pandas as pd

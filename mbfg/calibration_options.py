@@ -8,8 +8,8 @@ naming it (:class:`~mbfg.errors.ModelError`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from mbfg.calibration_arguments import positive, whole
 from mbfg.errors import ModelError
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 RELATIVE_TOL = 1e-3
 
 
-def calibration_lm(model: RigidModel) -> LMConfig:
+def calibration_lm(model: RigidModel, **changes: Any) -> LMConfig:
     """:func:`~mbfg.calibration.calibrate`'s LM options for ``model`` where it is given none: at most 20
     iterations, ``relative_tol`` :data:`RELATIVE_TOL`, and halvings of a rejected step
     (:attr:`LMConfig.backtracking <mbfg.lm_config.LMConfig.backtracking>`)
@@ -36,11 +36,12 @@ def calibration_lm(model: RigidModel) -> LMConfig:
     benchmarks/particles.py --restart-weight 1e3 --draws 50 --backtracking 8`` against ``--backtracking 0``). Not the
     default without contacts: on the two real rigs' recordings (``python benchmarks/real_rigs.py --backtracking 8``)
     it reaches lower costs but is still creeping down after 30 iterations, where the plain LM stops on its tolerance
-    (QUBE) or creeps as well (DFKI). A caller changes a field with
-    ``dataclasses.replace(calibration_lm(model), max_iterations=50)``."""
+    (QUBE) or creeps as well (DFKI). ``changes``: fields that differ from these, e.g.
+    ``calibration_lm(model, max_iterations=50)`` (``dataclasses.replace`` of the default)."""
     from mbfg.graphs.joint import default_backtracking
 
-    return LMConfig(max_iterations=20, relative_tol=RELATIVE_TOL, backtracking=default_backtracking(model, None))
+    default = LMConfig(max_iterations=20, relative_tol=RELATIVE_TOL, backtracking=default_backtracking(model, None))
+    return replace(default, **changes)
 
 
 @dataclass(frozen=True)
