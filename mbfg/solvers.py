@@ -182,7 +182,7 @@ def bounded_levenberg_marquardt(
         if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
             return result("not_converged", f"time limit {time_limit_s:g} s after {len(history) - 1} iterations")
         t0 = time.perf_counter()
-        diag: Any  # the Hessian's diagonal: flat (_Blocked) or per key (_Ordinary)
+        diag: Any  # the Hessian's diagonal: flat (BlockedSystem) or per key (OrdinarySystem)
         linear, diag = system.linearize(values)
         t_lin = time.perf_counter() - t0
         gradient = system.gradient_cosine(linear, diag, values, cost)

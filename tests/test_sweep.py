@@ -74,7 +74,7 @@ def test_each_cell_of_a_2x2x2_sweep_on_2_workers_equals_the_calibration_run_alon
     assert set(cal["status"]) == {"ok"}, cal["error"].tolist()
     assert cal["worker"].nunique() == 2  # the grid was shared out
     for _, row in cal.iterrows():
-        alone = calibrate(start, logs[row["log"]], free=FREE, h=row["h"], weight=row["weight"], quiet=True)
+        alone = calibrate(start, logs[row["log"]], free=FREE, h=row["h"], weight=row["weight"])
         for p in alone.parameters:
             assert row[f"value:{p.name}"] == pytest.approx(p.value, rel=1e-10, abs=0), (row["log"], row["h"])
             assert row[f"std:{p.name}"] == pytest.approx(p.std, rel=1e-8)
