@@ -449,9 +449,10 @@ def calibrate(
     parts: dict[str, dict[str, float]] = {}
     if options.bias:
         # The stiffer joints need soft_start most; the restart is done (its weight is this one's from here on).
-        again = dict(free=problem.variables.names, weight=weight, priors=priors, cutoff_hz=cutoff_hz, factors=factors,
-                     lm=lm, options=replace(options, restart_weight=None, restart_search=0))
-        parts = discretization_bias(identified, log, {p.name: p.value for p in estimates}, problem.h, **again)
+        parts = discretization_bias(identified, log, {p.name: p.value for p in estimates}, problem.h,
+                                    options=replace(options, restart_weight=None, restart_search=0),
+                                    free=problem.variables.names, weight=weight, priors=priors, cutoff_hz=cutoff_hz,
+                                    factors=factors, lm=lm)
         estimates = [replace(p, bias=parts["h"][p.name] + parts["compliance"][p.name]) for p in estimates]
     wall = time.perf_counter() - start
     return CalibrationResult(

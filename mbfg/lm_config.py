@@ -36,7 +36,8 @@ class LMConfig:
         relative_tol: the decrease test of convergence: an accepted step taken at ``lambda_initial`` or less
             lowers the cost by less than this fraction of it, or :data:`mbfg.solvers.STALL_STEPS` accepted steps in
             a row do, whatever their damping. Convergence also needs the gradient test and the Gauss-Newton check.
-            A number > 0 (unit-free).
+            A number >= 0 (unit-free; 0: that test never holds, the solve runs to its limits or a cost of
+            ``absolute_tol``).
         gradient_tol: the gradient test: :func:`mbfg.lm_systems.projected_gradient_cosine` at most this (unit-free,
             >= 0); None: ``sqrt(relative_tol)``, what an undamped step's small decrease implies
             (:attr:`gradient_threshold`).
@@ -63,7 +64,7 @@ class LMConfig:
     def __post_init__(self) -> None:
         _whole("max_iterations", self.max_iterations, 1)
         _whole("backtracking", self.backtracking, 0)
-        _number("relative_tol", self.relative_tol, "a number > 0", lambda x: x > 0)
+        _number("relative_tol", self.relative_tol, "a number >= 0", lambda x: x >= 0)
         if self.gradient_tol is not None:
             _number("gradient_tol", self.gradient_tol, "a number >= 0 (or None: sqrt(relative_tol))", lambda x: x >= 0)
         _number("absolute_tol", self.absolute_tol, "a number >= 0", lambda x: x >= 0)
