@@ -295,7 +295,7 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
          scheduler: str | None, client, n_workers: int | None, quiet: bool) -> int:
     from distributed import Client, LocalCluster, as_completed
 
-    from mbfg.calibration_options import calibration_lm
+    from mbfg.calibration_options import CalibrationOptions, calibration_lm
     from mbfg.graphs.joint import state_estimation_lm
 
     own_client = client is None
@@ -328,8 +328,8 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
             # A preferred worker only where there is one: Dask refuses allow_other_workers without workers.
             cell = (name, hh, w, e)
             where = {"workers": prefer[cell], "allow_other_workers": True} if cell in prefer else {}
-            f = client.submit(calibration_task, shared, recordings[name], name, hh, w, e, free, cal_lm, cache,
-                              pure=False, priority=1, **where)
+            f = client.submit(calibration_task, shared, recordings[name], name, hh, w, e, free, cal_lm,
+                              CalibrationOptions(), cache, pure=False, priority=1, **where)
             cal_futures[(name, hh, w, e)] = f
             futures[f] = _row("calibration", name, name, hh, w, e)
         for (name, hh, w, e), other in todo_cv:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from mbfg.calibration_options import CalibrationOptions
 from mbfg.errors import MbfgError, ModelError
 from mbfg.lm_config import LMConfig
 from mbfg.logs import Log
@@ -123,15 +124,16 @@ def _run_task(row: dict[str, Any], work) -> dict[str, Any]:
 
 
 def calibration_task(model: tuple[str, bytes], log: Log, name: str, h: float, weight: float, eps: float | None,
-                     free: Sequence[str] | None, lm: LMConfig, cache_dir: str | bool | None) -> dict:
-    """One cell: calibrate ``model`` (with compliance ``eps``) on ``log`` at (h, w) with the LM options ``lm``; a
-    row of the results."""
+                     free: Sequence[str] | None, lm: LMConfig, options: CalibrationOptions,
+                     cache_dir: str | bool | None) -> dict:
+    """One cell: calibrate ``model`` (with compliance ``eps``) on ``log`` at (h, w) with the LM options ``lm`` and
+    the workflow ``options``; a row of the results."""
     _setup_jax(cache_dir)
 
     def work() -> dict[str, Any]:
         from mbfg.calibration import calibrate
 
-        result = calibrate(_with_eps(_model(model), eps), log, free=free, h=h, weight=weight, lm=lm)
+        result = calibrate(_with_eps(_model(model), eps), log, free=free, h=h, weight=weight, lm=lm, options=options)
         out = dict(cost=result.cost, cost_observation=result.cost_observation, cost_impulse=result.cost_impulse,
                    iterations=result.iterations, converged=result.converged, solve_status=result.status,
                    solve_message=result.message,

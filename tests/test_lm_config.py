@@ -11,7 +11,9 @@ import pytest
 from mbfg import CalibrationOptions, LMConfig, MbfgError, calibrate, calibration_lm, pendulum, simulate
 from mbfg.errors import ModelError
 from mbfg.graphs.joint import SMOOTH_START_ITERATIONS, build_joint_problem, solve, state_estimation_lm
+from mbfg.logs import Log
 from mbfg.models import particle
+from mbfg.spook import unwrap_angles
 
 FREE = ["J", "b"]
 
@@ -80,9 +82,13 @@ def test_the_model_defaults_backtrack_only_with_contacts_and_take_changes() -> N
 
 @pytest.fixture(scope="module")
 def short_pendulum():
-    """A pendulum swinging for 1 s, read at 1 kHz with 1e-3 rad of noise, and a start off the truth."""
+    """tests/test_calibration.py's pendulum log (2 s at 1 kHz, 1e-3 rad of Gaussian noise, seed 0) and its start
+    off the truth."""
     model = pendulum()
-    log = simulate(model, 1.0, 1e-3, initial=model.initial_state({"theta": 2.5})).to_log(noise=1e-3, seed=3)
+    traj = simulate(model, 2.0, 1e-3, initial=model.initial_state({"theta": 2.5}))
+    y = unwrap_angles(model, traj.observations) + 1e-3 * np.random.default_rng(0).standard_normal(
+        traj.observations.shape)
+    log = Log(traj.t, y, np.zeros((len(traj.t), 0)), model.observations, model.controls, "synthetic")
     truth = model.parameters.numpy_values()
     start = model.with_parameters({"J": 1.25 * truth["J"], "b": 0.5 * truth["b"]})
     return model, log, start

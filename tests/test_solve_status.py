@@ -106,7 +106,7 @@ def test_a_sweep_row_carries_the_calibrations_solve_status(pendulum_log) -> None
     model, log = pendulum_log
     shipped = ("test-status-pendulum", pickle.dumps(model))
     row = calibration_task(shipped, log, "synthetic", 1e-3, 1e6, None, ["J", "b"],
-                           {"max_iterations": 1, "covariance": False}, False)
+                           calibration_lm(model, max_iterations=1), CalibrationOptions(covariance=False), False)
     assert set(COLUMNS) <= set(row)
     assert row["status"] == "ok", row["error"]
     assert row["solve_status"] == "not_converged" and row["converged"] is False, row
