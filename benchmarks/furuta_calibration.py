@@ -342,7 +342,7 @@ def run_calibration(start, log, h: float, weight: float, max_iterations: int, pr
     t0 = time.perf_counter()
     result = calibrate(start, log, free=FREE, h=h, weight=weight, priors=priors,
                        lm=calibration_lm(start, max_iterations=max_iterations,
-                                         damping_update=damping_update))  # LM progress lines on stderr
+                                         damping_update=damping_update))  # progress: mbfg.progress records
     return result, time.perf_counter() - t0, before, max_rss_mb()
 
 
