@@ -47,6 +47,7 @@ LOAD_AT_START = os.getloadavg()
 from mbfg._jax import jax, jnp  # noqa: E402  (after the load is taken)
 from mbfg.adapter import PerFactor  # noqa: E402
 from mbfg.factor_type import Point3Var, Pose3Var, factor_type  # noqa: E402
+from mbfg.lm_config import LMConfig  # noqa: E402
 from mbfg.solvers import LMResult, bounded_levenberg_marquardt  # noqa: E402
 from mbfg.vectorized import VectorizedGraph  # noqa: E402
 
@@ -138,8 +139,8 @@ def gtsam_lm(graph: gtsam.NonlinearFactorGraph, initial: gtsam.Values) -> gtsam.
 
 
 def mbfg_lm(graph: gtsam.NonlinearFactorGraph | VectorizedGraph, initial: gtsam.Values) -> LMResult:
-    return bounded_levenberg_marquardt(graph, initial, max_iterations=ITERATIONS, relative_tol=0.0,
-                                       gradient_tol=0.0, quiet=True)
+    return bounded_levenberg_marquardt(graph, initial, quiet=True,
+                                       config=LMConfig(max_iterations=ITERATIONS, relative_tol=0.0, gradient_tol=0.0))
 
 
 def build_floor(problem: Problem) -> gtsam.GaussianFactorGraph:

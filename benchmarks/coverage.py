@@ -33,6 +33,7 @@ import _record
 import numpy as np
 
 from mbfg.calibration import calibrate
+from mbfg.calibration_options import CalibrationOptions
 from mbfg.logs import Log
 from mbfg.models import furuta, linear_stage, pendulum
 from mbfg.noise_weight import estimate_weight
@@ -117,7 +118,7 @@ def run_case(name: str, draws: int, weight: str | None, bias: bool) -> dict:
             w = estimate_weight(case.start, log, free=case.free).weight
         elif weight is not None:
             w = float(weight)
-        result = calibrate(case.start, log, free=case.free, weight=w, bias=bias, quiet=True)
+        result = calibrate(case.start, log, free=case.free, weight=w, options=CalibrationOptions(bias=bias))
         walls.append(time.perf_counter() - began)
         weights.append(result.weight)
         converged += bool(result.converged)

@@ -67,8 +67,10 @@ from mbfg import keys, lie, residuals
 from mbfg import quaternion as quat
 from mbfg._jax import enable_compilation_cache, jax, jnp
 from mbfg.calibration import calibrate
+from mbfg.calibration_options import calibration_lm
 from mbfg.factors._rigid import fixed_values
 from mbfg.factors.prior import tilt_yaw_prior_residual
+from mbfg.lm_config import LMConfig
 from mbfg.logs import Log, quantize
 from mbfg.models import furuta
 from mbfg.rigid import State
@@ -338,8 +340,9 @@ def run_calibration(start, log, h: float, weight: float, max_iterations: int, pr
     """calibrate() of the 13 parameters; (result, wall s, ru_maxrss before, after [MB])."""
     before = max_rss_mb()
     t0 = time.perf_counter()
-    result = calibrate(start, log, free=FREE, h=h, weight=weight, max_iterations=max_iterations, priors=priors,
-                       damping_update=damping_update, quiet=False)  # LM progress lines on stderr
+    result = calibrate(start, log, free=FREE, h=h, weight=weight, priors=priors,
+                       lm=calibration_lm(start, max_iterations=max_iterations,
+                                         damping_update=damping_update))  # progress: mbfg.progress records
     return result, time.perf_counter() - t0, before, max_rss_mb()
 
 
@@ -352,13 +355,14 @@ def diagnose_step(start, log, dt: float, weight: float, iterations: int, priors:
     (rotation [rad], body frame). Diagnostic only; nothing else of the benchmark runs.
     """
     from mbfg.graphs.joint import build_joint_problem
-    from mbfg.solvers import _Ordinary, bounded_levenberg_marquardt
+    from mbfg.lm_systems import OrdinarySystem
+    from mbfg.solvers import bounded_levenberg_marquardt
 
     problem = build_joint_problem(start, log, h=dt, free=FREE, weight=weight, priors=priors)
-    lm = bounded_levenberg_marquardt(problem.graph, problem.initial, problem.bounds, max_iterations=iterations,
-                                     relative_tol=0.0, label="diagnose")
+    lm = bounded_levenberg_marquardt(problem.graph, problem.initial, problem.bounds, label="diagnose",
+                                     config=LMConfig(max_iterations=iterations, relative_tol=0.0))
     values, graph, n = lm.values, problem.graph, problem.n
-    system = _Ordinary(graph, values, problem.bounds)  # the LM's own step, box solved exactly
+    system = OrdinarySystem(graph, values, problem.bounds)  # the LM's own step, box solved exactly
     linear, diag = system.linearize(values)
     delta, _ = system.step(linear, diag, 1e-12, values)  # undamped but for round-off
     chi = values.atVector(keys.P())

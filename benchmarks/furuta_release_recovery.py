@@ -30,6 +30,7 @@ import _record
 import numpy as np
 
 from mbfg.calibration import calibrate
+from mbfg.calibration_options import calibration_lm
 from mbfg.models import furuta
 from mbfg.spook import simulate
 
@@ -55,8 +56,8 @@ def main() -> None:
     figures = []
     for h in (float(x) for x in args.dt.split(",")):
         t0 = time.perf_counter()
-        result = calibrate(start, log, free=FREE, h=h, weight=args.weight, max_iterations=args.iterations,
-                           quiet=True)
+        result = calibrate(start, log, free=FREE, h=h, weight=args.weight,
+                           lm=calibration_lm(start, max_iterations=args.iterations))
         print(f"\nh = {h:g} s: {result.iterations} LM iterations, "
               f"{'converged' if result.converged else 'NOT converged'}, {time.perf_counter() - t0:.0f} s; "
               f"cost per step: observation {result.cost_observation:.3e}, impulse {result.cost_impulse:.3e}")

@@ -49,7 +49,7 @@ from mbfg.adapter import FactorType, PerFactor  # noqa: E402
 from mbfg.factors._rigid import fixed_values  # noqa: E402
 from mbfg.factors.impulse import impulse_keys, impulse_type  # noqa: E402
 from mbfg.graphs.joint import build_joint_problem  # noqa: E402
-from mbfg.solvers import _Blocked, _Ordinary  # noqa: E402
+from mbfg.lm_systems import BlockedSystem, OrdinarySystem  # noqa: E402
 
 
 def load() -> str:
@@ -108,8 +108,8 @@ def factor_section(problem, repeat: int) -> list[dict]:
 def iteration_section(problem, repeat: int) -> list[dict]:
     n = problem.n
     values = problem.initial
-    blocked = _Blocked(problem.vectorized, values, problem.bounds)
-    ordinary = _Ordinary(problem.graph, values, problem.bounds)
+    blocked = BlockedSystem(problem.vectorized, values, problem.bounds)
+    ordinary = OrdinarySystem(problem.graph, values, problem.bounds)
     lam = 1e-5
     linear, diag = blocked.linearize(values)
     damped = blocked._damped(linear, diag, lam)
@@ -154,7 +154,7 @@ def main() -> None:
     for steps in (int(s) for s in args.steps.split(",")):
         log, _ = swing_log(truth, steps * 1e-3, 1e-3, 0.4, natural_frequency(truth), 0.0, "swing-up")
         start = start_model(truth, np.random.default_rng(1))
-        problem = build_joint_problem(start, log, free=FREE, weight=1e6, smooth_start=0)
+        problem = build_joint_problem(start, log, free=FREE, weight=1e6, smooth_start=None)
         print(f"\n# furuta (dry friction), 13 free parameters, {problem.n} states at h = 1 ms")
         rows += factor_section(problem, args.repeat)
         rows += iteration_section(problem, args.repeat)

@@ -51,7 +51,7 @@ def main() -> None:
     log = trajectory.to_log(noise=args.noise, seed=args.seed, resolution=args.resolution)
     print(f"linear stage: {n} steps of {H:g} s, noise {args.noise:g} m, encoder {args.resolution:g} m per count")
 
-    result = calibrate(model.with_parameters(START), log, weight=args.weight, quiet=True)
+    result = calibrate(model.with_parameters(START), log, weight=args.weight)
     print(f"calibration (w = {args.weight:g}): {result.iterations} LM iterations, "
           f"{'converged' if result.converged else 'NOT converged'}, {result.wall_s:.1f} s wall (compile included)")
     print(f"  {'parameter':<10}{'value':>12}{'std':>12}{'error %':>10}{'error/std':>11}")

@@ -57,6 +57,7 @@ import _record
 import numpy as np
 
 from mbfg.calibration import calibrate
+from mbfg.calibration_options import CalibrationOptions, calibration_lm
 from mbfg.graphs.joint import build_joint_problem, solve
 from mbfg.logs import Log
 from mbfg.models import particle, particles
@@ -69,6 +70,10 @@ SEED_SINGLE = {5e-5: (0.2, 301), 5e-4: (0.2, 443), 5e-3: (0.2, 19), 5e-2: (0.200
 #: Berard and Trinkle (2008), multiple particles (noise 0.005): particles -> (RMS mu error, iterations).
 SEED_MULTI = {2: (0.0, 334), 3: (0.0, 185), 5: (0.000006, 364), 10: (0.0000072, 281)}
 
+
+def _halvings(backtracking: int | None) -> dict[str, int]:
+    """calibration_lm's change for --backtracking (None: its default for the model, 8 with contacts)."""
+    return {} if backtracking is None else {"backtracking": backtracking}
 
 def _noisy_log(model: RigidModel, eps: float, seed: int) -> tuple[Log, list]:
     """The log with uniform noise in [-eps, eps], and the simulated (true) states."""
@@ -103,9 +108,11 @@ def _draws(model: RigidModel, args: argparse.Namespace) -> list[dict]:
         for draw in range(1, args.draws + 1):
             log, truth = _noisy_log(model, eps, draw)
             r = calibrate(model.with_parameters({"mu": args.start_mu}), log, free=["mu"], weight=args.weight,
-                          cutoff_hz=1e9, max_iterations=args.max_iterations, quiet=True,
-                          restart_weight=args.restart_weight, restart_search=args.restart_search,
-                          backtracking=args.backtracking)
+                          cutoff_hz=1e9,
+                          lm=calibration_lm(model.with_parameters({"mu": args.start_mu}),
+                                            max_iterations=args.max_iterations, **_halvings(args.backtracking)),
+                          options=CalibrationOptions(restart_weight=args.restart_weight,
+                                                     restart_search=args.restart_search))
             if abs(r.values["mu"] - 0.2) > 0.02:
                 off += 1
                 flagged += (not r.converged) or "mu" in r.not_excited
@@ -162,10 +169,11 @@ def main() -> None:
     for eps, (smu, sit) in SEED_SINGLE.items():
         log, truth = _noisy_log(model, eps, 1)
         start = time.perf_counter()
-        r = calibrate(model.with_parameters({"mu": args.start_mu}), log, free=["mu"], weight=args.weight,
-                      cutoff_hz=1e9, max_iterations=args.max_iterations, covariance=False, quiet=True,
-                      restart_weight=args.restart_weight, restart_search=args.restart_search,
-                      backtracking=args.backtracking)
+        r = calibrate(model.with_parameters({"mu": args.start_mu}), log, free=["mu"], weight=args.weight, cutoff_hz=1e9,
+                      lm=calibration_lm(model.with_parameters({"mu": args.start_mu}),
+                                        max_iterations=args.max_iterations, **_halvings(args.backtracking)),
+                      options=CalibrationOptions(covariance=False, restart_weight=args.restart_weight,
+                                                 restart_search=args.restart_search))
         mu, wall = r.values["mu"], time.perf_counter() - start
         best, best_it = _solve_from(model, log, truth, {"mu": 0.2}, args.restart_weight or args.weight,
                                     args.max_iterations, args.truth_lambda)
@@ -188,8 +196,9 @@ def main() -> None:
         start = time.perf_counter()
         r = calibrate(many.with_parameters({f"mu_{i}": args.start_mu for i in range(n)}), log,
                       free=[f"mu_{i}" for i in range(n)], weight=args.weight, cutoff_hz=1e9,
-                      max_iterations=args.max_iterations, covariance=False, quiet=True,
-                      restart_weight=args.restart_weight, backtracking=args.backtracking)
+                      lm=calibration_lm(many.with_parameters({f"mu_{i}": args.start_mu for i in range(n)}),
+                                        max_iterations=args.max_iterations, **_halvings(args.backtracking)),
+                      options=CalibrationOptions(covariance=False, restart_weight=args.restart_weight))
         found = np.array([r.values[f"mu_{i}"] for i in range(n)])
         rms = float(np.sqrt(np.mean((found - truth) ** 2)))
         wall = time.perf_counter() - start

@@ -43,6 +43,7 @@ import _record
 import numpy as np
 
 from mbfg.calibration import calibrate
+from mbfg.calibration_options import calibration_lm
 from mbfg.cli.calibrate import why_not_converged
 from mbfg.datasets.rigs import (
     DFKI_PERIOD,
@@ -53,7 +54,7 @@ from mbfg.datasets.rigs import (
     load_qube,
     resample_uniform,
 )
-from mbfg.graphs.joint import cross_validation
+from mbfg.graphs.joint import cross_validation, state_estimation_lm
 from mbfg.logs import Log
 from mbfg.models import double_pendulum, furuta
 
@@ -62,6 +63,10 @@ DFKI = DATA / "dfki_double_pendulum"
 QUBE = DATA / "qube_servo"
 QUBE_FILES = ("qube_20230828T150615_434_696_394.csv", "qube_20230828T150709_610_277_801.csv")
 
+
+def _halvings(backtracking: int | None) -> dict[str, int]:
+    """calibration_lm's change for --backtracking (None: its default for the model, 8 with contacts)."""
+    return {} if backtracking is None else {"backtracking": backtracking}
 
 def window(log: Log, start: float, seconds: float) -> Log:
     """The part of a log from ``start`` [s] after its first sample, ``seconds`` long, time from 0."""
@@ -85,11 +90,13 @@ def report(result, start_model, validation: Log, wall: float) -> None:
     if not result.converged:  # what 'mbfg calibrate' says of it
         print(f"not converged: {why_not_converged(result.history, result.model.layout.n_B > 0)}")
     t0 = time.perf_counter()
-    cv_start, est_start = cross_validation(start_model, validation, start_model.parameters.numpy_values(),
-                                           h=result.h, weight=result.weight, max_iterations=CV_ITERATIONS)
+    cv_start, est_start = cross_validation(start_model, validation, start_model.parameters.numpy_values(), h=result.h,
+                                           weight=result.weight,
+                                           lm=state_estimation_lm(start_model, max_iterations=CV_ITERATIONS))
+    # The calibration's free parameters held: its compiled programs.
     cv, est = cross_validation(result.model, validation, result.model.parameters.numpy_values(), h=result.h,
-                               weight=result.weight, max_iterations=CV_ITERATIONS,
-                               free=result.problem.variables.free)  # the calibration's compiled programs
+                               weight=result.weight, free=result.problem.variables.free,
+                               lm=state_estimation_lm(result.model, max_iterations=CV_ITERATIONS))
     cv_wall = time.perf_counter() - t0
 
     def solve(estimate) -> str:
@@ -138,7 +145,7 @@ def dfki(seconds: float, h: float, max_iterations: int, save_dir: str | None = N
     train, val = (window(log, 0.0, seconds) for log in dfki_recordings().values())
     t0 = time.perf_counter()
     result = calibrate(model, train, free=("r1", "r2", "J1", "J2", "b1", "b2"), h=h,
-                       max_iterations=max_iterations, backtracking=backtracking)
+                       lm=calibration_lm(model, max_iterations=max_iterations, **_halvings(backtracking)))
     wall = time.perf_counter() - t0
     report(result, model, val, wall)
     save(result, save_dir, "dfki")
@@ -203,7 +210,7 @@ def dfki_lab(seconds: float, h: float, max_iterations: int, weights: list[float]
               f"trajectory_00, h = {h:g} s, w = {weight:g} (the model's: {model.weight:g}); validation on "
               f"trajectory_01")
         t0 = time.perf_counter()
-        result = calibrate(model, train, h=h, weight=weight, max_iterations=max_iterations)
+        result = calibrate(model, train, h=h, weight=weight, lm=calibration_lm(model, max_iterations=max_iterations))
         wall = time.perf_counter() - t0
         report(result, model, val, wall)
         v = result.model.parameters.numpy_values()
@@ -235,14 +242,14 @@ def dfki_lab(seconds: float, h: float, max_iterations: int, weights: list[float]
         simulated[f"identified, w = {weight:g} ({result.iterations} it.)"] = result.model
     viscous = model.without_dry_friction()
     weight = weights[0] if weights else model.weight
-    visc = calibrate(viscous, train, h=h, weight=weight, max_iterations=max_iterations, free=("J1", "J2", "b1", "b2"),
-                     quiet=True)
+    visc = calibrate(viscous, train, h=h, weight=weight, free=("J1", "J2", "b1", "b2"),
+                     lm=calibration_lm(viscous, max_iterations=max_iterations))
     simulated[f"viscous-only, w = {weight:g} ({visc.iterations} it.)"] = visc.model
     simulated["lab's values, Coulomb dropped"] = viscous
     # The viscous-only model as it was before the lab's model (double-pendulum-torque, free r1, r2, J1, J2, b1,
     # b2 at its default w, from the lab's values): what dfki() below calibrates.
     old = calibrate(torque_model(lab)[0], train, free=("r1", "r2", "J1", "J2", "b1", "b2"), h=h,
-                    max_iterations=max_iterations, quiet=True)
+                    lm=calibration_lm(torque_model(lab)[0], max_iterations=max_iterations))
     simulated[f"double-pendulum-torque, w = {old.weight:g} ({old.iterations} it.)"] = old.model
     print(f"\nfree simulation over the first {sim_seconds:g} s (h = {h:g} s, measured torques), RMS [rad] "
           "and the time it first drifts beyond 0.1 rad [s]:")
@@ -320,8 +327,8 @@ def qube(seconds: float, h: float, max_iterations: int, start: float, weights: l
               f"w = {weight:g} (the model's: {model.weight:g}); cross-validation on the same window of "
               f"{QUBE_FILES[1]}")
         t0 = time.perf_counter()
-        result = calibrate(model, train, free=free, h=h, weight=weight, max_iterations=max_iterations,
-                           backtracking=backtracking)
+        result = calibrate(model, train, free=free, h=h, weight=weight,
+                           lm=calibration_lm(model, max_iterations=max_iterations, **_halvings(backtracking)))
         report(result, model, val, time.perf_counter() - t0)
         save(result, save_dir, "qube")
         k = int(round(h / QUBE_PERIOD))

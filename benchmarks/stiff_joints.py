@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import rigid_references as reference  # noqa: E402
 
 from mbfg.calibration import calibrate  # noqa: E402
+from mbfg.calibration_options import CalibrationOptions, calibration_lm  # noqa: E402
 from mbfg.logs import Log  # noqa: E402
 from mbfg.models import double_pendulum  # noqa: E402
 
@@ -71,8 +72,9 @@ def main() -> None:
     for eps in (float(e) for e in args.eps.split(",")):
         stiff = start.with_parameters({"eps_lin": eps, "eps_rot": 100.0 * eps})
         t0 = time.perf_counter()
-        result = calibrate(stiff, log, free=FREE, max_iterations=args.max_iterations, covariance=False, quiet=True,
-                           damping_update=args.damping, soft_start=args.soft_start)
+        result = calibrate(stiff, log, free=FREE,
+                           lm=calibration_lm(stiff, max_iterations=args.max_iterations, damping_update=args.damping),
+                           options=CalibrationOptions(covariance=False, soft_start=args.soft_start))
         errors = ", ".join(f"{p.name} {100 * (p.value - truth[p.name]) / truth[p.name]:+.3f} %" for p in result.parameters)
         soft = result.problem.softened_from
         soft_said = "" if soft is None else (

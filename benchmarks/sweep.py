@@ -54,7 +54,7 @@ def peer(duration: float) -> None:
     t0 = time.perf_counter()
     start, logs = _problem(duration)  # the recordings' simulation is part of either side's work
     values = {f"{name}|{h}|{w}": {p.name: p.value for p in
-                                  calibrate(start, log, free=["J", "b"], h=h, weight=w, quiet=True).parameters}
+                                  calibrate(start, log, free=["J", "b"], h=h, weight=w).parameters}
               for name, log in logs.items() for h in HS for w in WS}
     print(json.dumps({"wall_s": time.perf_counter() - t0, "compile_s": compile_s[0], "values": values}))
 

@@ -66,7 +66,7 @@ def _calibrations(start, log, truth, weights, free=None):
                      wall_s=estimate.wall_s, error_percent=_errors(found, truth)))
     for w in weights:
         began = time.perf_counter()
-        result = calibrate(start, log, free=free, weight=w, quiet=True)
+        result = calibrate(start, log, free=free, weight=w)
         rows.append(dict(weight="given", w=w, converged=result.converged, iterations=result.iterations,
                          wall_s=time.perf_counter() - began, error_percent=_errors(result.values, truth)))
     return rows

@@ -43,6 +43,7 @@ from mbfg.factors._rigid import fixed_values, state_values
 from mbfg.factors.control import ACTIVATION_RATE, horizon_type, rate_matrix
 from mbfg.factors.prior import partial_prior_factor, prior_factor
 from mbfg.limits import MAX_HORIZON, MAX_STEPS, check_count
+from mbfg.lm_config import LMConfig
 from mbfg.logs import quantize
 from mbfg.progress import Progress
 from mbfg.rigid import RigidModel, State
@@ -140,7 +141,7 @@ class RecedingHorizon:
         effort_sigma: std of a zero-mean prior on every activation; None: none.
         velocity_sigma, force_sigma: the targets' sigmas [rad/s or m/s; N].
         parameters: parameter values (default the model's own).
-        max_iterations: LM iterations per solve.
+        lm: the options of each solve's LM (:class:`~mbfg.lm_config.LMConfig`; default 20 iterations at most).
         quiet: no progress lines.
 
     Raises:
@@ -151,7 +152,7 @@ class RecedingHorizon:
                  forces: Mapping[str, float] | None = None, lower: Sequence[float] | np.ndarray | None = None,
                  upper: Sequence[float] | np.ndarray | None = None, rate_sigma: float | None = None,
                  effort_sigma: float | None = None, velocity_sigma: float = 1.0, force_sigma: float = 1.0,
-                 parameters: Mapping[str, Any] | None = None, max_iterations: int = 20, quiet: bool = True) -> None:
+                 parameters: Mapping[str, Any] | None = None, lm: LMConfig = LMConfig(), quiet: bool = True) -> None:
         control.check_controllable(model)
         if not (np.isfinite(h) and h > 0):
             raise ModelError(f"time-step h must be a positive number of seconds, got {h}")
@@ -189,7 +190,9 @@ class RecedingHorizon:
         self.params = fixed_values(model) if parameters is None else {
             k: np.asarray(v, dtype=float) for k, v in parameters.items()}
         self._p_jax = {k: jnp.asarray(v) for k, v in self.params.items()}
-        self.max_iterations, self.quiet = int(max_iterations), quiet
+        if not isinstance(lm, LMConfig):
+            raise ModelError(f"lm: expected an mbfg.LMConfig, got {type(lm).__name__}")
+        self.lm, self.quiet = lm, quiet
         self.previous: np.ndarray | None = None  # the last solution, for the warm start
         self.applied: np.ndarray | None = None  # the activation applied last, for the rate cost on a_0
         self._h = np.asarray(self.h)
@@ -263,8 +266,7 @@ class RecedingHorizon:
         graph, values = self.build(state, self._checked_guess(state, guess, check_state))
         bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {
             keys.C(0): (np.tile(self.lower, self.horizon), np.tile(self.upper, self.horizon))}
-        lm = bounded_levenberg_marquardt(graph, values, bounds, max_iterations=self.max_iterations,
-                                         quiet=self.quiet if quiet is None else quiet,
+        lm = bounded_levenberg_marquardt(graph, values, bounds, self.lm, quiet=self.quiet if quiet is None else quiet,
                                          label=f"control {self.model.name}")
         controls = lm.values.atVector(keys.C(0)).reshape(self.horizon, -1)
         wall = time.perf_counter() - start

@@ -39,6 +39,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import replace
 from typing import Any
 
 import gtsam
@@ -56,15 +57,18 @@ from mbfg.graph_builder import GraphBuilder
 from mbfg.graphs.initialization import butterworth2, filtered_observations, filtfilt, initial_states
 from mbfg.graphs.joint_problem import JointProblem
 from mbfg.graphs.user_factors import UserFactors, add_user_factors
+from mbfg.lm_config import LMConfig
 from mbfg.logs import Log, grid_period, round_time, sample_period
 from mbfg.rigid import RigidModel, State
-from mbfg.solvers import LAMBDA_INITIAL, LMResult, bounded_levenberg_marquardt
+from mbfg.solvers import LMResult, bounded_levenberg_marquardt
 from mbfg.vectorized import Blocks, VectorizedGraph
 
 #: Default cut-off of the initialization low-pass filter [Hz] (the paper's value is stripped).
 DEFAULT_CUTOFF_HZ = 20.0
 #: LM iterations of :func:`smooth_initial_states` for a model with dry friction (0: skip that stage).
 SMOOTH_START_ITERATIONS = 3
+#: The LM options of :func:`smooth_initial_states` (:func:`build_joint_problem`'s default ``smooth_start``).
+SMOOTH_START = LMConfig(max_iterations=SMOOTH_START_ITERATIONS)
 
 
 def time_step(log: Log, h: float | None) -> tuple[float, int]:
@@ -129,15 +133,15 @@ def _check_log(model: RigidModel, log: Log) -> None:
 
 def smooth_initial_states(
     model: RigidModel, log: Log, *, h: float | None = None, weight: float = 1e6,
-    cutoff_hz: float = DEFAULT_CUTOFF_HZ, iterations: int = SMOOTH_START_ITERATIONS, quiet: bool = False,
-    damping_update: str = "tenfold",
+    cutoff_hz: float = DEFAULT_CUTOFF_HZ, lm: LMConfig = SMOOTH_START, quiet: bool = False,
 ) -> tuple[list[State], LMResult]:
     """Initial states for a model with frictional joints (F.4): the states of its smooth twin, parameters fixed.
 
     The twin is :meth:`~mbfg.rigid.RigidModel.without_dry_friction` (every hinge
     row an equality row) at the same parameter values; its states are estimated
     from the section-4.4 initialization by ``iterations`` LM iterations with
-    every parameter fixed. What that buys, on a dry pendulum
+    every parameter fixed (``lm``: the options of that LM, :class:`~mbfg.lm_config.LMConfig`; its
+    ``max_iterations`` are the ``iterations``). What that buys, on a dry pendulum
     (``pytest -s tests/test_calibration.py -k smooth_start``): the dry model's
     impulse cost per time-step at the initial states falls from 34.5 to 5.6e-5
     after one twin iteration. From the section-4.4 states the LM on a dry model
@@ -147,8 +151,7 @@ def smooth_initial_states(
     """
     twin = model.without_dry_friction()
     problem = build_joint_problem(twin, log, h=h, free=(), weight=weight, cutoff_hz=cutoff_hz)
-    result = solve(problem, max_iterations=iterations, damping_update=damping_update, quiet=quiet,
-                   label=f"initialize states {twin.name}")
+    result = solve(problem, lm, quiet=quiet, label=f"initialize states {twin.name}")
     return problem.state_list(result.values), result
 
 
@@ -164,8 +167,7 @@ def build_joint_problem(
     initial_parameters: Mapping[str, Any] | None = None,
     states: Sequence[State] | None = None,
     sigmas: tuple[float, float] | None = None,
-    smooth_start: int = SMOOTH_START_ITERATIONS,
-    damping_update: str = "tenfold",
+    smooth_start: LMConfig | None = SMOOTH_START,
     quiet: bool = False,
     hold: bool = False,
     factors: Sequence[UserFactors | gtsam.NonlinearFactor] = (),
@@ -187,9 +189,9 @@ def build_joint_problem(
             for a model with dry friction then :func:`smooth_initial_states`).
         sigmas: (observation sigma, impulse sigma) instead of (1, 1/sqrt(weight)), used
             for the covariance with estimated noise variances (3.22-3.24).
-        smooth_start: LM iterations of :func:`smooth_initial_states` (0: the section-4.4
-            states as they are); only for a model with dry friction and no ``states``.
-        damping_update: the LM damping rule of :func:`smooth_initial_states` (:mod:`mbfg.solvers`).
+        smooth_start: the LM options of :func:`smooth_initial_states` (:class:`~mbfg.lm_config.LMConfig`, its
+            ``max_iterations`` the iterations; None: the section-4.4 states as they are); only for a model with
+            dry friction and no ``states``.
         quiet: no progress lines from :func:`smooth_initial_states`.
         hold: the free scalar parameters stay variables but are held at their initial values
             (a box of zero width): state estimation with the factor types of a calibration over
@@ -220,9 +222,9 @@ def build_joint_problem(
     start: LMResult | None = None
     # Only frictional joint rows need it (F.4: the joint forces live in complementarity rows); the
     # twin of a Coulomb-only joint would just lose its friction force and start the states off it.
-    if states is None and model.has_frictional_joint_rows and smooth_start > 0:
+    if states is None and model.has_frictional_joint_rows and smooth_start is not None:
         states, start = smooth_initial_states(model, log, h=h, weight=weight, cutoff_hz=cutoff_hz,
-                                              iterations=smooth_start, quiet=quiet, damping_update=damping_update)
+                                              lm=smooth_start, quiet=quiet)
     if states is None:
         states = initial_states(model, filtered_observations(log.t, log.y, cutoff_hz)[idx], h, p0)
     fixed = fixed_values(model)
@@ -334,12 +336,11 @@ def default_backtracking(model: RigidModel, backtracking: int | None) -> int:
     return CONTACT_BACKTRACKING if model.contacts else 0
 
 
-def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: float = 1e-6,
-          damping_update: str = "tenfold", quiet: bool = False, label: str | None = None,
-          lambda_initial: float = LAMBDA_INITIAL, backtracking: int = 0) -> LMResult:
-    """Box-constrained Levenberg-Marquardt on the problem (:func:`mbfg.solvers.bounded_levenberg_marquardt`,
-    from the damping ``lambda_initial``, halving a rejected step up to ``backtracking`` times); inside
-    :func:`reporting_compiles`, its programs are compiled first and the compile time reported."""
+def solve(problem: JointProblem, lm: LMConfig = LMConfig(), *, quiet: bool = False,
+          label: str | None = None) -> LMResult:
+    """Box-constrained Levenberg-Marquardt on the problem (:func:`mbfg.solvers.bounded_levenberg_marquardt` with
+    the options ``lm``); inside :func:`reporting_compiles`, its programs are compiled first and the compile time
+    reported."""
     label = label or f"calibrate {problem.model.name}"
     report = _COMPILE_REPORT.get()
     if report is not None:
@@ -348,10 +349,7 @@ def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: floa
         _compile(problem)
         report(label, time.perf_counter() - start)
     return bounded_levenberg_marquardt(
-        problem.vectorized or problem.graph, problem.initial, problem.bounds, max_iterations=max_iterations,
-        relative_tol=relative_tol, damping_update=damping_update, quiet=quiet, label=label,
-        lambda_initial=lambda_initial, backtracking=backtracking,
-    )
+        problem.vectorized or problem.graph, problem.initial, problem.bounds, lm, quiet=quiet, label=label)
 
 
 #: :func:`estimate_states`'s default iteration limit. The DFKI rig's held-out recording (2 s at h = 4 ms) takes 25
@@ -359,16 +357,23 @@ def solve(problem: JointProblem, *, max_iterations: int = 20, relative_tol: floa
 STATE_ESTIMATION_ITERATIONS = 50
 
 
+def state_estimation_lm(model: RigidModel, **changes: Any) -> LMConfig:
+    """:func:`estimate_states`'s default LM options for ``model``: :data:`STATE_ESTIMATION_ITERATIONS` iterations
+    at most, and :data:`CONTACT_BACKTRACKING` halvings of a rejected step for a model with contacts (0 for others,
+    the plain LM), as :func:`mbfg.calibration.calibrate` takes them; ``changes``: fields that differ, e.g.
+    ``state_estimation_lm(model, max_iterations=10)``."""
+    default = LMConfig(max_iterations=STATE_ESTIMATION_ITERATIONS, backtracking=default_backtracking(model, None))
+    return replace(default, **changes)
+
+
 def estimate_states(model: RigidModel, log: Log, *, h: float | None = None, weight: float = 1e6,
-                    parameters: Mapping[str, Any] | None = None, max_iterations: int = STATE_ESTIMATION_ITERATIONS,
-                    quiet: bool = True, cutoff_hz: float = DEFAULT_CUTOFF_HZ,
-                    free: Sequence[str] = (), backtracking: int | None = None,
+                    parameters: Mapping[str, Any] | None = None, lm: LMConfig | None = None,
+                    quiet: bool = True, cutoff_hz: float = DEFAULT_CUTOFF_HZ, free: Sequence[str] = (),
                     factors: Sequence[UserFactors | gtsam.NonlinearFactor] = (),
                     sigmas: tuple[float, float] | None = None) -> tuple[JointProblem, LMResult]:
     """State estimation with every parameter fixed (Marklund et al. (2025) section 4.5's cross-validation).
 
-    ``backtracking``: halvings of a rejected LM step (:func:`solve`); None: :data:`CONTACT_BACKTRACKING` for a
-    model with contacts, as :func:`mbfg.calibration.calibrate` takes them, else 0 (the plain LM).
+    ``lm``: the LM's options (:class:`~mbfg.lm_config.LMConfig`); None: :func:`state_estimation_lm` of the model.
 
     ``free``: the parameters a calibration estimated (e.g. the one that produced ``parameters``). They
     are then variables held at their values (``build_joint_problem(hold=True)``), so that the problem
@@ -384,8 +389,8 @@ def estimate_states(model: RigidModel, log: Log, *, h: float | None = None, weig
     problem = build_joint_problem(model, log, h=h, free=held, weight=weight, cutoff_hz=cutoff_hz,
                                   initial_parameters=parameters, hold=True, factors=factors,
                                   sigmas=sigmas)
-    return problem, solve(problem, max_iterations=max_iterations, quiet=quiet, label=f"states {model.name}",
-                          backtracking=default_backtracking(model, backtracking))
+    return problem, solve(problem, state_estimation_lm(model) if lm is None else lm, quiet=quiet,
+                          label=f"states {model.name}")
 
 
 def cross_validation(model: RigidModel, log: Log, parameters: Mapping[str, Any], **kwargs: Any
@@ -406,7 +411,7 @@ def cross_validation_score(model: RigidModel, log: Log, parameters: Mapping[str,
     return score
 
 
-def not_converged_message(log: Log, result: LMResult, limit: str = "max_iterations") -> str:
+def not_converged_message(log: Log, result: LMResult, limit: str = "LMConfig.max_iterations") -> str:
     """What a cross-validation says when its state estimation ``result`` on ``log`` stopped unconverged;
     ``limit``: the name of the iteration limit where the caller reads it (a keyword, a command-line option)."""
     if result.status == "failed":
@@ -431,5 +436,6 @@ __all__ = [
     "reporting_compiles",
     "smooth_initial_states",
     "solve",
+    "state_estimation_lm",
     "time_step",
 ]

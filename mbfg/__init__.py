@@ -42,11 +42,13 @@ from mbfg.urdf import load_urdf
 
 if _TYPE_CHECKING:  # the names __getattr__ loads, for type checkers
     from mbfg.calibration import CalibrationResult, calibrate
+    from mbfg.calibration_options import CalibrationOptions, calibration_lm
     from mbfg.graphs.forward import simulate_forward
     from mbfg.graphs.inverse import solve_inverse_dynamics
     from mbfg.graphs.joint import cross_validation, cross_validation_score, estimate_states
     from mbfg.graphs.stream import StreamConfig, StreamEstimator
     from mbfg.graphs.user_factors import UserFactors
+    from mbfg.lm_config import LMConfig
     from mbfg.logs import Log, read_log
     from mbfg.noise_weight import estimate_weight
     from mbfg.solvers import LMResult, bounded_levenberg_marquardt
@@ -56,6 +58,9 @@ if _TYPE_CHECKING:  # the names __getattr__ loads, for type checkers
 _LAZY = {
     "calibrate": "mbfg.calibration",
     "CalibrationResult": "mbfg.calibration",
+    "CalibrationOptions": "mbfg.calibration_options",
+    "calibration_lm": "mbfg.calibration_options",
+    "LMConfig": "mbfg.lm_config",
     "cross_validation": "mbfg.graphs.joint",
     "cross_validation_score": "mbfg.graphs.joint",
     "estimate_states": "mbfg.graphs.joint",
@@ -79,11 +84,13 @@ except _PackageNotFoundError:  # a source tree that was never installed
 __all__ = [
     "BUILTIN_MODELS",
     "Body",
+    "CalibrationOptions",
     "CalibrationResult",
     "DataError",
     "DeclarationError",
     "FactorType",
     "Key",
+    "LMConfig",
     "LMResult",
     "LimitError",
     "Log",
@@ -115,6 +122,7 @@ __all__ = [
     "X64Warning",
     "bounded_levenberg_marquardt",
     "calibrate",
+    "calibration_lm",
     "cross_validation",
     "cross_validation_score",
     "double_pendulum",

@@ -35,9 +35,11 @@ import numpy as np
 from mbfg import identifiability as ident
 from mbfg import keys
 from mbfg.calibration_arguments import check_calibrate_arguments
+from mbfg.calibration_options import CalibrationOptions, calibration_lm
 from mbfg.covariance import covariance_of_r, marginal_r
 from mbfg.errors import MbfgError
 from mbfg.graphs.restarts import joint_compliances
+from mbfg.lm_config import LMConfig
 from mbfg.logs import Log
 from mbfg.parameters import ROTATION
 from mbfg.rigid import RigidModel
@@ -51,8 +53,6 @@ if TYPE_CHECKING:
     from mbfg.graphs.user_factors import UserFactors
     from mbfg.spook import Trajectory
 
-#: The LM stops once an iteration lowers the cost by less than this fraction of it (:func:`calibrate`'s default).
-RELATIVE_TOL = 1e-3
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class CalibrationResult:
     calibrate; status: "converged", "not_converged" or "failed", :mod:`mbfg.solvers`; ``converged`` is True
     only for "converged"; message: the solver's reason); start_iterations: LM iterations of the states-only
     initialization of a model with dry friction (:func:`mbfg.graphs.joint.smooth_initial_states`), 0 without;
-    bias_parts: with ``calibrate(bias=True)``, the two parts of each parameter's bias estimate,
+    bias_parts: with ``CalibrationOptions(bias=True)``, the two parts of each parameter's bias estimate,
     ``{"h": {name: ...}, "compliance": {name: ...}}`` (:func:`discretization_bias`), else empty;
     information: (n_p, n_p) the parameters' information matrix (``R^T R``, finite where a direction is
     undetermined), from which :mod:`mbfg.identifiability` finds the combinations the data determine.
@@ -166,7 +166,7 @@ class CalibrationResult:
 
     @property
     def biased(self) -> list[str]:
-        """Names of the parameters whose estimated bias exceeds their std (``calibrate(bias=True)``)."""
+        """Names of the parameters whose estimated bias exceeds their std (``CalibrationOptions(bias=True)``)."""
         return [p.name for p in self.parameters if p.biased]
 
     def combinations(self, threshold: float = 1.0) -> list[ident.Combination]:
@@ -186,7 +186,7 @@ class CalibrationResult:
 
     def to_dataframe(self) -> pd.DataFrame:
         """pandas DataFrame indexed by parameter: value, std, bias, unit, lower, upper, excited, at_bound,
-        biased (bias NaN unless ``calibrate(bias=True)``); ``attrs``: "combinations" and "base", DataFrames
+        biased (bias NaN unless ``CalibrationOptions(bias=True)``); ``attrs``: "combinations" and "base", DataFrames
         (:func:`mbfg.identifiability.combinations_dataframe`) of the directions and of the determined ones as
         base parameters, and "not_determined", the labels of the others."""
         import pandas as pd
@@ -340,22 +340,17 @@ def calibrate(
     free: Sequence[str] | None = None,
     h: float | None = None,
     weight: float | None = None,
-    max_iterations: int = 20,
-    relative_tol: float = RELATIVE_TOL,
-    damping_update: str = "tenfold",
     priors: Mapping[str, float] | None = None,
-    cutoff_hz: float | None = None,
-    covariance: bool = True,
-    quiet: bool = False,
-    smooth_start: int | None = None,
-    bias: bool = False,
-    restart_weight: float | None = None,
-    soft_start: float | None = None,
-    restart_search: int = 0,
-    backtracking: int | None = None,
     factors: Sequence[UserFactors | gtsam.NonlinearFactor] = (),
+    cutoff_hz: float | None = None,
+    lm: LMConfig | None = None,
+    options: CalibrationOptions = CalibrationOptions(),
 ) -> CalibrationResult:
     """Identify the free parameters of ``model`` (and the states) from ``log``.
+
+    The problem is given by keywords; how it is solved by two frozen objects (:mod:`mbfg.calibration_options`):
+    ``lm``, the Levenberg-Marquardt's options, and ``options``, the workflow's. Change one field with
+    ``dataclasses.replace(calibration_lm(model), max_iterations=50)``.
 
     Args:
         model: the model; its parameter values are the initial guess, its bounds the box B.
@@ -364,69 +359,30 @@ def calibrate(
         h: time-step [s], a multiple of the log's sample period (default: the period).
         weight: the state error weight w (see :mod:`mbfg.graphs.joint`; default the model's,
             ``model.weight``: 1e6, or 1e3 for ``dfki-double-pendulum``, a real rig's model).
-        max_iterations, relative_tol: LM stopping rules: at most ``max_iterations``
-            linearizations; converged when an accepted step lowers the cost by less than
-            ``relative_tol`` of it. With dry friction the cost keeps creeping down by about
-            0.05 % per iteration once the parameters the data determine have settled (the
-            steps cross friction kinks, gain ratio ~0.06); 1e-3 stops there.
-        damping_update: the LM damping rule, "tenfold" or "nielsen" (:mod:`mbfg.solvers`), of the
-            calibration and of its states-only start.
         priors: parameter -> prior sigma at its initial value.
-        cutoff_hz: initialization filter cut-off [Hz] (default :data:`~mbfg.graphs.joint.DEFAULT_CUTOFF_HZ`).
-        covariance: compute the standard deviations (one extra factorization).
-        quiet: no progress lines.
-        smooth_start: LM iterations of the states-only initialization of a model with dry
-            friction (default :data:`~mbfg.graphs.joint.SMOOTH_START_ITERATIONS`; 0 skips it).
-        bias: also estimate each parameter's bias from the discrete model (:func:`discretization_bias`:
-            two more calibrations, from this one's result, at 2h and at a tenth of the joint compliances, each
-            with this one's arguments, ``soft_start`` included).
-        restart_weight: after the LM, solve again at this state error weight from a free simulation of the
-            identified model (:func:`~mbfg.graphs.restarts.restart_from_simulation`); the result is the
-            second solve's, its iterations both solves'. For contacts at large noise: a first solve at a
-            small w (the readings hold the states), restarted at a large w (the dynamics trusted). The second
-            solve starts from the damping :data:`~mbfg.graphs.restarts.RESTART_LAMBDA_INITIAL`: its
-            dynamics-consistent start is where the Gauss-Newton model holds.
-        restart_search: with ``restart_weight``, also free-simulate this many parameter vectors spread over the
-            free parameters' boxes (which must be finite) and restart from the two whose simulations are closest
-            to the readings too; the lowest cost of the three restarted solves is the result
-            (:func:`~mbfg.graphs.restarts.restarts_from_simulations`; the iterations count all of them). For
-            contacts at large noise, where the first solve can leave a contact in the wrong mode.
-        backtracking: halve a rejected LM step up to this many times along its direction before raising the
-            damping, in every solve of the calibration (:func:`~mbfg.solvers.bounded_levenberg_marquardt`; 0:
-            the plain LM). Default: :data:`~mbfg.graphs.joint.CONTACT_BACKTRACKING` for a model with contacts,
-            whose impulse residuals steepen a hundredfold where a contact engages, 0 for others. On Berard and Trinkle's (2008)
-            particle over 50 noise draws it takes median 15 and 27 iterations at 5e-3 and 5e-2 m of noise
-            instead of 36 and 44, and leaves 3 draws of 50 in another minimum at 5e-1 instead of 13 (``python
-            benchmarks/particles.py --restart-weight 1e3 --draws 50 --backtracking 8`` against
-            ``--backtracking 0``). Not the default without contacts: on the two real rigs' recordings (``python
-            benchmarks/real_rigs.py --backtracking 8``) it reaches lower costs but is still creeping down after 30
-            iterations, where the plain LM stops on its tolerance (QUBE) or creeps as well (DFKI).
-        soft_start: a factor > 1: first solve with every joint compliance that many times softer, then the
-            model's own from that solution's states and parameters (:func:`~mbfg.graphs.restarts.stiffen`).
-            For stiff joints (eps_lin of 1e-8 m/N and less), where a solve from the readings does not converge;
-            100 converges there in about ten iterations after the softer solve's. The iterations reported are
-            both solves'.
         factors: the user's own factors in the joint problem (:mod:`mbfg.graphs.user_factors`):
             :class:`~mbfg.graphs.user_factors.UserFactors` (a ``@factor_type`` of the user's over ``keys.X(k, i)``,
             ``keys.V(k)``, ``keys.P()`` (the free parameters in ``free``'s order), ``keys.T()``; a function step ->
             keys, constants per step, a noise model; vectorized like the built-in factors) and plain GTSAM factors
             on those keys. Their noise models are in their residuals' units: after the first solve the problem is
             solved again with the objective in the readings' units (their sigma estimated, 3.22), so that the
-            user's factors weigh against the readings as stated. They are in the cost and in the covariance (a user's prior
-            on a parameter combination narrows its std, unlike ``priors``).
+            user's factors weigh against the readings as stated. They are in the cost and in the covariance (a
+            user's prior on a parameter combination narrows its std, unlike ``priors``).
+        cutoff_hz: initialization filter cut-off [Hz] (default :data:`~mbfg.graphs.joint.DEFAULT_CUTOFF_HZ`).
+        lm: the LM's options (:class:`~mbfg.lm_config.LMConfig`) in every solve of the calibration; its
+            ``damping_update`` that of the states-only start too. None: :func:`calibration_lm` of the model (20
+            iterations, ``relative_tol`` 1e-3, backtracking for a model with contacts).
+        options: the workflow (:class:`CalibrationOptions`): the states-only start, a softer first solve or a
+            restart from free simulations, the bias estimate, the covariance.
+
+    Progress lines are INFO records of the ``mbfg.progress`` logger (:mod:`mbfg.progress`).
 
     Raises:
         ModelError: an argument of the wrong type or out of its range (``free`` as one string, an unknown parameter,
             a non-positive weight, a user's factor on a key the problem lacks ...), named in the message.
         DataError: ``log`` is not a :class:`~mbfg.logs.Log`, or its columns or times do not fit the model.
     """
-    from mbfg.graphs.joint import (
-        DEFAULT_CUTOFF_HZ,
-        SMOOTH_START_ITERATIONS,
-        build_joint_problem,
-        default_backtracking,
-        solve,
-    )
+    from mbfg.graphs.joint import DEFAULT_CUTOFF_HZ, SMOOTH_START_ITERATIONS, build_joint_problem, solve
     from mbfg.graphs.restarts import (
         RESTART_LAMBDA_INITIAL,
         restarts_from_simulations,
@@ -434,49 +390,47 @@ def calibrate(
         stiffen,
         weighed_by_noise,
     )
-    from mbfg.solvers import LAMBDA_INITIAL
 
     start = time.perf_counter()
-    free = check_calibrate_arguments(model, log, free, h, weight, max_iterations, relative_tol, damping_update,
-                                     priors, cutoff_hz, smooth_start, restart_weight, soft_start, restart_search,
-                                     backtracking)
+    free = check_calibrate_arguments(model, log, free, h, weight, priors, cutoff_hz, lm, options)
     weight = model.weight if weight is None else weight
-    backtracking = default_backtracking(model, backtracking)
+    lm = calibration_lm(model) if lm is None else lm
+    soft_start = options.soft_start
+    smooth = SMOOTH_START_ITERATIONS if options.smooth_start is None else options.smooth_start
     problem = build_joint_problem(softened(model, soft_start) if soft_start is not None else model, log, h=h,
                                   free=free, weight=weight, priors=priors,
                                   cutoff_hz=DEFAULT_CUTOFF_HZ if cutoff_hz is None else cutoff_hz,
-                                  smooth_start=SMOOTH_START_ITERATIONS if smooth_start is None else smooth_start,
-                                  damping_update=damping_update, quiet=quiet, factors=factors)
-    lm: LMResult = solve(problem, max_iterations=max_iterations, relative_tol=relative_tol,
-                         damping_update=damping_update, quiet=quiet, backtracking=backtracking,
-                         label=f"calibrate {model.name}, joints {soft_start:g} x softer" if soft_start else None)
-    seconds, lambda_initial, label = [], LAMBDA_INITIAL, None
+                                  smooth_start=LMConfig(max_iterations=smooth, damping_update=lm.damping_update)
+                                  if smooth else None, factors=factors)
+    solved: LMResult = solve(problem, lm, label=f"calibrate {model.name}, joints {soft_start:g} x softer"
+                             if soft_start else None)
+    seconds, second_lm, label = [], lm, None
     if soft_start is not None:
-        seconds = [stiffen(problem, lm, model, priors=priors)]
-    if restart_weight is not None:
-        seconds = restarts_from_simulations(problem, lm, restart_weight, priors=priors, search=restart_search)
-        label, weight, lambda_initial = "restarted", restart_weight, RESTART_LAMBDA_INITIAL
+        seconds = [stiffen(problem, solved, model, priors=priors)]
+    if options.restart_weight is not None:
+        seconds = restarts_from_simulations(problem, solved, options.restart_weight, priors=priors,
+                                            search=options.restart_search)
+        label, weight = "restarted", options.restart_weight
+        second_lm = replace(lm, lambda_initial=RESTART_LAMBDA_INITIAL)
     if seconds:  # the result is the second solve's (the lowest cost of several); its iterations count all solves
-        first, runs = lm, []
+        first, runs = solved, []
         for i, second in enumerate(seconds):
-            run = solve(second, max_iterations=max_iterations, relative_tol=relative_tol, damping_update=damping_update,
-                        quiet=quiet, lambda_initial=lambda_initial, backtracking=backtracking,
-                        label=(f"calibrate {model.name}, {label}" + (f" from search start {i}" if i else ""))
-                        if label else None)
+            run = solve(second, second_lm, label=(f"calibrate {model.name}, {label}" + (
+                f" from search start {i}" if i else "")) if label else None)
             runs.append((run.history[-1]["cost"], i, second, run))
-        _, _, problem, lm = min(runs, key=lambda run: run[:2])
+        _, _, problem, solved = min(runs, key=lambda run: run[:2])
         spent = sum(run.iterations for *_, run in runs)
-        lm = replace(lm, iterations=first.iterations + spent, history=first.history + lm.history)
-    if problem.user_factors and not lm.failed:
+        solved = replace(solved, iterations=first.iterations + spent, history=first.history + solved.history)
+    if problem.user_factors and not solved.failed:
         # The objective weighs the readings at unit sigma; the user's factors are in their own units. Solved
         # again from here with the objective in the readings' units (their sigma estimated there), they weigh
         # against the readings at their stated sigmas.
-        first = lm
-        lm = solve(weighed_by_noise(problem, lm, problem.noise_sigmas(lm.values)[0], priors=priors),
-                   max_iterations=max_iterations, relative_tol=relative_tol, damping_update=damping_update,
-                   quiet=quiet, backtracking=backtracking, label=f"calibrate {model.name}, at the noise sigmas")
-        lm = replace(lm, iterations=first.iterations + lm.iterations, history=first.history + lm.history)
-    values = lm.values
+        first = solved
+        solved = solve(weighed_by_noise(problem, solved, problem.noise_sigmas(solved.values)[0], priors=priors), lm,
+                       label=f"calibrate {model.name}, at the noise sigmas")
+        solved = replace(solved, iterations=first.iterations + solved.iterations,
+                         history=first.history + solved.history)
+    values = solved.values
     found = problem.parameter_values(values)
     identified = problem.model.with_parameters({name: found[name] for name in problem.variables.names})
     costs = problem.step_costs(values)  # in the objective's weights, whichever solve came last
@@ -485,27 +439,27 @@ def calibrate(
     imp_sq = costs["impulse"].sum()  # includes the weight w
     sigma_y, sigma_p = problem.noise_sigmas(values)  # (3.22-3.23)
     # A failed solve's point is no estimate: no covariance (its stds NaN), and its costs may not be finite.
-    estimates, cov, info = _estimates(problem, values, identified, sigma_y, sigma_p, covariance and not lm.failed)
+    estimates, cov, info = _estimates(problem, values, identified, sigma_y, sigma_p,
+                                      options.covariance and not solved.failed)
     # Relative to the values; a parameter at zero (e.g. on its bound) is scaled by its std instead (by 1 where
     # that is infinite: an undetermined direction, whose covariance entries are infinite or NaN anyway).
     scale = np.array([abs(p.value) if p.value != 0 else (p.std if 0 < p.std < np.inf else 1.0) for p in estimates])
     rel = cov / np.outer(scale, scale) if cov.size else cov
     sv = np.linalg.svd(rel, compute_uv=False) if rel.size and np.all(np.isfinite(rel)) else np.array([])
     parts: dict[str, dict[str, float]] = {}
-    if bias:
-        again = dict(free=problem.variables.names,
-                     weight=weight, max_iterations=max_iterations, relative_tol=relative_tol,
-                     damping_update=damping_update, priors=priors, cutoff_hz=cutoff_hz, quiet=quiet,
-                     smooth_start=smooth_start, soft_start=soft_start,  # the stiffer joints need it most
-                     backtracking=backtracking, factors=factors)
-        parts = discretization_bias(identified, log, {p.name: p.value for p in estimates}, problem.h, **again)
+    if options.bias:
+        # The stiffer joints need soft_start most; the restart is done (its weight is this one's from here on).
+        parts = discretization_bias(identified, log, {p.name: p.value for p in estimates}, problem.h,
+                                    options=replace(options, restart_weight=None, restart_search=0),
+                                    free=problem.variables.names, weight=weight, priors=priors, cutoff_hz=cutoff_hz,
+                                    factors=factors, lm=lm)
         estimates = [replace(p, bias=parts["h"][p.name] + parts["compliance"][p.name]) for p in estimates]
     wall = time.perf_counter() - start
     return CalibrationResult(
         identified, estimates, cov, sv, float((obs_sq + imp_sq + costs["prior"].sum() + costs["user"].sum()) / n),
         float(obs_sq / n),
-        float(imp_sq / n), costs["observation"] + costs["impulse"], sigma_y, sigma_p, lm.iterations, lm.status,
-        wall, problem.h, weight, lm.history, parts, problem, values, info, lm.message,
+        float(imp_sq / n), costs["observation"] + costs["impulse"], sigma_y, sigma_p, solved.iterations,
+        solved.status, wall, problem.h, weight, solved.history, parts, problem, values, info, solved.message,
     )
 
 
@@ -515,7 +469,8 @@ BIAS_METHOD = ("bias = (estimate at 2h - estimate at h) + (estimate - estimate a
 
 
 def discretization_bias(
-    identified: RigidModel, log: Log, values: Mapping[str, float], h: float, **calibrate_kwargs: Any,
+    identified: RigidModel, log: Log, values: Mapping[str, float], h: float, *,
+    options: CalibrationOptions = CalibrationOptions(), **calibrate_kwargs: Any,
 ) -> dict[str, dict[str, float]]:
     """The error of calibrated values that comes from the discrete model, not from the noise.
 
@@ -535,13 +490,14 @@ def discretization_bias(
     Args:
         identified: the calibrated model (start of both calibrations); log: the calibration's log;
         values: name -> calibrated value (``CalibrationResult.parameters``, tilt components included);
-        h: the calibration's time-step [s]; calibrate_kwargs: the calibration's other arguments.
+        h: the calibration's time-step [s]; options: the calibration's workflow (its ``covariance`` and ``bias``
+        are turned off for these two); calibrate_kwargs: the calibration's other arguments (``lm`` among them).
 
     Returns:
         ``{"h": {name: bias part}, "compliance": {name: bias part}}`` in the parameters' units.
     """
     def calibrated(model: RigidModel, step: float) -> dict[str, float]:
-        result = calibrate(model, log, h=step, covariance=False, bias=False, **calibrate_kwargs)
+        result = calibrate(model, log, h=step, **calibrate_kwargs, options=replace(options, covariance=False, bias=False))
         if not result.converged:  # no estimate rather than a wrong one
             warnings.warn(f"bias estimate: the calibration at h = {step:g} s"
                           f"{' with the compliances / 10' if step == h else ''} did not converge in "

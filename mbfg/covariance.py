@@ -24,7 +24,7 @@ from collections.abc import Mapping
 import gtsam
 import numpy as np
 
-from mbfg.solvers import hessian_diagonal
+from mbfg.lm_systems import hessian_diagonal
 
 #: The damping of the eliminated variables, relative to their diagonal of J^T J (module docstring).
 GAUGE_DAMPING = 1e-24

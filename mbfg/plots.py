@@ -151,7 +151,7 @@ def calibration_figure(result: Any, log: Any = None, path: str | os.PathLike[str
     - axes ``2 n_obs + 1``: one bar per free parameter, its value / |value| with +-1 std / |value| error
       bars (relative: the parameters have different units), labelled with the name and std / |value|; a parameter
       not excited (std > |value|) in red, one at a bound hatched in orange, one without a std
-      (``calibrate(covariance=False)``) in grey (:func:`parameter_bars`).
+      (``CalibrationOptions(covariance=False)``) in grey (:func:`parameter_bars`).
 
     Args:
         result: a :class:`~mbfg.calibration.CalibrationResult` from :func:`~mbfg.calibration.calibrate`.

@@ -3,7 +3,7 @@
 A library logs, the command line prints: each line is an INFO record of the ``mbfg.progress`` logger (the sweep's
 of ``mbfg.sweep``), at most one per ``interval_s``. A program or notebook sees them once it configures logging
 (``logging.basicConfig(level=logging.INFO)``) or calls :func:`log_to_stderr`, as the ``mbfg`` command does;
-``quiet=True`` makes no record at all.
+``quiet=True`` makes no record at all, and neither does a reporter made inside :func:`silenced`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,27 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TextIO
 
 _LOG = logging.getLogger("mbfg.progress")
+
+#: Set inside :func:`silenced`: every :class:`Progress` made there is quiet.
+_SILENCED: ContextVar[bool] = ContextVar("mbfg_progress_silenced", default=False)
+
+
+@contextmanager
+def silenced() -> Iterator[None]:
+    """No progress records from the reporters made inside (in this thread or task only), whatever ``quiet`` they
+    were given: a command's ``--quiet`` around a library call, such as :func:`mbfg.calibration.calibrate`, whose
+    solves report."""
+    token = _SILENCED.set(True)
+    try:
+        yield
+    finally:
+        _SILENCED.reset(token)
 
 
 class _CurrentStderr(logging.Handler):
@@ -48,7 +66,7 @@ class Progress:
     Args:
         label: what is running, e.g. ``"forward dynamics"``.
         total: number of steps, for the ``k/total`` display.
-        quiet: report nothing.
+        quiet: report nothing (so too inside :func:`silenced`).
         interval_s: minimum wall time between two lines [s].
         stream: write the lines there instead of logging them.
     """
@@ -56,7 +74,7 @@ class Progress:
     def __init__(
         self, label: str, total: int, quiet: bool = False, interval_s: float = 2.0, stream: TextIO | None = None
     ) -> None:
-        self.label, self.total, self.quiet, self.interval_s = label, total, quiet, interval_s
+        self.label, self.total, self.quiet, self.interval_s = label, total, quiet or _SILENCED.get(), interval_s
         self.stream = stream
         self.start = time.perf_counter()
         self._last = self.start

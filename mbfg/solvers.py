@@ -11,7 +11,8 @@ box-constrained linear least-squares subproblem of App. C (the paper solves it a
 a GTSAM graph is linearized by GTSAM and eliminated by QR in a COLAMD ordering with the bounded variables last;
 a :class:`~mbfg.vectorized.VectorizedGraph` takes the vectorized path: each factor type linearized in one call,
 and the elimination by GTSAM's sparse Cholesky over the graph's blocks in its explicit order (states in time
-order, parameters last).
+order, parameters last); the linear systems of both are in :mod:`mbfg.lm_systems`. The options named below
+(``relative_tol``, ``damping_update``, ...) are the fields of :class:`~mbfg.lm_config.LMConfig`.
 
 A step is accepted when it lowers the cost. The damping then follows one of two rules
 (``damping_update``): "tenfold" divides lam by 10 after an accepted step and multiplies it
@@ -28,8 +29,8 @@ Outcomes (:class:`LMResult`'s ``status``, as Ceres reports them):
 
 - "converged": an accepted step lowered the cost by less than ``relative_tol`` of it (a step taken at the
   initial damping or less, or :data:`STALL_STEPS` steps in a row at any damping) *and* at the point it reached
-  the bounded first-order conditions hold: the projected gradient is small (:func:`projected_gradient_cosine`
-  at most ``gradient_tol``) *and* the Gauss-Newton step there (:func:`gauss_newton_check`, damping
+  the bounded first-order conditions hold: the projected gradient is small
+  (:func:`~mbfg.lm_systems.projected_gradient_cosine` at most ``gradient_tol``) *and* the Gauss-Newton step there (:func:`gauss_newton_check`, damping
   :data:`LAMBDA_MIN`) predicts a decrease of at most ``relative_tol`` of the cost, or none of its fractions
   realizes more. Both earlier tests are scale-free bounds that ill-conditioning defeats (a damped step that barely
   moves along a weakly curved direction; columns each nearly orthogonal to the residual that together see it):
@@ -53,9 +54,10 @@ from typing import Any, Literal
 import gtsam
 import numpy as np
 
-from mbfg.box import box_qp
 from mbfg.errors import MbfgError
 from mbfg.keys import name as key_name
+from mbfg.lm_config import LAMBDA_INITIAL, LMConfig
+from mbfg.lm_systems import BlockedSystem, OrdinarySystem
 from mbfg.progress import Progress
 from mbfg.vectorized import VectorizedGraph
 
@@ -70,7 +72,7 @@ class LMResult:
     iterations: accepted + rejected linearizations; status: "converged", "not_converged" or "failed"
     (module docstring); history: per iteration (iteration, cost, lambda, rho = the step's gain ratio, wall s,
     linearize s, solve s, alpha = the fraction of the damped step taken: 1, or less after backtracking,
-    gradient = the projected gradient's cosine at the point linearized, :func:`projected_gradient_cosine`);
+    gradient = the projected gradient's cosine at the point linearized, :func:`~mbfg.lm_systems.projected_gradient_cosine`);
     message: why it stopped."""
 
     values: gtsam.Values
@@ -105,9 +107,6 @@ def status_words(status: str, message: str) -> str:
 #: ``lambda_initial``.
 STALL_STEPS = 3
 
-#: The LM's damping at its start (:func:`bounded_levenberg_marquardt`'s ``lambda_initial``), GTSAM's default.
-LAMBDA_INITIAL = 1e-5
-
 #: The smallest damping the LM takes, and the damping of its Gauss-Newton check (:func:`gauss_newton_check`).
 LAMBDA_MIN = 1e-12
 
@@ -115,63 +114,15 @@ LAMBDA_MIN = 1e-12
 NEWTON_FRACTIONS = (1.0, 0.5, 0.25, 0.125)
 
 
-def hessian_diagonal(linear: gtsam.GaussianFactorGraph, dims: Mapping[int, int] | None = None) -> dict[int, np.ndarray]:
-    """diag(J^T J) per key of a linear (Jacobian) factor graph; ``dims``: tangent dimension per key (default:
-    read from the graph)."""
-    if dims is None:
-        gradient = linear.gradientAtZero()  # a vector per key: its dimension
-        dims = {key: gradient.at(key).shape[0] for key in linear.keyVector()}
-    diag: dict[int, np.ndarray] = {}
-    for i in range(linear.size()):
-        factor = linear.at(i)
-        if factor is None:
-            continue
-        A, _ = factor.jacobian()
-        col = 0
-        for key in factor.keys():
-            dim = dims[key]
-            block = A[:, col : col + dim]
-            d = np.einsum("ij,ij->j", block, block)
-            diag[key] = diag.get(key, 0.0) + d
-            col += dim
-    return diag
-
-
-def projected_gradient_cosine(gradient: np.ndarray, diag: np.ndarray, cost: float,
-                              at_lower: np.ndarray, at_upper: np.ndarray) -> float:
-    """The first-order optimality of a least-squares point in a box, free of units:
-    ``max_i |g_i| / (|J_i| |r|)`` over the components whose descent is not blocked by the bound they sit on
-    (g = J^T r's gradient of the cost, (n,); diag = |J_i|^2, (n,); |r| = sqrt(2 cost); at_lower, at_upper
-    (n,) bool: the component is on that bound). MINPACK's gtol test (the cosine of the angle between the residual
-    and a column of the Jacobian, Moré, Garbow, Hillstrom 1980) with the components held by a bound whose
-    multiplier has the right sign left out, as the projected gradient of a box leaves them: 0 exactly where the
-    bounded KKT conditions hold. A Gauss-Newton step lowers the cost by at least this squared, relatively, so
-    a cosine below ``sqrt(relative_tol)`` is what a converged undamped step implies. Columns that no residual
-    sees (|J_i| = 0) have g_i = 0 and count 0."""
-    blocked = (at_lower & (gradient > 0)) | (at_upper & (gradient < 0))
-    norm = np.sqrt(diag) * np.sqrt(max(2.0 * cost, 0.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cosine = np.where(blocked | (norm == 0), 0.0, np.abs(gradient) / norm)
-    return float(np.max(cosine, initial=0.0))
-
-
 def bounded_levenberg_marquardt(
     graph: gtsam.NonlinearFactorGraph | VectorizedGraph,
     values: gtsam.Values,
     bounds: Mapping[int, tuple[np.ndarray, np.ndarray]] | None = None,
+    config: LMConfig = LMConfig(),
     *,
-    max_iterations: int = 20,
-    relative_tol: float = 1e-6,
-    gradient_tol: float | None = None,
-    absolute_tol: float = 0.0,
-    lambda_initial: float = LAMBDA_INITIAL,
-    lambda_max: float = 1e10,
-    damping_update: str = "tenfold",
     quiet: bool = False,
     label: str = "LM",
     on_iteration: Callable[[dict[str, float], gtsam.Values], None] | None = None,
-    backtracking: int = 0,
-    time_limit_s: float | None = None,
 ) -> LMResult:
     """Minimize ``graph.error`` from ``values`` with Vector variables kept in ``bounds``.
 
@@ -179,50 +130,40 @@ def bounded_levenberg_marquardt(
         graph, values: the problem and the initial guess (inside the bounds); a
             :class:`~mbfg.vectorized.VectorizedGraph` takes the vectorized path (module docstring).
         bounds: key -> (lower (n,), upper (n,)) for Vector variables; +-inf where unbounded.
-        max_iterations: linearizations at most (one more checks the gradient at the last point reached
-            where the last step's decrease was small).
-        relative_tol: the decrease test of convergence: an accepted step taken with ``lam <= lambda_initial``
-            lowers the cost by less than this fraction, or :data:`STALL_STEPS` accepted steps in a row do,
-            whatever their damping (a nonsmooth cost, e.g. friction kinks the linearization cannot see
-            across, keeps lambda above its start and creeps down at round-off rates). Convergence needs the
-            gradient test and the Gauss-Newton check (:func:`gauss_newton_check`: one more damped solve and up
-            to four cost evaluations at the last point, no linearization) as well; where the check finds a
-            decrease to take, the solve goes on from its step.
-        gradient_tol: the gradient test of convergence: :func:`projected_gradient_cosine` at most this
-            (default ``sqrt(relative_tol)``, what an undamped step's small decrease implies).
-        absolute_tol: converged when the cost is at most this.
-        lambda_initial, lambda_max: LM damping start and give-up value.
-        damping_update: "tenfold" or "nielsen", the rule for lam between trials (module docstring).
-        quiet: no progress records (iteration, cost, lambda, time; :mod:`mbfg.progress`).
+        config: the options (:class:`~mbfg.lm_config.LMConfig`: iteration and time limits, the tolerances of the
+            tests of convergence, the damping's start, limit and rule, backtracking); change one with
+            ``dataclasses.replace(LMConfig(), max_iterations=50)``. Convergence by the decrease test needs the
+            gradient test and the Gauss-Newton check (:func:`gauss_newton_check`: one more damped solve and up to
+            four cost evaluations at the last point, no linearization) as well; where the check finds a decrease
+            to take, the solve goes on from its step. A step accepted after backtracking at a fraction ``alpha``
+            < 1 (in the history row) keeps its damping for the next linearization: the damped step's direction
+            held up to a kink, and raising the damping instead turns it towards the damping's scaled gradient,
+            which along heavily weighted rows moves little.
+        quiet: no progress records (iteration, cost, lambda, time; :mod:`mbfg.progress`); label: their label.
         on_iteration: called after each iteration with its history row and the current values.
-        backtracking: halvings of a rejected step tried, along its direction, before the damping grows
-            (0: none, the plain LM). A step accepted at a fraction ``alpha`` < 1 (in the history row) keeps
-            its damping for the next linearization. For costs with kinks that the linearization cannot see,
-            such as an impulse residual where a contact engages: the damped step's direction holds up to the
-            kink, and raising the damping instead turns it towards the damping's scaled gradient, which
-            along the heavily weighted rows moves little.
-        time_limit_s: wall seconds after which no new iteration starts (status "not_converged").
 
     Returns an :class:`LMResult` whose status is "converged", "not_converged" or "failed" (module docstring).
     """
-    if damping_update not in ("tenfold", "nielsen"):
-        raise MbfgError(f"damping_update must be 'tenfold' or 'nielsen', got {damping_update!r}")
-    if isinstance(backtracking, bool) or not isinstance(backtracking, (int, np.integer)) or backtracking < 0:
-        raise MbfgError(f"backtracking must be a whole number of halvings >= 0, got {backtracking!r}")
-    if gradient_tol is None:
-        gradient_tol = float(np.sqrt(relative_tol))
-    if not gradient_tol >= 0.0:
-        raise MbfgError(f"gradient_tol must be >= 0, got {gradient_tol!r}")
+    if not isinstance(config, LMConfig):
+        raise MbfgError(f"config: expected an mbfg.LMConfig (e.g. LMConfig(max_iterations=50)), "
+                        f"got {type(config).__name__}")
+    max_iterations, relative_tol, absolute_tol = config.max_iterations, config.relative_tol, config.absolute_tol
+    lambda_max, damping_update, backtracking = config.lambda_max, config.damping_update, config.backtracking
+    gradient_tol, time_limit_s = config.gradient_threshold, config.time_limit_s
     bounds = dict(bounds or {})
     for key, (lo, hi) in bounds.items():
         x = values.atVector(key)
         if np.any(x < lo) or np.any(x > hi):
             raise MbfgError(f"initial value of bounded variable {key_name(key)} is outside its box")
-    system = _Blocked(graph, values, bounds) if isinstance(graph, VectorizedGraph) else _Ordinary(graph, values, bounds)
+    system: BlockedSystem | OrdinarySystem
+    if isinstance(graph, VectorizedGraph):
+        system = BlockedSystem(graph, values, bounds)
+    else:
+        system = OrdinarySystem(graph, values, bounds)
     progress = Progress(label, max_iterations, quiet=quiet, interval_s=0.0)
     start = time.perf_counter()
     cost = system.error(values)
-    lam = lambda_initial
+    lam = config.lambda_initial
     history: list[dict[str, float]] = [
         dict(iteration=0, cost=cost, lam=lam, rho=float("nan"), wall_s=0.0, linearize_s=0.0, solve_s=0.0)
     ]
@@ -241,7 +182,7 @@ def bounded_levenberg_marquardt(
         if time_limit_s is not None and time.perf_counter() - start > time_limit_s:
             return result("not_converged", f"time limit {time_limit_s:g} s after {len(history) - 1} iterations")
         t0 = time.perf_counter()
-        diag: Any  # the Hessian's diagonal: flat (_Blocked) or per key (_Ordinary)
+        diag: Any  # the Hessian's diagonal: flat (BlockedSystem) or per key (OrdinarySystem)
         linear, diag = system.linearize(values)
         t_lin = time.perf_counter() - t0
         gradient = system.gradient_cosine(linear, diag, values, cost)
@@ -311,7 +252,7 @@ def bounded_levenberg_marquardt(
         rho = decrease / predicted if predicted > 0 else 0.0
         # A small decrease of a heavily damped step (just after lambda grew), or of a step cut short at a
         # kink, says nothing about convergence.
-        undamped = lam <= lambda_initial and alpha == 1.0
+        undamped = lam <= config.lambda_initial and alpha == 1.0
         values, cost = new_values, new_cost
         # A step cut short keeps its damping: its direction held up to a kink the linearization did not see.
         if alpha == 1.0 and damping_update == "tenfold":
@@ -403,227 +344,5 @@ def _trial(system: Any, values: gtsam.Values, delta: gtsam.VectorValues,
     return new_values, system.error(new_values)
 
 
-def _step_box(bounds: Mapping[int, tuple[np.ndarray, np.ndarray]], columns: Mapping[int, np.ndarray], n: int,
-              values: gtsam.Values) -> tuple[np.ndarray, np.ndarray]:
-    """The box of the step ``delta`` over n columns: ``lower - x <= delta <= upper - x`` on each bounded
-    variable's columns, unbounded elsewhere."""
-    lo, hi = np.full(n, -np.inf), np.full(n, np.inf)
-    for key, (lower, upper) in bounds.items():
-        x = values.atVector(key)
-        lo[columns[key]] = lower - x
-        hi[columns[key]] = upper - x
-    return lo, hi
-
-
-def _bounded_schur_step(damped: gtsam.GaussianFactorGraph, free_order: gtsam.Ordering,
-                        small_order: gtsam.Ordering, small_sizes: list[int], lo: np.ndarray, hi: np.ndarray,
-                        eliminate: tuple) -> gtsam.VectorValues:
-    """The damped step with the box on the bounded variables solved exactly: eliminate the variables of
-    ``free_order``, solve the bounded ones' box QP (:func:`mbfg.box.box_qp`) on the Schur complement that
-    remains, back-substitute."""
-    conditionals, remaining = damped.eliminatePartialSequential(free_order, *eliminate)
-    H, eta = remaining.hessian(small_order)
-    x_small = box_qp(H, eta, lo, hi).x
-    given = gtsam.VectorValues()
-    col = 0
-    for i, size in enumerate(small_sizes):
-        given.insert(small_order.at(i), x_small[col : col + size])
-        col += size
-    return conditionals.optimize(given)  # back-substitution; holds the given variables too
-
-
-class _Ordinary:
-    """The generic path: GTSAM linearizes the graph; damped QR in a COLAMD ordering, bounded variables last."""
-
-    def __init__(self, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values,
-                 bounds: Mapping[int, tuple[np.ndarray, np.ndarray]]) -> None:
-        self.graph, self.bounds = graph, bounds
-        self.zeros = values.zeroVectors()
-        self.dims = {key: self.zeros.at(key).shape[0] for key in values.keys()}
-        self.ordering: gtsam.Ordering | None = None
-        self.bounded = [int(k) for k in bounds]
-        starts = np.cumsum([0] + [self.dims[k] for k in self.bounded])
-        self.columns = {k: np.arange(starts[i], starts[i + 1]) for i, k in enumerate(self.bounded)}
-        self.small_order = gtsam.Ordering(self.bounded)
-
-    def error(self, values: gtsam.Values) -> float:
-        return self.graph.error(values)
-
-    def linearize(self, values: gtsam.Values) -> tuple[gtsam.GaussianFactorGraph, dict[int, np.ndarray]]:
-        linear = self.graph.linearize(values)
-        if self.ordering is None:
-            if self.bounded:
-                full = gtsam.Ordering.ColamdConstrainedLastGaussianFactorGraph(linear, self.bounded, False)
-                self.free_order = gtsam.Ordering([full.at(i) for i in range(full.size())
-                                                  if full.at(i) not in self.columns])
-            self.ordering = gtsam.Ordering.ColamdGaussianFactorGraph(linear)
-        return linear, hessian_diagonal(linear, self.dims)
-
-    def gradient_cosine(self, linear: gtsam.GaussianFactorGraph, diag: Mapping[int, np.ndarray],
-                        values: gtsam.Values, cost: float) -> float:
-        gradient = linear.gradientAtZero()
-        parts = []
-        for key, d in diag.items():
-            g = gradient.at(key)
-            lower = upper = np.zeros(d.shape[0], dtype=bool)
-            if key in self.bounds:
-                x = values.atVector(key)
-                lower, upper = x == self.bounds[key][0], x == self.bounds[key][1]
-            parts.append(projected_gradient_cosine(g, d, cost, lower, upper))
-        return float(np.max(parts, initial=0.0))  # NaN, where a Jacobian is not finite, survives
-
-    def nonfinite(self, values: gtsam.Values, linear: gtsam.GaussianFactorGraph | None = None) -> str:
-        """Which factors have a non-finite error (or, given ``linear``, Jacobian or residual) at ``values``."""
-        named = []
-        for i in range(self.graph.size()):
-            factor = self.graph.at(i)
-            if factor is None:
-                continue
-            if linear is None:
-                bad = not np.isfinite(factor.error(values))
-            else:
-                bad = not _finite_factor(linear.at(i))
-            if bad:
-                keys = ", ".join(key_name(k) for k in factor.keys())
-                named.append(f"factor {i} ({type(factor).__name__} on {keys})")
-        return _listed(named)
-
-    def step(self, linear: gtsam.GaussianFactorGraph, diag: Mapping[int, np.ndarray], lam: float,
-             values: gtsam.Values) -> tuple[gtsam.VectorValues, gtsam.VectorValues]:
-        assert self.ordering is not None  # set by linearize()
-        damped = gtsam.GaussianFactorGraph()
-        damped.push_back(linear)
-        for key, d in diag.items():
-            # Marquardt's scaling; the floor keeps directions the data does not see damped too.
-            scale = np.sqrt(lam * np.maximum(d, 1e-12 * max(float(d.max()), 1e-300) + 1e-30))
-            damped.push_back(gtsam.JacobianFactor(key, np.diag(scale), np.zeros(d.shape[0]),
-                                                  gtsam.noiseModel.Unit.Create(d.shape[0])))
-        if not self.bounded:
-            delta = damped.eliminateMultifrontal(self.ordering, gtsam.EliminateQR).optimize()
-            return delta, delta
-        lo, hi = _step_box(self.bounds, self.columns, int(sum(len(c) for c in self.columns.values())), values)
-        delta = _bounded_schur_step(damped, self.free_order, self.small_order,
-                                    [self.dims[k] for k in self.bounded], lo, hi, (gtsam.EliminateQR,))
-        return delta, delta
-
-
-class _Blocked:
-    """The vectorized path over a :class:`VectorizedGraph`'s blocks (module docstring)."""
-
-    def __init__(self, graph: VectorizedGraph, values: gtsam.Values,
-                 bounds: Mapping[int, tuple[np.ndarray, np.ndarray]]) -> None:
-        self.graph, self.bounds = graph, bounds
-        blocks = graph.blocks
-        self.zeros = gtsam.VectorValues()
-        for block, size in blocks.size.items():
-            self.zeros.insert(block, np.zeros(size))
-        # Columns of the bounded variables within the small system of the bounded blocks.
-        self.bounded_blocks = [b for b in graph.order if any(blocks.of[k][0] == b for k in bounds)]
-        starts = np.cumsum([0] + [blocks.size[b] for b in self.bounded_blocks])
-        self.bounded_columns = {}
-        self.flat_columns = {}  # the same within the whole flat column layout (blocks.start)
-        for key in bounds:
-            block, offset = blocks.of[key]
-            first = int(starts[self.bounded_blocks.index(block)]) + offset
-            self.bounded_columns[key] = np.arange(first, first + blocks.dims[key])
-            self.flat_columns[key] = blocks.start[block] + offset + np.arange(blocks.dims[key])
-        self.n_small = int(starts[-1])
-        self.free_order = gtsam.Ordering([b for b in graph.order if b not in self.bounded_blocks])
-        self.small_order = gtsam.Ordering(self.bounded_blocks)
-        self.full_order = gtsam.Ordering(graph.order)
-
-    def error(self, values: gtsam.Values) -> float:
-        return self.graph.error(values)
-
-    def linearize(self, values: gtsam.Values) -> tuple[gtsam.GaussianFactorGraph, np.ndarray]:
-        return self.graph.linearize(values)
-
-    def gradient_cosine(self, linear: gtsam.GaussianFactorGraph, diag: np.ndarray, values: gtsam.Values,
-                        cost: float) -> float:
-        blocks = self.graph.blocks
-        gradient = linear.gradientAtZero()
-        g = np.zeros(blocks.total)
-        for block, size in blocks.size.items():
-            if gradient.exists(block):
-                g[blocks.start[block] : blocks.start[block] + size] = gradient.at(block)
-        lower, upper = np.zeros(blocks.total, dtype=bool), np.zeros(blocks.total, dtype=bool)
-        for key, (lo, hi) in self.bounds.items():
-            x = values.atVector(key)
-            lower[self.flat_columns[key]] = x == lo
-            upper[self.flat_columns[key]] = x == hi
-        return projected_gradient_cosine(g, diag, cost, lower, upper)
-
-    def nonfinite(self, values: gtsam.Values, linear: gtsam.GaussianFactorGraph | None = None) -> str:
-        """Which factor types (and which of the ordinary factors) have a non-finite residual, error or Jacobian."""
-        linear = self.graph.linearize(values)[0] if linear is None else linear
-        named, i = [], 0
-        for group in self.graph.groups:  # VectorizedGraph.linearize: each group's factors in turn, then the others
-            count = 0
-            for _ in range(len(group.keys)):
-                count += not _finite_factor(linear.at(i))
-                i += 1
-            if count:
-                named.append(f"factor type {group.ft.name!r} ({count} of its {len(group.keys)} factors)")
-        others = self.graph.others
-        for j in range(others.size()):
-            factor = others.at(j)
-            if factor is None:
-                continue
-            finite = _finite_factor(linear.at(i))
-            i += 1
-            if not finite:
-                keys = ", ".join(key_name(k) for k in factor.keys())
-                named.append(f"factor {j} of the others ({type(factor).__name__} on {keys})")
-        return _listed(named)
-
-    def _damped(self, linear: gtsam.GaussianFactorGraph, diag: np.ndarray, lam: float) -> gtsam.GaussianFactorGraph:
-        blocks = self.graph.blocks
-        # Marquardt's scaling with the ordinary path's floor per variable (each variable's segment of
-        # the flat diagonal), for all blocks at once.
-        floor = 1e-12 * np.maximum(np.maximum.reduceat(diag, blocks.segments), 1e-300) + 1e-30
-        lengths = np.diff(np.append(blocks.segments, blocks.total))
-        scale = np.sqrt(lam * np.maximum(diag, np.repeat(floor, lengths)))
-        damped = gtsam.GaussianFactorGraph()
-        damped.push_back(linear)
-        for block, size in blocks.size.items():
-            start = blocks.start[block]
-            unit = self.graph._unit_noise(size)
-            damped.push_back(gtsam.JacobianFactor(block, np.diag(scale[start : start + size]), np.zeros(size), unit))
-        return damped
-
-    def step(self, linear: gtsam.GaussianFactorGraph, diag: np.ndarray, lam: float,
-             values: gtsam.Values) -> tuple[gtsam.VectorValues, gtsam.VectorValues]:
-        damped = self._damped(linear, diag, lam)
-        try:
-            return self._solve(damped, values, cholesky=True)
-        except RuntimeError:
-            # GTSAM's Cholesky met a pivot lost to round-off (J^T J of stiff constraint rows squares
-            # their condition number): the same elimination by QR works on J itself.
-            return self._solve(damped, values, cholesky=False)
-
-    def _solve(self, damped: gtsam.GaussianFactorGraph, values: gtsam.Values,
-               cholesky: bool) -> tuple[gtsam.VectorValues, gtsam.VectorValues]:
-        eliminate = () if cholesky else (gtsam.EliminateQR,)  # the default is GTSAM's sparse Cholesky
-        if not self.bounded_blocks:
-            delta = damped.eliminateSequential(self.full_order, *eliminate).optimize()
-            return self.graph.blocks.split(delta), delta
-        # Eliminate every unbounded block in the explicit order: what remains is the damped system
-        # of the bounded blocks alone (its Schur complement), a few dozen columns.
-        lo, hi = _step_box(self.bounds, self.bounded_columns, self.n_small, values)
-        delta = _bounded_schur_step(damped, self.free_order, self.small_order,
-                                    [self.graph.blocks.size[b] for b in self.bounded_blocks], lo, hi, eliminate)
-        return self.graph.blocks.split(delta), delta
-
-
-def _finite_factor(factor: gtsam.GaussianFactor) -> bool:
-    """Whether a linear factor's Jacobian, residual and error 0.5 |b|^2 are finite (a finite residual of
-    1e200 overflows its square)."""
-    A, b = factor.jacobian()
-    with np.errstate(over="ignore"):
-        return bool(np.all(np.isfinite(A)) and np.all(np.isfinite(b)) and np.isfinite(b @ b))
-
-
-def _listed(named: list[str]) -> str:
-    if not named:
-        return "no single factor is non-finite there (their sum overflows)"
-    return "non-finite in " + "; ".join(named[:5]) + (f"; and {len(named) - 5} more" if len(named) > 5 else "")
+__all__ = ["LAMBDA_INITIAL", "LAMBDA_MIN", "LMConfig", "LMResult", "NEWTON_FRACTIONS", "STALL_STEPS", "STATUSES",
+           "NewtonCheck", "Status", "bounded_levenberg_marquardt", "gauss_newton_check", "status_words"]

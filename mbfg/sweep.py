@@ -295,6 +295,9 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
          scheduler: str | None, client, n_workers: int | None, quiet: bool) -> int:
     from distributed import Client, LocalCluster, as_completed
 
+    from mbfg.calibration_options import CalibrationOptions, calibration_lm
+    from mbfg.graphs.joint import state_estimation_lm
+
     own_client = client is None
     cluster = None
     if own_client and scheduler:
@@ -314,7 +317,10 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
         # Each worker unpickles the model once and keeps it: its compiled factor types are reused.
         blob = pickle.dumps(model)
         shared = (hashlib.sha1(blob).hexdigest(), blob)
-        options = dict(max_iterations=max_iterations)
+        # The LM options of each kind of task: the calibration's and the state estimation's defaults for the
+        # model, at the sweep's iteration limits.
+        cal_lm = calibration_lm(model, max_iterations=max_iterations)
+        cv_lm = state_estimation_lm(model, max_iterations=crossval_iterations)
         futures: dict[Any, dict[str, Any]] = {}
         cal_futures = {}
         prefer = _placement(todo_cal, recordings, list(client.scheduler_info().get("workers", {})))
@@ -322,14 +328,14 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
             # A preferred worker only where there is one: Dask refuses allow_other_workers without workers.
             cell = (name, hh, w, e)
             where = {"workers": prefer[cell], "allow_other_workers": True} if cell in prefer else {}
-            f = client.submit(calibration_task, shared, recordings[name], name, hh, w, e, free, options, cache,
-                              pure=False, priority=1, **where)
+            f = client.submit(calibration_task, shared, recordings[name], name, hh, w, e, free, cal_lm,
+                              CalibrationOptions(), cache, pure=False, priority=1, **where)
             cal_futures[(name, hh, w, e)] = f
             futures[f] = _row("calibration", name, name, hh, w, e)
         for (name, hh, w, e), other in todo_cv:
             source = cal_futures.get((name, hh, w, e)) or rows[_key(_row("calibration", name, name, hh, w, e))]
-            f = client.submit(crossval_task, shared, source, recordings[other], other,
-                              dict(max_iterations=crossval_iterations, simulate=simulate), cache, free, pure=False)
+            f = client.submit(crossval_task, shared, source, recordings[other], other, cv_lm, simulate, cache, free,
+                              pure=False)
             futures[f] = _row("crossval", name, other, hh, w, e)
         for future in as_completed(list(futures)):
             try:

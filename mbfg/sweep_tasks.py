@@ -16,7 +16,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from mbfg.calibration_options import CalibrationOptions
 from mbfg.errors import MbfgError, ModelError
+from mbfg.lm_config import LMConfig
 from mbfg.logs import Log
 
 if TYPE_CHECKING:
@@ -122,14 +124,16 @@ def _run_task(row: dict[str, Any], work) -> dict[str, Any]:
 
 
 def calibration_task(model: tuple[str, bytes], log: Log, name: str, h: float, weight: float, eps: float | None,
-                     free: Sequence[str] | None, options: Mapping[str, Any], cache_dir: str | bool | None) -> dict:
-    """One cell: calibrate ``model`` (with compliance ``eps``) on ``log`` at (h, w); a row of the results."""
+                     free: Sequence[str] | None, lm: LMConfig, options: CalibrationOptions,
+                     cache_dir: str | bool | None) -> dict:
+    """One cell: calibrate ``model`` (with compliance ``eps``) on ``log`` at (h, w) with the LM options ``lm`` and
+    the workflow ``options``; a row of the results."""
     _setup_jax(cache_dir)
 
     def work() -> dict[str, Any]:
         from mbfg.calibration import calibrate
 
-        result = calibrate(_with_eps(_model(model), eps), log, free=free, h=h, weight=weight, quiet=True, **options)
+        result = calibrate(_with_eps(_model(model), eps), log, free=free, h=h, weight=weight, lm=lm, options=options)
         out = dict(cost=result.cost, cost_observation=result.cost_observation, cost_impulse=result.cost_impulse,
                    iterations=result.iterations, converged=result.converged, solve_status=result.status,
                    solve_message=result.message,
@@ -141,9 +145,11 @@ def calibration_task(model: tuple[str, bytes], log: Log, name: str, h: float, we
     return _run_task(_row("calibration", name, name, h, weight, eps), work)
 
 
-def crossval_task(model: tuple[str, bytes], calibration: Mapping[str, Any], log: Log, name: str, options: Mapping[str, Any],
-                  cache_dir: str | bool | None, free: Sequence[str] | None = None) -> dict:
-    """Score a tuned cell (a calibration row) on another recording ``log`` at the cell's h, w and eps.
+def crossval_task(model: tuple[str, bytes], calibration: Mapping[str, Any], log: Log, name: str, lm: LMConfig,
+                  simulate: float | None, cache_dir: str | bool | None, free: Sequence[str] | None = None) -> dict:
+    """Score a tuned cell (a calibration row) on another recording ``log`` at the cell's h, w and eps, its state
+    estimation with the LM options ``lm``; with ``simulate`` [s], also the free simulation of the tuned model
+    over that much of ``log`` (:func:`_free_simulation_columns`).
 
     ``free``: the free parameters the calibration was given (None: the model's), in its order. A row read
     back from a results file lists its ``value:`` columns sorted by name; the held parameters follow the
@@ -163,16 +169,14 @@ def crossval_task(model: tuple[str, bytes], calibration: Mapping[str, Any], log:
         order = list(tuned.parameters.free if free is None else free)
         identified = {k: found[k] for k in sorted(found, key=lambda k: order.index(k) if k in order else len(order))}
         values = tuned.parameters.numpy_values() | identified
-        scoring = {k: v for k, v in options.items() if k != "simulate"}
         # The calibration's free parameters held at their values: the factor types, so the compiled
         # programs, of the calibration tasks on this worker.
         score, estimate = cross_validation(tuned, log, values, h=calibration["h"], weight=calibration["weight"],
-                                           free=list(identified), **scoring)
+                                           free=list(identified), lm=lm)
         out: dict[str, Any] = dict(score=score, iterations=estimate.iterations, converged=estimate.converged,
                                    solve_status=estimate.status, solve_message=estimate.message)
-        if options.get("simulate") is not None:
-            out.update(_free_simulation_columns(tuned.with_parameters(identified), log, calibration["h"],
-                                                options["simulate"]))
+        if simulate is not None:
+            out.update(_free_simulation_columns(tuned.with_parameters(identified), log, calibration["h"], simulate))
         return out
 
     return _run_task(row, work)

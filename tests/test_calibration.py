@@ -17,10 +17,12 @@ import pytest
 
 from mbfg import residuals
 from mbfg.calibration import calibrate
+from mbfg.calibration_options import CalibrationOptions, calibration_lm
 from mbfg.covariance import parameter_covariance
 from mbfg.errors import DataError, ModelError
 from mbfg.graphs.joint import build_joint_problem, filtered_observations, solve, time_step
 from mbfg.graphs.restarts import RESTART_LAMBDA_INITIAL
+from mbfg.lm_config import LMConfig
 from mbfg.logs import Log, round_time, sample_period
 from mbfg.models import furuta, particle, particles, pendulum
 from mbfg.solvers import LAMBDA_INITIAL
@@ -128,7 +130,7 @@ def test_pendulum_calibration_recovers_parameters_within_two_std(pendulum_log) -
     model, log = pendulum_log
     truth = model.parameters.numpy_values()
     start = model.with_parameters({"J": 1.25 * truth["J"], "b": 0.5 * truth["b"]})
-    result = calibrate(start, log, free=["J", "b"], quiet=True)
+    result = calibrate(start, log, free=["J", "b"])
     print("\n" + result.table())
     assert result.converged and result.iterations <= 20
     for p in result.parameters:
@@ -165,7 +167,8 @@ def test_smooth_start_puts_the_joint_forces_of_a_dry_hinge_into_the_initial_stat
     log = traj.to_log(ppr=4096)
     costs = {}
     for iterations in (0, 1, 3):
-        problem = build_joint_problem(model, log, free=(), smooth_start=iterations, quiet=True)
+        problem = build_joint_problem(model, log, free=(), quiet=True,
+                                      smooth_start=LMConfig(max_iterations=iterations) if iterations else None)
         costs[iterations] = problem.step_costs(problem.initial)["impulse"].mean()
         assert (problem.smooth_start is None) == (iterations == 0)
     print(f"\ndry pendulum, impulse cost per step at the initial states after 0 / 1 / 3 smooth-twin "
@@ -179,7 +182,7 @@ def test_cross_validation_score_section_4_5_is_the_noise_level_on_another_log(pe
     model, _ = pendulum_log
     # As long as the calibration log: the same compiled shapes as the test below.
     other = simulate(model, 2.0, 1e-3, initial=model.initial_state({"theta": -1.5}))
-    score_true = calibrate(model, _log(model, other, 1e-3, seed=5), free=[], quiet=True).cost
+    score_true = calibrate(model, _log(model, other, 1e-3, seed=5), free=[]).cost
     from mbfg.graphs.joint import cross_validation_score
 
     wrong = model.parameters.numpy_values() | {"J": 2 * model.parameters["J"].default}
@@ -198,7 +201,7 @@ def test_cross_validation_with_the_calibrations_parameters_held_is_the_fixed_par
 
     model, log = pendulum_log
     result = calibrate(model.with_parameters({"J": 1.1 * model.parameters["J"].default}), log, free=["J", "b"],
-                       quiet=True, covariance=False)
+                       options=CalibrationOptions(covariance=False))
     # Without a covariance no parameter is judged: no std, so neither "not excited" nor excited.
     assert result.not_excited == [] and result.table().count("std not computed") == 2, result.table()
     other = _log(model, simulate(model, 2.0, 1e-3, initial=model.initial_state({"theta": -1.5})), 1e-3, seed=5)
@@ -331,8 +334,11 @@ def _seed_002_calibration(eps: float, covariance: bool = False, draw: int = 1, r
     w = 1e3; ``backtracking``: calibrate's (None: its default for a model with contacts, 8)."""
     model = particle()
     return calibrate(model.with_parameters({"mu": 1.0}), _seed_002_log(eps, draw), free=["mu"], weight=1e-5,
-                     cutoff_hz=1e9, max_iterations=40, quiet=True, restart_weight=1e3, covariance=covariance,
-                     restart_search=restart_search, backtracking=backtracking)
+                     cutoff_hz=1e9,
+                     lm=calibration_lm(model.with_parameters({"mu": 1.0}), max_iterations=40,
+                                       **({} if backtracking is None else {"backtracking": backtracking})),
+                     options=CalibrationOptions(restart_weight=1e3, covariance=covariance,
+                                                restart_search=restart_search))
 
 
 def test_particle_friction_coefficient_seed_002_is_recovered_at_every_noise_level() -> None:
@@ -434,9 +440,9 @@ def test_seed_002s_cross_validation_scores_the_readings_noise_variance_with_halv
 def test_a_restart_search_needs_a_restart_and_finite_bounds(pendulum_log) -> None:
     model, log = pendulum_log
     with pytest.raises(ModelError, match="restart_search: a search picks the starts of a restart"):
-        calibrate(model, log, free=["J"], restart_search=4, quiet=True)
+        calibrate(model, log, free=["J"], options=CalibrationOptions(restart_search=4))
     with pytest.raises(ModelError, match=r"restart_search: free parameter 'J' has the bounds \[1e-09, inf\]"):
-        calibrate(model, log, free=["J"], restart_weight=1e3, restart_search=4, quiet=True)
+        calibrate(model, log, free=["J"], options=CalibrationOptions(restart_weight=1e3, restart_search=4))
 
 
 def test_a_solve_restarted_from_a_free_simulation_starts_at_the_smaller_damping_and_needs_fewer_steps() -> None:
@@ -491,7 +497,8 @@ def test_section_4_7_release_recovery_shadow_parameter_bias_shrinks_with_h() -> 
     rel = {}
     for h in (2e-3, 1e-3):
         # The standard deviations are not checked here: skip their extra factorization.
-        result = calibrate(start, log, free=free, h=h, max_iterations=15, quiet=True, covariance=False)
+        result = calibrate(start, log, free=free, h=h, lm=calibration_lm(start, max_iterations=15),
+                           options=CalibrationOptions(covariance=False))
         assert result.converged, (h, result.iterations, result.message)
         rel[h] = {p.name: (p.value - truth[p.name]) / truth[p.name] for p in result.parameters}
     assert all(abs(e) < 0.01 for e in rel[1e-3].values()), rel
@@ -521,7 +528,7 @@ def test_bias_estimate_from_2h_and_stiffer_joints_covers_the_error_against_the_m
     noise = 1e-4 * np.random.default_rng(0).standard_normal(theta.shape)
     log = Log(t, theta + noise, np.zeros((len(t), 0)), model.observations, model.controls, "minimal-coordinate ODE")
     start = model.with_parameters({"J": 1.25 * truth["J"], "b": 0.5 * truth["b"]})
-    result = calibrate(start, log, free=["J", "b"], quiet=True, bias=True)
+    result = calibrate(start, log, free=["J", "b"], options=CalibrationOptions(bias=True))
     print("\n" + result.table() + f"\nbias parts: {result.bias_parts}")
     assert result.converged
     for p in result.parameters:

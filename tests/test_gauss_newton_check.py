@@ -8,6 +8,8 @@ import gtsam
 import numpy as np
 import pytest
 
+from mbfg.calibration_options import CalibrationOptions
+from mbfg.lm_config import LMConfig
 from mbfg.solvers import LAMBDA_INITIAL, bounded_levenberg_marquardt
 
 KEY = gtsam.symbol("p", 0)
@@ -48,8 +50,8 @@ def test_a_small_damped_step_in_an_ill_conditioned_problem_is_not_convergence(da
     converged at cost 0.505, a hundred times its minimum. The Gauss-Newton step predicts the whole cost away; the solve takes it and converges
     at lstsq's solution."""
     A, b, values = ill_conditioned(1e-5)
-    result = bounded_levenberg_marquardt(linear_graph(A, b), values, relative_tol=1e-4, damping_update=damping_update,
-                                         quiet=True)
+    result = bounded_levenberg_marquardt(linear_graph(A, b), values, quiet=True,
+                                         config=LMConfig(relative_tol=1e-4, damping_update=damping_update))
     first = result.history[1]
     assert first["lam"] <= LAMBDA_INITIAL and (result.history[0]["cost"] - first["cost"]) < 1e-4 * first["cost"]
     assert result.history[1]["gradient"] < 1e-2  # the cosine test alone would have passed here
@@ -64,7 +66,8 @@ def test_an_iteration_limit_at_such_a_stall_is_not_converged_and_says_why() -> N
     """The same stall with no iteration left to take the Gauss-Newton step: not converged, and the message
     names the stall and the decrease the Gauss-Newton step predicts."""
     A, b, values = ill_conditioned(1e-5)
-    result = bounded_levenberg_marquardt(linear_graph(A, b), values, relative_tol=1e-4, max_iterations=1, quiet=True)
+    result = bounded_levenberg_marquardt(linear_graph(A, b), values, quiet=True,
+                                         config=LMConfig(relative_tol=1e-4, max_iterations=1))
     assert result.status == "not_converged" and not result.converged, result.message
     assert "stalled at iteration 1" in result.message and "Gauss-Newton step predicts a decrease of 0.99 " in \
         result.message, result.message
@@ -77,7 +80,7 @@ def test_a_well_conditioned_minimum_still_converges_without_an_extra_iteration()
     lam = 1e-5 lands within 1e-5 of the solution, the second's decrease is below relative_tol, and the third
     linearization confirms."""
     A, b, values = ill_conditioned(0.5)
-    result = bounded_levenberg_marquardt(linear_graph(A, b), values, relative_tol=1e-4, quiet=True)
+    result = bounded_levenberg_marquardt(linear_graph(A, b), values, quiet=True, config=LMConfig(relative_tol=1e-4))
     assert result.status == "converged" and "Gauss-Newton step predicts a decrease of" in result.message, result
     assert result.iterations == 2, [row["cost"] for row in result.history]
     np.testing.assert_allclose(result.values.atVector(KEY), np.linalg.lstsq(A, b, rcond=None)[0], atol=1e-6)
@@ -103,7 +106,7 @@ def test_a_calibration_at_rigid_joints_is_not_converged_where_the_damping_stalle
     log = Log(traj.t, y, np.zeros((len(traj.t), 0)), model.observations, model.controls, "synthetic")
     truth = model.parameters.numpy_values()
     start = model.with_parameters({"J": 1.25 * truth["J"], "b": 0.5 * truth["b"]})
-    result = calibrate(start, log, free=["J", "b"], quiet=True, covariance=False)
+    result = calibrate(start, log, free=["J", "b"], options=CalibrationOptions(covariance=False))
     assert not result.converged and result.status == "not_converged", result.message
     assert "stalled at iteration" in result.message and "Gauss-Newton step predicts" in result.message, result.message
     stalled_at = int(result.message.split("stalled at iteration ")[1].split(":")[0])

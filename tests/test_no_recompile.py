@@ -19,6 +19,7 @@ import pytest
 
 from mbfg import pendulum, simulate
 from mbfg.calibration import calibrate
+from mbfg.calibration_options import CalibrationOptions
 from mbfg.graphs.joint import cross_validation
 from mbfg.logs import Log
 
@@ -60,7 +61,7 @@ def warm() -> tuple[Any, Log, Log]:
     model = pendulum()
     rig = model.with_parameters({"J": 0.002, "b": 0.004})
     log, other = _log(rig, 2.5, 1), _log(rig, 1.0, 2)
-    result = calibrate(model, log, free=["J", "b"], quiet=True, covariance=False, bias=False)
+    result = calibrate(model, log, free=["J", "b"], options=CalibrationOptions(covariance=False, bias=False))
     cross_validation(model, other, result.values, free=["J", "b"])
     return model, log, other
 
@@ -77,14 +78,15 @@ def test_second_free_set_compiles_nothing(warm: tuple[Any, Log, Log]) -> None:
     """b alone, from a model whose J is the rig's: the free set and the values differ from the first calibration's."""
     model, log, _ = warm
     start = model.with_parameters({"J": 0.002})
-    result = _no_compiles(lambda: calibrate(start, log, free=["b"], quiet=True, covariance=False, bias=False))
+    result = _no_compiles(lambda: calibrate(start, log, free=["b"],
+                                            options=CalibrationOptions(covariance=False, bias=False)))
     assert result.converged and np.isclose(result.values["b"], 0.004, rtol=0.1)
 
 
 def test_second_weight_compiles_nothing(warm: tuple[Any, Log, Log]) -> None:
     model, log, _ = warm
-    result = _no_compiles(lambda: calibrate(model, log, free=["J", "b"], weight=1e4, quiet=True, covariance=False,
-                                            bias=False))
+    result = _no_compiles(lambda: calibrate(model, log, free=["J", "b"], weight=1e4,
+                                            options=CalibrationOptions(covariance=False, bias=False)))
     assert result.converged
 
 
@@ -92,7 +94,8 @@ def test_new_parameter_values_compile_nothing(warm: tuple[Any, Log, Log]) -> Non
     """Another model instance with other values (a new start) calibrates and cross-validates on the programs."""
     model, log, other = warm
     start = model.with_parameters({"J": 0.0025, "b": 0.001})
-    result = _no_compiles(lambda: calibrate(start, log, free=["J", "b"], quiet=True, covariance=False, bias=False))
+    result = _no_compiles(lambda: calibrate(start, log, free=["J", "b"],
+                                            options=CalibrationOptions(covariance=False, bias=False)))
     assert result.converged and np.isclose(result.values["J"], 0.002, rtol=0.05)
     score, state_estimation = _no_compiles(lambda: cross_validation(start, other, result.values, free=["J"]))
     assert state_estimation.converged and np.isfinite(score)

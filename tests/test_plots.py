@@ -56,8 +56,7 @@ def swing():
 @pytest.fixture(scope="module")
 def calibrated(swing):
     model, _, log = swing
-    result = calibrate(model.with_parameters({"J": 1.2 * model.parameters["J"].default}), log, free=["J", "b"],
-                       h=2e-3, quiet=True)
+    result = calibrate(model.with_parameters({"J": 1.2 * model.parameters["J"].default}), log, free=["J", "b"], h=2e-3)
     assert result.converged
     return result
 

@@ -302,7 +302,7 @@ def test_calibration_from_quantized_encoder_log_recovers_mass_and_friction(stage
     # residuals (the readings barely count against them) and the LM creeps instead of converging (tried with
     # seed 3: 20 iterations, the cost still falling ~1 % per undamped step, not converged, M, F_v and F_c off by
     # 6-11 std); at 1e2 it converges in 9 iterations.
-    result = calibrate(start, log, free=["M", "F_v", "F_c", "F_0"], weight=1e2, quiet=True)
+    result = calibrate(start, log, free=["M", "F_v", "F_c", "F_0"], weight=1e2)
     est = {q.name: q for q in result.parameters}
     print("\ncalibration: " + ", ".join(f"{n} = {q.value:.7g} +- {q.std:.2g}" for n, q in est.items())
           + f"; {result.iterations} iterations, converged {result.converged}, {result.wall_s:.1f} s")

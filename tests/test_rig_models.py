@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from mbfg.calibration import calibrate
+from mbfg.calibration_options import calibration_lm
 from mbfg.dfki import lab_combinations
 from mbfg.errors import ModelError
+from mbfg.graphs.joint import state_estimation_lm
 from mbfg.logs import Log
 from mbfg.models import load_model
 
@@ -47,7 +49,7 @@ def test_the_dfki_labs_model_calibrates_a_real_recording_at_its_own_weight_in_at
     lab = dfki_reference_parameters(_need(DATA / "dfki_double_pendulum" / "model_parameters.yml"))
     model = load_model("dfki-double-pendulum")
     assert model.weight == WEIGHT == 1e3
-    result = calibrate(model, log, quiet=True)
+    result = calibrate(model, log)
     assert result.weight == WEIGHT
     assert result.converged and result.iterations <= 20, (result.converged, result.iterations)
     v = result.model.parameters.numpy_values()
@@ -134,13 +136,14 @@ def test_qube_servo_at_its_weight_estimates_the_encoders_quantization_noise_and_
 
     model = load_model("qube-servo")
     train, held_out = (_window(load_qube(_need(DATA / "qube_servo" / name)), 5.0, 2.0) for name in QUBE_FILES)
-    result = calibrate(model, train, h=0.004, max_iterations=40, quiet=True)
+    result = calibrate(model, train, h=0.004, lm=calibration_lm(model, max_iterations=40))
     assert result.weight == model.weight == 1e6 and result.converged, (result.weight, result.iterations)
     quantization = 2 * np.pi / 2048 / np.sqrt(12)
     assert 0.5 < result.sigma_observation / quantization < 2, (result.sigma_observation, quantization)
     # Both parameter sets held in the calibration's own problem (its compiled programs; the same score).
     score, nominal = (cross_validation(m, held_out, m.parameters.numpy_values(), h=0.004, weight=model.weight,
-                                       free=result.problem.variables.free, max_iterations=10)[0]
+                                       free=result.problem.variables.free,
+                                       lm=state_estimation_lm(m, max_iterations=10))[0]
                       for m in (result.model, model))
     print(f"held-out score: identified {score:.4g}, vendor's {nominal:.4g} ({nominal / score:.0f} times better)")
     assert score < 0.1 * nominal, (score, nominal)

@@ -13,6 +13,7 @@ import pytest
 import mbfg.graphs.joint as joint
 from mbfg import keys
 from mbfg.calibration import calibrate
+from mbfg.calibration_options import CalibrationOptions, calibration_lm
 from mbfg.cli import main
 from mbfg.logs import Log
 from mbfg.models import pendulum
@@ -57,7 +58,7 @@ def test_a_calibration_with_a_nan_factor_fails_and_names_it(pendulum_log, monkey
         return problem
 
     monkeypatch.setattr(joint, "build_joint_problem", with_nan_factor)
-    result = calibrate(model, log, free=["J", "b"], quiet=True)
+    result = calibrate(model, log, free=["J", "b"])
     assert result.status == "failed" and not result.converged and result.iterations == 0, result.status
     assert result.message.startswith("the cost at the initial values is nan"), result.message
     assert "CustomFactor on p0" in result.message, result.message
@@ -69,7 +70,8 @@ def test_the_iteration_limit_is_not_converged_in_the_result_and_its_json(pendulu
     model, log = pendulum_log
     truth = model.parameters.numpy_values()
     start = model.with_parameters({"J": 1.25 * truth["J"], "b": 0.5 * truth["b"]})
-    result = calibrate(start, log, free=["J", "b"], quiet=True, max_iterations=1, covariance=False)
+    result = calibrate(start, log, free=["J", "b"], lm=calibration_lm(start, max_iterations=1),
+                       options=CalibrationOptions(covariance=False))
     assert result.status == "not_converged" and not result.converged, (result.status, result.message)
     assert result.message.startswith("iteration limit 1"), result.message
     assert result.to_dict()["status"] == "not_converged"
@@ -104,7 +106,7 @@ def test_a_sweep_row_carries_the_calibrations_solve_status(pendulum_log) -> None
     model, log = pendulum_log
     shipped = ("test-status-pendulum", pickle.dumps(model))
     row = calibration_task(shipped, log, "synthetic", 1e-3, 1e6, None, ["J", "b"],
-                           {"max_iterations": 1, "covariance": False}, False)
+                           calibration_lm(model, max_iterations=1), CalibrationOptions(covariance=False), False)
     assert set(COLUMNS) <= set(row)
     assert row["status"] == "ok", row["error"]
     assert row["solve_status"] == "not_converged" and row["converged"] is False, row

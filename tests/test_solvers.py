@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from scipy import optimize
 
+from mbfg.errors import MbfgError
+from mbfg.lm_config import LMConfig
 from mbfg.solvers import bounded_levenberg_marquardt
 
 KEY = gtsam.symbol("p", 0)
@@ -41,9 +43,9 @@ def start(x: list[float]) -> gtsam.Values:
 
 @pytest.mark.parametrize("damping_update", ["tenfold", "nielsen"])
 def test_unbounded_rosenbrock_reaches_its_minimum(damping_update: str) -> None:
-    result = bounded_levenberg_marquardt(graph_of(rosenbrock, rosenbrock_jacobian), start([-1.2, 1.0]),
-                                         max_iterations=200, relative_tol=1e-12, damping_update=damping_update,
-                                         quiet=True)
+    result = bounded_levenberg_marquardt(graph_of(rosenbrock, rosenbrock_jacobian), start([-1.2, 1.0]), quiet=True,
+                                         config=LMConfig(max_iterations=200, relative_tol=1e-12,
+                                                         damping_update=damping_update))
     np.testing.assert_allclose(result.values.atVector(KEY), [1.0, 1.0], atol=1e-6)
     assert result.converged
 
@@ -55,8 +57,9 @@ def test_box_constrained_rosenbrock_matches_scipy_trf(damping_update: str) -> No
     peer = optimize.least_squares(rosenbrock, [-1.2, 1.0], jac=rosenbrock_jacobian, bounds=(lower, upper),
                                   method="trf", xtol=1e-14, ftol=1e-14, gtol=1e-14)
     result = bounded_levenberg_marquardt(graph_of(rosenbrock, rosenbrock_jacobian), start([-1.2, 1.0]),
-                                         {KEY: (lower, upper)}, max_iterations=200, relative_tol=1e-12,
-                                         damping_update=damping_update, quiet=True)
+                                         {KEY: (lower, upper)}, quiet=True,
+                                         config=LMConfig(max_iterations=200, relative_tol=1e-12,
+                                                         damping_update=damping_update))
     x = result.values.atVector(KEY)
     assert x[0] == 0.5  # exactly on the bound, not one ulp outside
     np.testing.assert_allclose(x, peer.x, atol=1e-6)
@@ -64,13 +67,10 @@ def test_box_constrained_rosenbrock_matches_scipy_trf(damping_update: str) -> No
     assert all(b <= a for a, b in zip(costs, costs[1:]))  # only cost-lowering steps are accepted
 
 
-def test_unknown_damping_update_is_named() -> None:
-    with pytest.raises(ValueError, match="damping_update must be 'tenfold' or 'nielsen', got 'fast'"):
+def test_options_that_are_not_an_lm_config_are_refused_by_name() -> None:
+    with pytest.raises(MbfgError, match="config: expected an mbfg.LMConfig .*, got dict"):
         bounded_levenberg_marquardt(graph_of(rosenbrock, rosenbrock_jacobian), start([0.0, 0.0]),
-                                    damping_update="fast", quiet=True)
-    with pytest.raises(ValueError, match="backtracking must be a whole number of halvings >= 0, got 0.5"):
-        bounded_levenberg_marquardt(graph_of(rosenbrock, rosenbrock_jacobian), start([0.0, 0.0]),
-                                    backtracking=0.5, quiet=True)  # type: ignore[arg-type]
+                                    config={"max_iterations": 3}, quiet=True)  # type: ignore[arg-type]
 
 
 def kinked(x: np.ndarray) -> np.ndarray:
@@ -88,13 +88,17 @@ def test_a_step_across_a_kink_is_halved_along_its_direction_before_the_damping_g
     against 4.5); halved twice it stops at 0.75, short of the kink, and lowers the cost. Raising the damping
     instead shortens the step as well, but only after six rejected solves, and leaves the damping at 1."""
     graph, lower = graph_of(kinked, kinked_jacobian), 1e-5
-    halved = bounded_levenberg_marquardt(graph, start([0.0, 0.0]), max_iterations=20, relative_tol=1e-12,
-                                         lambda_initial=lower, backtracking=8, quiet=True)
+    halved = bounded_levenberg_marquardt(graph, start([0.0, 0.0]), quiet=True, config=LMConfig(max_iterations=20,
+                                                                                               relative_tol=1e-12,
+                                                                                               lambda_initial=lower,
+                                                                                               backtracking=8))
     np.testing.assert_allclose(halved.values.atVector(KEY), [103.0 / 101.0, 0.0], atol=1e-9)
     first = halved.history[1]
     assert first["alpha"] == 0.25 and first["lam"] == lower, first
-    damped = bounded_levenberg_marquardt(graph, start([0.0, 0.0]), max_iterations=20, relative_tol=1e-12,
-                                         lambda_initial=lower, backtracking=0, quiet=True)
+    damped = bounded_levenberg_marquardt(graph, start([0.0, 0.0]), quiet=True, config=LMConfig(max_iterations=20,
+                                                                                               relative_tol=1e-12,
+                                                                                               lambda_initial=lower,
+                                                                                               backtracking=0))
     assert damped.history[1]["alpha"] == 1.0 and damped.history[1]["lam"] == pytest.approx(1.0), damped.history[1]
     assert halved.iterations <= damped.iterations, (halved.iterations, damped.iterations)
 
@@ -128,8 +132,8 @@ def test_one_lm_step_on_a_linear_problem_is_the_bounded_least_squares_optimum_of
     inf = np.inf
     peer = optimize.lsq_linear(A, b, bounds=(np.r_[lower, -inf, -inf], np.r_[upper, inf, inf]), method="bvls",
                                tol=1e-15)
-    result = bounded_levenberg_marquardt(graph, values, {bounded: (lower, upper)}, max_iterations=1,
-                                         lambda_initial=1e-12, quiet=True)
+    result = bounded_levenberg_marquardt(graph, values, {bounded: (lower, upper)}, quiet=True,
+                                         config=LMConfig(max_iterations=1, lambda_initial=1e-12))
     x = np.concatenate([result.values.atVector(bounded), result.values.atVector(other)])
     np.testing.assert_allclose(x, peer.x, atol=1e-9)
     assert np.sum((x[:3] == lower) | (x[:3] == upper)) >= 1, x  # a bound active, exactly on it
@@ -166,8 +170,8 @@ def test_no_decreasing_step_up_to_the_damping_limit_is_a_failure_not_convergence
 
 
 def test_the_iteration_limit_is_not_convergence() -> None:
-    result = bounded_levenberg_marquardt(graph_of(rosenbrock, rosenbrock_jacobian), start([-1.2, 1.0]),
-                                         max_iterations=3, quiet=True)
+    result = bounded_levenberg_marquardt(graph_of(rosenbrock, rosenbrock_jacobian), start([-1.2, 1.0]), quiet=True,
+                                         config=LMConfig(max_iterations=3))
     assert result.status == "not_converged" and not result.converged, result
     assert result.iterations == 3 and result.message.startswith("iteration limit 3"), result
 
@@ -178,7 +182,8 @@ def test_small_steps_are_not_convergence_while_the_projected_gradient_is_large()
     projected gradient's cosine is of order 1, so the solve is not converged (the old rule stopped after the
     first such step as converged)."""
     result = bounded_levenberg_marquardt(graph_of(rosenbrock, lambda x: 1e7 * rosenbrock_jacobian(x)),
-                                         start([-1.2, 1.0]), max_iterations=6, relative_tol=1e-6, quiet=True)
+                                         start([-1.2, 1.0]), quiet=True,
+                                         config=LMConfig(max_iterations=6, relative_tol=1e-6))
     costs = [row["cost"] for row in result.history]
     assert costs[1] < costs[0] and (costs[0] - costs[1]) / costs[0] < 1e-6, costs  # a small accepted step
     assert result.history[1]["gradient"] > 0.1, result.history[1]
@@ -190,6 +195,7 @@ def test_a_minimum_on_a_bound_converges_with_its_multiplier_outward() -> None:
     box): the projected gradient leaves it out, and the solve converges there."""
     lower, upper = np.array([-2.0, -2.0]), np.array([0.5, 2.0])
     result = bounded_levenberg_marquardt(graph_of(rosenbrock, rosenbrock_jacobian), start([-1.2, 1.0]),
-                                         {KEY: (lower, upper)}, max_iterations=200, relative_tol=1e-12, quiet=True)
+                                         {KEY: (lower, upper)}, quiet=True,
+                                         config=LMConfig(max_iterations=200, relative_tol=1e-12))
     assert result.converged and result.status == "converged", result.message
     assert result.history[-1]["gradient"] <= 1e-6, result.history[-1]

@@ -1,5 +1,5 @@
 """Stiff joints (Marklund et al. (2025), abstract: "very stiff constraints may cause difficulties"): calibration at a hinge
-compliance of 1e-8 m/N started from a solve with joints 100 times softer (``calibrate(soft_start=...)``,
+compliance of 1e-8 m/N started from a solve with joints 100 times softer (``CalibrationOptions(soft_start=...)``,
 :func:`mbfg.graphs.restarts.stiffen`), against the double pendulum of a minimal-coordinate ODE (rigid hinges,
 DOP853 at rtol 1e-12: ``tests/rigid_references.py``)."""
 
@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from mbfg.calibration import calibrate
+from mbfg.calibration_options import CalibrationOptions, calibration_lm
 from mbfg.errors import ModelError
 from mbfg.graphs.restarts import softened
 from mbfg.logs import Log
@@ -37,7 +38,7 @@ def test_double_pendulum_at_eps_lin_1e_8_converges_from_a_softer_solve_with_both
     noise = 1e-3 * np.random.default_rng(0).standard_normal(q.shape)
     log = Log(t, q + noise, np.zeros((len(t), 0)), model.observations, model.controls, "minimal-coordinate ODE")
     stiff = model.with_parameters({name: 1.2 * truth[name] for name in FREE} | {"eps_lin": 1e-8, "eps_rot": 1e-6})
-    result = calibrate(stiff, log, free=FREE, soft_start=100.0, covariance=False, quiet=True)
+    result = calibrate(stiff, log, free=FREE, options=CalibrationOptions(soft_start=100.0, covariance=False))
     soft = result.problem.softened_from
     print("\n" + result.table())
     assert soft is not None and soft.converged
@@ -58,9 +59,9 @@ def test_soft_start_softens_every_joint_compliance_and_refuses_a_bad_factor_by_n
     log = Log(np.arange(3) * 1e-3, np.zeros((3, 1)), np.zeros((3, 0)), model.observations, model.controls, "log")
     for bad in (1.0, 0.5, -3.0, float("nan")):
         with pytest.raises(ModelError, match="soft_start: expected a"):
-            calibrate(model, log, soft_start=bad, quiet=True)
+            calibrate(model, log, options=CalibrationOptions(soft_start=bad))
     with pytest.raises(ModelError, match="soft_start and restart_weight"):
-        calibrate(model, log, soft_start=100.0, restart_weight=1e6, quiet=True)
+        calibrate(model, log, options=CalibrationOptions(soft_start=100.0, restart_weight=1e6))
     with pytest.raises(ModelError, match="soft_start: particle has no joint compliance"):
         softened(particle(), 100.0)
 
@@ -76,7 +77,7 @@ def test_calibrate_command_passes_soft_start_and_its_check_names_the_option(tmp_
 
 @pytest.mark.slow
 def test_the_bias_calibrations_start_from_softer_joints_too(monkeypatch):
-    """calibrate(bias=True, soft_start=F): the bias estimate's calibrations (one of them at a tenth of the joint
+    """CalibrationOptions(bias=True, soft_start=F): the bias estimate's calibrations (one of them at a tenth of the joint
     compliances, stiffer still) get the soft start, as they get the calibration's other arguments."""
     import mbfg.calibration as calibration
 
@@ -89,5 +90,6 @@ def test_the_bias_calibrations_start_from_softer_joints_too(monkeypatch):
     monkeypatch.setattr(calibration, "discretization_bias", record)
     model = pendulum()
     log = simulate(model, 0.3, 1e-3, initial=model.initial_state({"theta": 1.0})).to_log(noise=1e-4, seed=0)
-    calibrate(model, log, free=["J"], soft_start=10.0, bias=True, max_iterations=2, covariance=False, quiet=True)
-    assert seen["soft_start"] == 10.0
+    calibrate(model, log, free=["J"], lm=calibration_lm(model, max_iterations=2),
+              options=CalibrationOptions(soft_start=10.0, bias=True, covariance=False))
+    assert seen["options"].soft_start == 10.0

@@ -23,9 +23,11 @@ import numpy as np
 import pytest
 
 from mbfg import keys
+from mbfg.calibration_options import CalibrationOptions, calibration_lm
 from mbfg.cli import main
 from mbfg.graphs.joint import build_joint_problem, solve
 from mbfg.graphs.stream import VELOCITY_PRIOR_SIGMA, StreamEstimator, StreamWarning, _ISAM2Window, joint_coordinates
+from mbfg.lm_config import LMConfig
 from mbfg.logs import Log, quantize
 from mbfg.models import furuta, pendulum
 from mbfg.spook import simulate, unwrap_angles
@@ -74,7 +76,7 @@ def _batch_coordinates(est: StreamEstimator, log: Log) -> tuple[np.ndarray, np.n
     v0 = np.asarray(problem.initial.atVector(keys.V(0)))
     problem.graph.push_back(gtsam.PriorFactorVector(
         keys.V(0), v0, gtsam.noiseModel.Isotropic.Sigma(len(v0), VELOCITY_PRIOR_SIGMA)))
-    result = solve(problem, quiet=True, max_iterations=30)
+    result = solve(problem, LMConfig(max_iterations=30), quiet=True)
     return joint_coordinates(est.model, problem.states(result.values))
 
 
@@ -539,7 +541,8 @@ def test_a_calibration_at_twice_the_sample_period_gives_the_stream_its_logs_peri
 
     _, log, _, _ = truth
     short = Log(log.t[:60], log.y[:60], log.u[:60], log.observations, log.controls, log.source)
-    doc = calibrate(model, short, free=["b"], h=2 * H, max_iterations=1, covariance=False, quiet=True).to_dict()
+    doc = calibrate(model, short, free=["b"], h=2 * H, lm=calibration_lm(model, max_iterations=1),
+                    options=CalibrationOptions(covariance=False)).to_dict()
     assert (doc["h"], doc["period"]) == (2 * H, H)  # as written in the log: no float noise
     warnings: list[str] = []
     est = StreamEstimator.from_calibration(model, doc, lag=0.01, ppr=PPR, on_warning=warnings.append)

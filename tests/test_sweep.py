@@ -21,6 +21,7 @@ import pytest
 
 from mbfg.calibration import calibrate
 from mbfg.errors import ModelError
+from mbfg.lm_config import LMConfig
 from mbfg.logs import Log, write_log
 from mbfg.models import pendulum
 from mbfg.solvers import LMResult
@@ -73,7 +74,7 @@ def test_each_cell_of_a_2x2x2_sweep_on_2_workers_equals_the_calibration_run_alon
     assert set(cal["status"]) == {"ok"}, cal["error"].tolist()
     assert cal["worker"].nunique() == 2  # the grid was shared out
     for _, row in cal.iterrows():
-        alone = calibrate(start, logs[row["log"]], free=FREE, h=row["h"], weight=row["weight"], quiet=True)
+        alone = calibrate(start, logs[row["log"]], free=FREE, h=row["h"], weight=row["weight"])
         for p in alone.parameters:
             assert row[f"value:{p.name}"] == pytest.approx(p.value, rel=1e-10, abs=0), (row["log"], row["h"])
             assert row[f"std:{p.name}"] == pytest.approx(p.std, rel=1e-8)
@@ -244,7 +245,7 @@ def test_a_crossval_task_with_simulate_adds_the_free_simulation_of_the_tuned_mod
     for values in (truth, {"J": 1.2 * truth["J"], "b": 0.7 * truth["b"]}):
         tuned = {"status": "ok", "log": "rec0", "h": 1e-3, "weight": 1e4, "eps": math.nan,
                  "value:J": values["J"], "value:b": values["b"]}
-        row = crossval_task(shared, tuned, clean, "clean", {"max_iterations": 20, "simulate": 0.2}, False)
+        row = crossval_task(shared, tuned, clean, "clean", LMConfig(max_iterations=20), 0.2, False)
         assert row["status"] == "ok", row["error"]
         alone = free_simulation(start.with_parameters({"J": values["J"], "b": values["b"]}),
                                 log_at_step(clean, 1e-3), seconds=0.2)
@@ -287,7 +288,7 @@ def test_a_crossval_task_holds_the_parameters_in_the_calibrations_order_not_the_
     from_file = {"status": "ok", "log": "rec0", "h": 1e-3, "weight": 1e4, "eps": math.nan,
                  "value:J": 1e-3, "value:b": 1e-3}  # sorted by name, as read_results gives it
     for free in (["b", "J"], ["J", "b"], None):
-        row = crossval_task(shared, from_file, logs["rec1"], "rec1", {"max_iterations": 5}, False, free)
+        row = crossval_task(shared, from_file, logs["rec1"], "rec1", LMConfig(max_iterations=5), None, False, free)
         assert row["status"] == "ok", row["error"]
         assert (row["score"], row["iterations"], row["converged"]) == (1.0, 3, True)
     assert list(start.parameters.free) == ["J", "b"]

@@ -17,6 +17,7 @@ from mbfg.errors import ModelError
 from mbfg.factor_type import VectorVar, factor_type
 from mbfg.graphs.joint import build_joint_problem, cross_validation
 from mbfg.graphs.user_factors import UserFactors
+from mbfg.lm_config import LMConfig
 from mbfg.logs import Log
 from mbfg.models import pendulum
 from mbfg.spook import simulate, unwrap_angles
@@ -24,7 +25,7 @@ from mbfg.spook import simulate, unwrap_angles
 FREE = ["J", "b"]
 #: Every solve to its minimum: the comparisons below are of minima, to fractions of a std (calibrate's default
 #: tolerance stops where the cost creeps, a few tenths of a std from it).
-TIGHT = dict(relative_tol=1e-12, max_iterations=60)
+TIGHT = LMConfig(relative_tol=1e-12, max_iterations=60)
 
 
 @factor_type(name="test_parameter_combination")
@@ -47,7 +48,7 @@ def plain() -> tuple:
     log = _log(model, 0.5, 2.5, 1e-3, seed=0)
     start = model.with_parameters({"J": 1.1 * model.parameters["J"].default,
                                    "b": 0.8 * model.parameters["b"].default})
-    result = calibrate(start, log, free=FREE, quiet=True, **TIGHT)
+    result = calibrate(start, log, free=FREE, lm=TIGHT)
     assert result.converged
     return model, log, start, result
 
@@ -98,7 +99,7 @@ def test_user_prior_on_a_parameter_combination_and_a_gtsam_prior_fuse_like_gauss
                                           gtsam.noiseModel.Diagonal.Sigmas(np.array([1e3 * x0[0], std0[1]])))
     tight = UserFactors(combination, lambda k: [keys.P()], gtsam.noiseModel.Isotropic.Sigma(1, sigma_tight),
                         constants=(a, np.array(target)), steps=[0])
-    result = calibrate(start, log, free=FREE, quiet=True, **TIGHT, factors=[tight, gtsam_prior])
+    result = calibrate(start, log, free=FREE, lm=TIGHT, factors=[tight, gtsam_prior])
     assert result.converged
     x1 = np.array([p.value for p in result.parameters])
     priors = [(a[None, :], np.array([target]), np.array([sigma_tight])),
@@ -130,7 +131,7 @@ def test_loose_user_prior_leaves_the_plain_calibration(plain) -> None:
     s_comb = float(np.sqrt(a @ base.covariance @ a))
     loose = UserFactors(combination, lambda k: [keys.P()], gtsam.noiseModel.Isotropic.Sigma(1, 1e3 * s_comb),
                         constants=(a, np.array(float(a @ x0) + s_comb)), steps=[0])
-    result = calibrate(start, log, free=FREE, quiet=True, **TIGHT, factors=[loose])
+    result = calibrate(start, log, free=FREE, lm=TIGHT, factors=[loose])
     x1 = np.array([p.value for p in result.parameters])
     off = np.abs(x1 - x0) / std0
     print(f"\nloose prior: estimate - plain, in stds: {off}")

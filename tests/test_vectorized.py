@@ -13,6 +13,7 @@ import pytest
 
 from mbfg import keys
 from mbfg.graphs.joint import build_joint_problem
+from mbfg.lm_config import LMConfig
 from mbfg.logs import Log
 from mbfg.models import furuta
 from mbfg.solvers import bounded_levenberg_marquardt
@@ -34,7 +35,7 @@ def furuta_problem():
     truth = model.parameters.numpy_values()
     free = ["K", "J_Az", "J_Bx", "J_By", "b_1", "b_2", "mu_r1", "mu_r2", "tilt"]
     start = model.with_parameters({"K": 1.1 * truth["K"], "J_Bx": 0.8 * truth["J_Bx"], "b_1": 1.3 * truth["b_1"]})
-    return build_joint_problem(start, log, free=free, smooth_start=0)
+    return build_joint_problem(start, log, free=free, smooth_start=None)
 
 
 def _member_order(problem) -> list[int]:
@@ -68,7 +69,7 @@ def test_vectorized_lm_takes_the_iterates_of_the_ordinary_lm_with_a_bound_active
     start = problem.initial.atVector(keys.P())
     lo[i] = 0.999 * start[i]  # the truth is 1/1.3 of the start: the bound binds
     bounds = {keys.P(): (lo, hi)}
-    runs = [bounded_levenberg_marquardt(g, problem.initial, bounds, max_iterations=4, quiet=True)
+    runs = [bounded_levenberg_marquardt(g, problem.initial, bounds, quiet=True, config=LMConfig(max_iterations=4))
             for g in (problem.vectorized, problem.graph)]
     costs = [np.array([h["cost"] for h in r.history]) for r in runs]
     np.testing.assert_allclose(costs[0], costs[1], rtol=1e-7)
@@ -92,7 +93,8 @@ def test_a_foreign_gtsam_factor_joins_the_vectorized_graph(furuta_problem):
     graph.push_back(problem.graph)
     graph.push_back(prior)
     assert vectorized.error(problem.initial) == pytest.approx(graph.error(problem.initial), rel=1e-12)
-    runs = [bounded_levenberg_marquardt(g, problem.initial, problem.bounds, max_iterations=3, quiet=True)
+    runs = [bounded_levenberg_marquardt(g, problem.initial, problem.bounds, quiet=True,
+                                        config=LMConfig(max_iterations=3))
             for g in (vectorized, graph)]
     np.testing.assert_allclose(runs[0].values.atVector(keys.P()), runs[1].values.atVector(keys.P()), rtol=1e-6)
     # The prior pulls the parameters halfway to half their start value.

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import statistics
@@ -227,24 +228,24 @@ def add_parser(sub: Subparsers) -> None:
     cal.add_argument(
         "--restart-weight", type=_positive_float, default=None, metavar="W2",
         help="after the LM, solve again at this w from a free simulation of the result (contacts at large "
-             "noise: a small --weight first, then a large W2; see calibrate(restart_weight=...))",
+             "noise: a small --weight first, then a large W2; see CalibrationOptions.restart_weight)",
     )
     cal.add_argument(
         "--restart-search", type=_samples, default=0, metavar="N",
         help="with --restart-weight: also free-simulate N parameter vectors spread over the free parameters' "
              "bounds and restart from the two closest to the log too, keeping the lowest cost (a contact the "
-             "first solve left in the wrong mode; see calibrate(restart_search=...))",
+             "first solve left in the wrong mode; see CalibrationOptions.restart_search)",
     )
     cal.add_argument(
         "--backtracking", type=_halvings, default=None, metavar="N",
         help="halve a rejected LM step up to N times along its direction before raising the damping (default: "
              "8 for a model with contacts, whose impulse residuals steepen where a contact engages, else 0; see "
-             "calibrate(backtracking=...))",
+             "LMConfig.backtracking)",
     )
     cal.add_argument(
         "--soft-start", type=_positive_float, default=None, metavar="F",
         help="solve first with every joint compliance F times softer (e.g. 100), then the model's own from that "
-             "solution: for stiff joints, eps_lin of 1e-8 m/N and less (see calibrate(soft_start=...))",
+             "solution: for stiff joints, eps_lin of 1e-8 m/N and less (see CalibrationOptions.soft_start)",
     )
     cal.add_argument(
         "--max-iterations", type=_iterations, default=20, metavar="N",
@@ -323,7 +324,7 @@ def _parse_hold(model: RigidModel, names: list[str], text: str) -> dict[str, flo
 
 def why_not_converged(history: list[dict[str, float]], piecewise: bool) -> str:
     """Why the LM stopped unconverged (at the iteration limit), from its last iterations: how much the last one
-    still lowered the cost against the tolerance (:func:`mbfg.calibration.calibrate`'s ``relative_tol``), what
+    still lowered the cost against the tolerance (:func:`mbfg.calibration_options.calibration_lm`'s ``relative_tol``), what
     the steps' gain ratios say, and what to try.
 
     Two cases are told apart by the median gain ratio rho (actual / predicted decrease) of the last eight steps:
@@ -336,7 +337,7 @@ def why_not_converged(history: list[dict[str, float]], piecewise: bool) -> str:
     dfki --lab-model --seconds 2 --dt 2e-3 --weights 1e6 --max-iterations 20``). Both commands print the ratios.
     ``piecewise``: the model has complementarity rows (dry friction, contacts), whose kinks are then named as
     the likely cause of the first case."""
-    from mbfg.calibration import RELATIVE_TOL as tol
+    from mbfg.calibration_options import RELATIVE_TOL as tol
     costs = [row["cost"] for row in history[-2:]]
     if len(costs) < 2 or not costs[0] > 0:
         return "raise --max-iterations?"
@@ -359,8 +360,8 @@ def why_not_converged(history: list[dict[str, float]], piecewise: bool) -> str:
 
 
 def _check_restarts(args: argparse.Namespace, model: RigidModel, names: list[str]) -> None:
-    """--soft-start, --restart-weight and --restart-search checked together, named as options (calibrate()
-    checks the same under its argument names), before the log is read."""
+    """--soft-start, --restart-weight and --restart-search checked together, named as options (CalibrationOptions
+    checks the same under its field names), before the log is read."""
     if args.soft_start is not None and not args.soft_start > 1:
         raise ModelError(f"--soft-start {args.soft_start:g}: expected a factor > 1, e.g. 100")
     if args.soft_start is not None and args.restart_weight is not None:
@@ -388,7 +389,9 @@ def _estimate_json(estimate: Any) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """The ``calibrate`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.calibration import calibrate
+    from mbfg.calibration_options import CalibrationOptions, calibration_lm
     from mbfg.cli.recordings import read_recording
+    from mbfg.progress import silenced
     from mbfg.roles import weight_unit
 
     _start(args)
@@ -432,12 +435,12 @@ def run(args: argparse.Namespace) -> int:
             f"(sample period {period:.6g} s), h = {h:.6g} s, weight {weight:g} {weight_unit(model)}"
             + (f"; start from {args.params}" if args.params else "; start from the model's values")
         )
-    with _compile_notice("calibrate", args.quiet):
-        result = calibrate(
-            model, log, free=free, h=args.dt, weight=weight, max_iterations=args.max_iterations, priors=priors,
-            quiet=args.quiet, bias=args.bias, restart_weight=args.restart_weight,
-            soft_start=args.soft_start, restart_search=args.restart_search, backtracking=args.backtracking,
-        )
+    lm = calibration_lm(model, max_iterations=args.max_iterations,
+                        **({} if args.backtracking is None else {"backtracking": args.backtracking}))
+    options = CalibrationOptions(bias=args.bias, restart_weight=args.restart_weight, soft_start=args.soft_start,
+                                 restart_search=args.restart_search)
+    with _compile_notice("calibrate", args.quiet), silenced() if args.quiet else contextlib.nullcontext():
+        result = calibrate(model, log, free=free, h=args.dt, weight=weight, priors=priors, lm=lm, options=options)
     # Which held parameters pin down the others is known only now; a --hold that leaves one free is an error,
     # raised once the calibration's own table and file are out (it is not lost with the mapping).
     base, base_error = None, None

@@ -33,6 +33,7 @@ from mbfg.cli.common import (
     _wall,
 )
 from mbfg.errors import ModelError
+from mbfg.lm_config import LMConfig
 
 if TYPE_CHECKING:
     from mbfg.rigid import RigidModel
@@ -232,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
     controller = (LinearizedHorizon if args.linearized else RecedingHorizon)(
         model, h, args.horizon, rates=rates, forces=forces, lower=lower, upper=upper, rate_sigma=args.rate_sigma,
         effort_sigma=args.effort_sigma, velocity_sigma=args.velocity_sigma, force_sigma=args.force_sigma,
-        max_iterations=args.max_iterations, quiet=args.quiet,
+        lm=LMConfig(max_iterations=args.max_iterations), quiet=args.quiet,
     )
     if not args.quiet:
         targets = ", ".join(f"{k} = {v:g}" for k, v in {**rates, **forces}.items())

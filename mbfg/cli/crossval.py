@@ -187,7 +187,7 @@ def _thresholds(text: str) -> float | dict[str, float]:
 def run(args: argparse.Namespace) -> int:
     """The ``crossval`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.cli.recordings import read_recording
-    from mbfg.graphs.joint import cross_validation, not_converged_message, time_step
+    from mbfg.graphs.joint import cross_validation, not_converged_message, state_estimation_lm, time_step
     from mbfg.roles import weight_unit
     from mbfg.solvers import status_words
 
@@ -243,7 +243,8 @@ def run(args: argparse.Namespace) -> int:
     free = [name for name in recorded.get("free", []) if name in model.parameters]
     with _compile_notice("crossval", args.quiet):
         score, estimate = cross_validation(model, log, fitted.parameters.numpy_values(), h=step, weight=weight,
-                                           quiet=args.quiet, free=free, max_iterations=args.max_iterations)
+                                           quiet=args.quiet, free=free,
+                                           lm=state_estimation_lm(model, max_iterations=args.max_iterations))
     wall = time.perf_counter() - start
     if not estimate.converged:  # not converged (a limit) or failed: the message says which, and why
         _eprint(f"mbfg crossval: warning: {not_converged_message(log, estimate, '--max-iterations')}")
