@@ -25,7 +25,7 @@ import numpy as np
 
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
-from mbfg._programs import structure_fingerprint
+from mbfg._programs import BoundedCache, structure_fingerprint
 from mbfg.adapter import POSE3, ROT3, VECTOR, FactorType, VarKind
 from mbfg.errors import ModelError
 from mbfg.parameters import ROTATION
@@ -187,10 +187,11 @@ class Structure:
 
 
 #: Program types by (factor kind, structure fingerprint): one per structure, however many model instances,
-#: free sets or parameter values a process builds.
-_PROGRAM_TYPES: dict[tuple[str, str], FactorType] = {}
-#: Selected types by (factor kind, structure fingerprint, free scalars, tilt free).
-_SELECTED: dict[tuple[str, str, tuple[str, ...], bool], SelectedType] = {}
+#: free sets or parameter values a process builds; the most recently used (a worker that meets structure
+#: after structure keeps a bounded number of compiled programs).
+_PROGRAM_TYPES: BoundedCache[tuple[str, str], FactorType] = BoundedCache(64)
+#: Selected types by (factor kind, structure fingerprint, free scalars, tilt free), as bounded.
+_SELECTED: BoundedCache[tuple[str, str, tuple[str, ...], bool], SelectedType] = BoundedCache(128)
 
 
 #: ``evaluate(model, states, parameters, constants) -> (m,)``: a residual of :mod:`mbfg.residuals` on a

@@ -27,7 +27,6 @@ takes that state as constants instead (``start=True``).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,6 +35,7 @@ import numpy as np
 from mbfg import control
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
+from mbfg._programs import structure_cache
 from mbfg.adapter import VECTOR, FactorType
 from mbfg.registry import register
 from mbfg.rigid import RigidModel, State
@@ -82,7 +82,7 @@ def _split_states(model: RigidModel, args: Sequence[Any], n: int) -> tuple[list[
     return states, rest
 
 
-@functools.cache
+@structure_cache()
 def step_type(model: RigidModel, start: bool = False) -> FactorType:
     """The step FactorType: variables (x_k, a_k, x_{k+1}), or (a_0, x_1) with x_0 constant when ``start``.
 
@@ -112,7 +112,7 @@ def step_type(model: RigidModel, start: bool = False) -> FactorType:
     return FactorType(f"control_step[{model.name}{'; start' if start else ''}]", residual, kinds)
 
 
-@functools.cache
+@structure_cache()
 def velocity_target_type(model: RigidModel, names: tuple[str, ...]) -> FactorType:
     """Target-velocity FactorType on x_k: ``qdot* - P qdot_k`` (k,) for the named rates; constants: p, qdot* (k,)."""
     rates = control.rate_function(model, names)
@@ -125,7 +125,7 @@ def velocity_target_type(model: RigidModel, names: tuple[str, ...]) -> FactorTyp
                       _states(model).state_kinds)
 
 
-@functools.cache
+@structure_cache()
 def force_target_type(model: RigidModel, start: bool = False) -> FactorType:
     """Target-force FactorType on the step x_k -> x_{k+1} (x_{k+1} only when ``start``):
     ``lambda* - P_lambda lambda / h`` [N]; constants: [x_0 when ``start``], p, h, P_lambda (k, m), lambda* (k,)."""
@@ -186,7 +186,7 @@ def horizon_residual(model: RigidModel, rate_names: tuple[str, ...], x0: State, 
     return r.reshape(-1)
 
 
-@functools.cache
+@structure_cache()
 def horizon_type(model: RigidModel, rate_names: tuple[str, ...], horizon: int) -> FactorType:
     """The reduced horizon FactorType: one variable, the plan a_0 .. a_{N-1} stacked (N n_a,); constants: x_0 as
     nb (4, 4) poses and the (6 nb,) velocity, p, h, rate_targets (N, k_v), P_lambda (k_f, m), force_targets (N, k_f).

@@ -576,6 +576,17 @@ class FactorGroup:
             _MADE_GROUPS.add(self)
         return self._factors
 
+    def release_factors(self) -> None:
+        """Drop the group's own references to its :attr:`factors` (made again if asked for later).
+
+        Each factor's callback, held by GTSAM's C++ side, refers to the group, and the group to the factors:
+        a cycle through C++ that Python's garbage collector cannot see, so the group, its factors and its
+        last evaluation would live as long as the process. The owner of a graph built from the group calls
+        this when it is done with it (:class:`mbfg.graph_builder.GraphBuilder` does when it is dropped);
+        factors still in a graph keep working, and :meth:`find` no longer finds them (they are then
+        linearized by GTSAM one by one)."""
+        self._factors = None
+
     def subset(self, rows: Sequence[int]) -> FactorGroup:
         """A group of factors ``rows`` of this one (in that order; a row may repeat), with their slices of the
         per-factor constants: the same factors, evaluated together."""
