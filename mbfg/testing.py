@@ -486,8 +486,9 @@ for _name, _free in (
 ):
     _register(impulse_type, _impulse_example(_name, _free), variables_for(example_model(_name), _free))
 _register(impulse_type, _sphere_example, variables_for(sphere_on_incline(), ("R", "mu")))
-for _name, _free in (("furuta", ("J_Az", "K")), ("particle", ("mu",))):
-    _register(observation_type, _observation_example(_name, _free), variables_for(example_model(_name), _free))
+for _model_name, _names in (("furuta", ("J_Az", "K")), ("particle", ("mu",))):
+    _register(observation_type, _observation_example(_model_name, _names),
+              variables_for(example_model(_model_name), _names))
 _register(initial_state_type, _initial_state_example("furuta", ("J_Az", "b_1")),
           variables_for(example_model("furuta"), ("J_Az", "b_1")))
 _register(step_type, _step_example("motor-link", False), motor_link())
