@@ -315,9 +315,10 @@ def factor_cost() -> None:
 
     import jax
 
-    from mbfg.factors._rigid import example_step, fixed_values, state_values, variables_for
+    from mbfg.factors._rigid import fixed_values, state_values, variables_for
     from mbfg.factors.impulse import impulse_type
     from mbfg.factors.observation import observation_type
+    from mbfg.testing import example_step
 
     print("\n== 3. one factor evaluation (furuta-viscous, the stream's factor types) ==")
     model = furuta(dry=False)

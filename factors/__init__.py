@@ -2,9 +2,11 @@
 
 Each module holds a pure JAX residual, its :class:`mbfg.adapter.FactorType`
 (declared with :func:`mbfg.factor_type.factor_type` from the residual's annotated
-variables, or built per model) and a function that builds the GTSAM factor. Each
-module registers its factor types for the Jacobian battery by an explicit
-:func:`mbfg.registry.register` call, with their examples.
+variables, or built per model) and a function that builds the GTSAM factor. A type
+that needs no model is registered for the Jacobian battery next to its declaration
+(:func:`mbfg.registry.register`, with an example that builds its instances when
+called); the types built per model are registered by :mod:`mbfg.testing`, on its
+example models: importing these modules builds no model.
 """
 
 from .constraints import (

@@ -19,13 +19,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
-from mbfg._programs import structure_fingerprint
+from mbfg._programs import BoundedCache, structure_fingerprint
 from mbfg.adapter import POSE3, ROT3, VECTOR, FactorType, VarKind
 from mbfg.errors import ModelError
 from mbfg.parameters import ROTATION
@@ -140,44 +140,6 @@ def fixed_values(model: RigidModel) -> dict[str, np.ndarray]:
     return {k: np.asarray(v, dtype=float) for k, v in model.parameters.numpy_values().items()}
 
 
-@functools.cache
-def example_model(name: str) -> RigidModel:
-    """A built-in model for the Jacobian battery's examples (one instance per process)."""
-    from mbfg.models import BUILTIN
-
-    return BUILTIN[name]()
-
-
-def example_step(rng: np.random.Generator, model: RigidModel, h: float = 1e-3) -> tuple[State, State, np.ndarray]:
-    """A random state x_k, a perturbed Spook step x_{k+1} from it, and the control u_k.
-
-    Moving (so dry friction slides) and off the Spook solution by a little, as
-    during an optimization.
-    """
-    from mbfg.spook import step
-
-    coords = {j.name: rng.uniform(-1.0, 1.0) for j in model.axial}
-    rates = {j.name: rng.uniform(1.0, 3.0) * rng.choice([-1.0, 1.0]) for j in model.axial}
-    for b in model.bodies:
-        if not any(j.b.body == b.name for j in model.joints):  # a free body, e.g. the particle
-            rates.update({f"{b.name}.x": rng.uniform(0.5, 1.0)})
-    x0 = model.initial_state(coords, rates)
-    if not model.axial:  # touch the ground: the contact and its friction are active
-        x0 = x0._replace(r=cast(jax.Array, x0.r).at[:, 2].set(-1e-4))  # initial_state's are JAX arrays
-    u = rng.uniform(-1.0, 1.0, size=len(model.controls))
-    x1, _ = step(model, x0, jnp.asarray(u), model.parameters.arrays(), h)
-
-    # 1e-3 off: far enough from the kinks of the complementarity for central differences.
-    return perturbed(rng, x0, 1e-3), perturbed(rng, x1, 1e-3), u
-
-
-def perturbed(rng: np.random.Generator, x: State, scale: float) -> State:
-    """``x`` moved off by Gaussian noise of ``scale`` in every coordinate (rotations by boxplus)."""
-    e = jax.vmap(quat.boxplus)(x.e, jnp.asarray(scale * rng.standard_normal(x.w.shape)))
-    return State(x.r + scale * rng.standard_normal(x.r.shape), e,
-                 x.v + scale * rng.standard_normal(x.v.shape), x.w + scale * rng.standard_normal(x.w.shape))
-
-
 @dataclass(frozen=True, eq=False)
 class Structure:
     """The variables of a model's program types: the states, every scalar parameter as one Vector (n_s,)
@@ -225,10 +187,11 @@ class Structure:
 
 
 #: Program types by (factor kind, structure fingerprint): one per structure, however many model instances,
-#: free sets or parameter values a process builds.
-_PROGRAM_TYPES: dict[tuple[str, str], FactorType] = {}
-#: Selected types by (factor kind, structure fingerprint, free scalars, tilt free).
-_SELECTED: dict[tuple[str, str, tuple[str, ...], bool], SelectedType] = {}
+#: free sets or parameter values a process builds; the most recently used (a worker that meets structure
+#: after structure keeps a bounded number of compiled programs).
+_PROGRAM_TYPES: BoundedCache[tuple[str, str], FactorType] = BoundedCache(64)
+#: Selected types by (factor kind, structure fingerprint, free scalars, tilt free), as bounded.
+_SELECTED: BoundedCache[tuple[str, str, tuple[str, ...], bool], SelectedType] = BoundedCache(128)
 
 
 #: ``evaluate(model, states, parameters, constants) -> (m,)``: a residual of :mod:`mbfg.residuals` on a

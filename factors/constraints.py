@@ -28,8 +28,6 @@ from mbfg.factor_type import VectorVar, factor_type
 from mbfg.planar import MechanismArrays, PlanarMechanism
 from mbfg.registry import register
 
-from ._examples import mechanism_state
-
 
 def position_residual(q: VectorVar, mech: MechanismArrays) -> jnp.ndarray:
     """Eq. (24): Phi(q), shape (m,)."""
@@ -72,26 +70,36 @@ _INDEP = np.array([4])  # the crank angle of the example four-bar
 
 
 def _example_position(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    from mbfg.testing import mechanism_state
+
     mech, q, _, _ = mechanism_state(rng)
     return (q,), (mech.arrays,)
 
 
 def _example_velocity(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    from mbfg.testing import mechanism_state
+
     mech, q, qdot, _ = mechanism_state(rng)
     return (q, qdot), (mech.arrays,)
 
 
 def _example_independent_position(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    from mbfg.testing import mechanism_state
+
     mech, q, _, _ = mechanism_state(rng)
     return (q, q[_INDEP] + 0.1), (mech.arrays, _INDEP)
 
 
 def _example_independent_velocity(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    from mbfg.testing import mechanism_state
+
     mech, q, qdot, _ = mechanism_state(rng)
     return (q, qdot, qdot[_INDEP] - 0.2), (mech.arrays, _INDEP)
 
 
 def _example_independent_acceleration(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    from mbfg.testing import mechanism_state
+
     mech, q, qdot, qddot = mechanism_state(rng)
     return (q, qdot, qddot, qddot[_INDEP] + 0.3), (mech.arrays, _INDEP)
 

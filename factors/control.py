@@ -27,7 +27,6 @@ takes that state as constants instead (``start=True``).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,11 +35,12 @@ import numpy as np
 from mbfg import control
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
+from mbfg._programs import structure_cache
 from mbfg.adapter import VECTOR, FactorType
 from mbfg.registry import register
 from mbfg.rigid import RigidModel, State
 
-from ._rigid import example_model, fixed_values, state_values, variables_for
+from ._rigid import variables_for
 
 
 def _states(model: RigidModel):
@@ -82,7 +82,7 @@ def _split_states(model: RigidModel, args: Sequence[Any], n: int) -> tuple[list[
     return states, rest
 
 
-@functools.cache
+@structure_cache()
 def step_type(model: RigidModel, start: bool = False) -> FactorType:
     """The step FactorType: variables (x_k, a_k, x_{k+1}), or (a_0, x_1) with x_0 constant when ``start``.
 
@@ -112,7 +112,7 @@ def step_type(model: RigidModel, start: bool = False) -> FactorType:
     return FactorType(f"control_step[{model.name}{'; start' if start else ''}]", residual, kinds)
 
 
-@functools.cache
+@structure_cache()
 def velocity_target_type(model: RigidModel, names: tuple[str, ...]) -> FactorType:
     """Target-velocity FactorType on x_k: ``qdot* - P qdot_k`` (k,) for the named rates; constants: p, qdot* (k,)."""
     rates = control.rate_function(model, names)
@@ -125,7 +125,7 @@ def velocity_target_type(model: RigidModel, names: tuple[str, ...]) -> FactorTyp
                       _states(model).state_kinds)
 
 
-@functools.cache
+@structure_cache()
 def force_target_type(model: RigidModel, start: bool = False) -> FactorType:
     """Target-force FactorType on the step x_k -> x_{k+1} (x_{k+1} only when ``start``):
     ``lambda* - P_lambda lambda / h`` [N]; constants: [x_0 when ``start``], p, h, P_lambda (k, m), lambda* (k,)."""
@@ -186,7 +186,7 @@ def horizon_residual(model: RigidModel, rate_names: tuple[str, ...], x0: State, 
     return r.reshape(-1)
 
 
-@functools.cache
+@structure_cache()
 def horizon_type(model: RigidModel, rate_names: tuple[str, ...], horizon: int) -> FactorType:
     """The reduced horizon FactorType: one variable, the plan a_0 .. a_{N-1} stacked (N n_a,); constants: x_0 as
     nb (4, 4) poses and the (6 nb,) velocity, p, h, rate_targets (N, k_v), P_lambda (k_f, m), force_targets (N, k_f).
@@ -204,98 +204,3 @@ def horizon_type(model: RigidModel, rate_names: tuple[str, ...], horizon: int) -
         return horizon_residual(model, rate_names, x0, plan.reshape(horizon, n_a), *rest[per_state:])
 
     return FactorType(f"control_horizon[{model.name}; {','.join(rate_names)}; N={horizon}]", residual, (VECTOR,))
-
-
-# --------------------------------------------------------------------------- battery examples
-
-
-@functools.cache
-def _jitted_step(model: RigidModel):
-    return jax.jit(functools.partial(control.step, model))
-
-
-def _example_states(rng: np.random.Generator, model: RigidModel) -> tuple[State, np.ndarray, State]:
-    """A moving state, random activations, and the controlled step from it, perturbed by 1e-3 (as during a solve)."""
-    coords = {j.name: rng.uniform(-1.0, 1.0) for j in model.hinges}
-    rates = {j.name: rng.uniform(-3.0, 3.0) for j in model.hinges}
-    x0 = model.initial_state(coords, rates)
-    a = rng.uniform(-1.0, 1.0, size=len(model.controls))
-    x1, _ = _jitted_step(model)(x0, jnp.asarray(a), model.parameters.arrays(), 1e-3)
-    x1 = State(*(np.asarray(c) + 1e-3 * rng.standard_normal(np.shape(c)) for c in x1))
-    x1 = x1._replace(e=x1.e / np.linalg.norm(x1.e, axis=1, keepdims=True))
-    return x0, a, x1
-
-
-def _step_example(name: str, start: bool):
-    def example(rng: np.random.Generator):
-        model = _example_model(name)
-        x0, a, x1 = _example_states(rng, model)
-        p = fixed_values(model)
-        if start:
-            return (a, *state_values(model, x1)), (*state_values(model, x0), p, np.asarray(1e-3))
-        return (*state_values(model, x0), a, *state_values(model, x1)), (p, np.asarray(1e-3))
-
-    return example
-
-
-def _velocity_example(name: str):
-    def example(rng: np.random.Generator):
-        model = _example_model(name)
-        x0, _, _ = _example_states(rng, model)
-        return tuple(state_values(model, x0)), (fixed_values(model), rng.standard_normal(2))
-
-    return example
-
-
-def _force_example(name: str, start: bool):
-    def example(rng: np.random.Generator):
-        model = _example_model(name)
-        x0, _, x1 = _example_states(rng, model)
-        P = control.force_projection(model, [f"{model.joints[0].name}.fz", f"{model.joints[-1].name}.fx"])
-        consts = (fixed_values(model), np.asarray(1e-3), P, rng.standard_normal(2))
-        if start:
-            return tuple(state_values(model, x1)), (*state_values(model, x0), *consts)
-        return (*state_values(model, x0), *state_values(model, x1)), consts
-
-    return example
-
-
-@functools.cache
-def motor_link() -> RigidModel:
-    """The smallest model with an activation: one link (0.5 kg, CoM 0.2 m below) on a motorized hinge
-    ``q`` about the world y axis, control ``tau`` [N m]; the battery's example where the Furuta is not needed."""
-    from mbfg.models import Link, hinged_tree
-    from mbfg.parameters import Parameter
-
-    def par(name: str, value: float, unit: str) -> Parameter:
-        return Parameter(name, value, unit, 0.0, np.inf, False, description=name)
-
-    params = [par("m", 0.5, "kg"), par("J", 2e-3, "kg m^2"), par("r", 0.2, "m"), par("b", 1e-3, "N m s/rad"),
-              par("K_q", 1.0, "N m"), par("J_s_q", 1e-6, "kg m^2"), par("eps_lin", 1e-5, "m/N"),
-              par("eps_rot", 1e-3, "rad/(N m)"), par("tau", 2e-3, "s"), par("g", 9.81, "m/s^2")]
-    link = Link("link", "q", None, "m", ("J", "J", "J"), (0.0, 0.0, 0.0), "r", "y", "b", "tau")
-    return hinged_tree("motor-link", [link], params, description="one motorized link (control battery example)")
-
-
-def _horizon_example(rng: np.random.Generator):
-    model = motor_link()
-    x0, _, _ = _example_states(rng, model)
-    P = control.force_projection(model, ["q.fx", "q.fz"])
-    consts = (*state_values(model, x0), fixed_values(model), np.asarray(1e-3), rng.standard_normal((3, 2)), P,
-              rng.standard_normal((3, 2)))
-    return (rng.uniform(-1.0, 1.0, size=3),), consts
-
-
-def _example_model(name: str) -> RigidModel:
-    return motor_link() if name == "motor-link" else example_model(name)
-
-
-# Registered at import so the shared Jacobian battery checks every control factor type, on the one-link
-# model: the residuals' code does not depend on the model, and the Furuta's two bodies would double the
-# battery's compile time (tests/test_control.py checks the Furuta's step factor against the simulator).
-register(step_type(motor_link()).with_example(_step_example("motor-link", False)))
-register(step_type(motor_link(), True).with_example(_step_example("motor-link", True)))
-register(velocity_target_type(motor_link(), ("q", "link.vz")).with_example(_velocity_example("motor-link")))
-register(force_target_type(motor_link()).with_example(_force_example("motor-link", False)))
-register(force_target_type(motor_link(), True).with_example(_force_example("motor-link", True)))
-register(horizon_type(motor_link(), ("q", "link.wy"), 3).with_example(_horizon_example))

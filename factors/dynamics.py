@@ -25,8 +25,6 @@ from mbfg.factor_type import VectorVar, factor_type
 from mbfg.planar import MechanismArrays, PlanarMechanism
 from mbfg.registry import register
 
-from ._examples import mechanism_state
-
 _INDEP = np.array([4])
 
 
@@ -87,21 +85,29 @@ def _constants(mech: PlanarMechanism, g: float = 9.81) -> tuple:
 
 
 def _example_forward_dependent(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    from mbfg.testing import mechanism_state
+
     mech, q, qdot, qddot = mechanism_state(rng)
     return (q, qdot, qddot), _constants(mech)
 
 
 def _example_forward_independent(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    from mbfg.testing import mechanism_state
+
     mech, q, qdot, qddot = mechanism_state(rng)
     return (q, qdot, qddot[_INDEP]), (*_constants(mech), _INDEP)
 
 
 def _example_inverse_dependent(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    from mbfg.testing import mechanism_state
+
     mech, q, qdot, qddot = mechanism_state(rng)
     return (q, qdot, qddot, rng.standard_normal(mech.n)), _constants(mech)
 
 
 def _example_inverse_independent(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    from mbfg.testing import mechanism_state
+
     mech, q, qdot, qddot = mechanism_state(rng)
     return (q, qdot, qddot[_INDEP], rng.standard_normal(mech.n)), (*_constants(mech), _INDEP)
 

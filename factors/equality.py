@@ -13,8 +13,6 @@ from mbfg.adapter import noise_model
 from mbfg.factor_type import VectorVar, factor_type
 from mbfg.registry import register
 
-from ._examples import vectors
-
 
 def soft_equality_residual(x_t: VectorVar, x_next: VectorVar) -> jnp.ndarray:
     """x_{t+1} - x_t, shape (d,)."""
@@ -24,7 +22,7 @@ def soft_equality_residual(x_t: VectorVar, x_next: VectorVar) -> jnp.ndarray:
 SOFT_EQUALITY = register(factor_type(
     soft_equality_residual,
     name="soft_equality",
-    example=lambda rng: (vectors(rng, 2), ()),
+    example=lambda rng: ((rng.standard_normal(4), rng.standard_normal(4)), ()),
 ))
 
 

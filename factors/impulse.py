@@ -15,21 +15,9 @@ import gtsam
 import numpy as np
 
 from mbfg import residuals
-from mbfg._jax import jnp
 from mbfg.adapter import FactorType
-from mbfg.registry import register
 
-from ._rigid import (
-    Structure,
-    Variables,
-    example_model,
-    example_step,
-    fixed_values,
-    perturbed,
-    selected_type,
-    state_values,
-    variables_for,
-)
+from ._rigid import Structure, Variables, fixed_values, selected_type
 
 
 def impulse_type(variables: Variables) -> FactorType:
@@ -77,64 +65,3 @@ def impulse_factor(
     """The impulse factor between steps k and k+1 with control u_k [model units] and time-step h [s]."""
     fixed = fixed_values(variables.model) if fixed is None else fixed
     return impulse_type(variables).make(impulse_keys(variables, k), noise, fixed, np.asarray(u, float), float(h))
-
-
-def _example(name: str, free: tuple[str, ...]):
-    def example(rng: np.random.Generator):
-        model = example_model(name)
-        variables = variables_for(model, free)
-        x0, x1, u = example_step(rng, model)
-        params = []
-        if variables.free:
-            params.append(np.array([model.parameters[n].default for n in variables.free]))
-        if variables.tilt_free:
-            from scipy.spatial.transform import Rotation
-
-            params.append(Rotation.from_rotvec(0.05 * rng.standard_normal(3)).as_matrix())
-        return (*state_values(model, x0), *state_values(model, x1), *params), (fixed_values(model), u, 1e-3)
-
-    return example
-
-
-# Registered for the shared Jacobian battery: a frictional Furuta pendulum with all 13 parameters free,
-# the Stribeck pendulum, the particle on the ground, the linear stage (a slider with a motor, viscous and
-# load-independent Coulomb friction, an applied offset) and the DFKI double pendulum (two hinges with
-# load-independent Coulomb torques, geared rotors). A copy carries the example: the cached type that user
-# code gets stays as built.
-for _name, _free in (
-    ("furuta-viscous", ("K", "J_Az", "J_Bx", "b_1", "b_2", "tilt")),
-    ("furuta", ("K", "J_Ax", "J_Ay", "J_Az", "J_Bx", "J_By", "b_1", "b_2", "mu_r1", "mu_r2", "tilt")),
-    ("pendulum-stribeck", ("J", "b", "mu_r", "dmu_r", "omega_s")),
-    ("particle", ("mu",)),
-    ("linear-stage", ("M", "F_v", "F_c", "F_0")),
-    ("dfki-double-pendulum", ("J1", "J2", "b1", "b2", "tau_c1", "tau_c2")),
-):
-    register(impulse_type(variables_for(example_model(_name), _free)).with_example(_example(_name, _free)))
-
-
-def _sphere_example(rng: np.random.Generator):
-    """The sliding sphere of :func:`._examples.sphere_on_incline` 1e-4 m into its plane, moving downhill,
-    and a perturbed Spook step from there; R and mu free."""
-    from mbfg.spook import step
-
-    from ._examples import sphere_on_incline
-
-    model = sphere_on_incline()
-    n = np.array([np.sin(0.5), 0.0, np.cos(0.5)])
-    downhill = np.array([np.cos(0.5), 0.0, -np.sin(0.5)])
-    x0 = model.initial_state()
-    x0 = x0._replace(r=jnp.asarray((0.1 - 1e-4) * n)[None, :],
-                     v=jnp.asarray(rng.uniform(0.5, 1.0) * downhill)[None, :])
-    x1, _ = step(model, x0, jnp.zeros(0), model.parameters.arrays(), 1e-3)
-    params = (np.array([model.parameters["R"].default, model.parameters["mu"].default]),)
-    x0, x1 = perturbed(rng, x0, 1e-3), perturbed(rng, x1, 1e-3)
-    return (*state_values(model, x0), *state_values(model, x1), *params), (fixed_values(model), np.zeros(0), 1e-3)
-
-
-def _register_sphere() -> None:
-    from ._examples import sphere_on_incline
-
-    register(impulse_type(variables_for(sphere_on_incline(), ("R", "mu"))).with_example(_sphere_example))
-
-
-_register_sphere()

@@ -10,22 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import gtsam
-import numpy as np
 
 from mbfg import keys, residuals
 from mbfg.adapter import FactorType
-from mbfg.registry import register
 
-from ._rigid import (
-    Structure,
-    Variables,
-    example_model,
-    example_step,
-    fixed_values,
-    selected_type,
-    state_values,
-    variables_for,
-)
+from ._rigid import Structure, Variables, fixed_values, selected_type
 
 
 def initial_state_type(variables: Variables) -> FactorType:
@@ -54,19 +43,3 @@ def initial_state_factor(
     key_list = [keys.X(0, i) for i in range(nb)] + [keys.V(0)] + keys.parameter_keys(variables)
     fixed = fixed_values(variables.model) if fixed is None else fixed
     return initial_state_type(variables).make(key_list, noise, fixed, float(h))
-
-
-def _example(name: str, free: tuple[str, ...]):
-    def example(rng: np.random.Generator):
-        model = example_model(name)
-        variables = variables_for(model, free)
-        x0, _, _ = example_step(rng, model)
-        params = [np.array([model.parameters[n].default for n in variables.free])] if variables.free else []
-        return (*state_values(model, x0), *params), (fixed_values(model), 1e-3)
-
-    return example
-
-
-# Registered for the shared Jacobian battery (a copy carries the example, as for the impulse factor).
-register(initial_state_type(variables_for(example_model("furuta"), ("J_Az", "b_1"))).with_example(
-    _example("furuta", ("J_Az", "b_1"))))

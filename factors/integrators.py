@@ -15,8 +15,6 @@ from mbfg.adapter import noise_model
 from mbfg.factor_type import VectorVar, factor_type
 from mbfg.registry import register
 
-from ._examples import vectors
-
 
 def euler_residual(x_t: VectorVar, x_next: VectorVar, xdot_t: VectorVar, dt: jnp.ndarray) -> jnp.ndarray:
     """Eq. (22); all vectors (d,), dt [s]."""
@@ -34,13 +32,13 @@ def trapezoidal_residual(
 EULER = register(factor_type(
     euler_residual,
     name="euler_integrator",
-    example=lambda rng: (vectors(rng, 3), (rng.uniform(1e-3, 1e-1),)),
+    example=lambda rng: (tuple(rng.standard_normal((3, 4))), (rng.uniform(1e-3, 1e-1),)),
 ))
 
 TRAPEZOIDAL = register(factor_type(
     trapezoidal_residual,
     name="trapezoidal_integrator",
-    example=lambda rng: (vectors(rng, 4), (rng.uniform(1e-3, 1e-1),)),
+    example=lambda rng: (tuple(rng.standard_normal((4, 4))), (rng.uniform(1e-3, 1e-1),)),
 ))
 
 

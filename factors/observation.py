@@ -16,18 +16,8 @@ import numpy as np
 
 from mbfg import keys, residuals
 from mbfg.adapter import FactorType
-from mbfg.registry import register
 
-from ._rigid import (
-    Structure,
-    Variables,
-    example_model,
-    example_step,
-    fixed_values,
-    selected_type,
-    state_values,
-    variables_for,
-)
+from ._rigid import Structure, Variables, fixed_values, selected_type
 
 
 def observation_type(variables: Variables) -> FactorType:
@@ -63,21 +53,3 @@ def observation_factor(
     mask = np.isfinite(y).astype(float)
     fixed = fixed_values(variables.model) if fixed is None else fixed
     return observation_type(variables).make(observation_keys(variables, k), noise, fixed, np.nan_to_num(y), mask)
-
-
-def _example(name: str, free: tuple[str, ...]):
-    def example(rng: np.random.Generator):
-        model = example_model(name)
-        variables = variables_for(model, free)
-        x0, _, _ = example_step(rng, model)
-        params = [np.array([model.parameters[n].default for n in variables.free])] if variables.free else []
-        y = rng.standard_normal(len(model.observations))
-        mask = (rng.uniform(size=y.shape) > 0.3).astype(float)
-        return (*state_values(model, x0), *params), (fixed_values(model), y, mask)
-
-    return example
-
-
-# Registered for the shared Jacobian battery (a copy carries the example, as for the impulse factor).
-for _name, _free in (("furuta", ("J_Az", "K")), ("particle", ("mu",))):
-    register(observation_type(variables_for(example_model(_name), _free)).with_example(_example(_name, _free)))

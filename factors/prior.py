@@ -13,15 +13,17 @@ from mbfg.errors import MbfgError
 from mbfg.factor_type import Rot3Var, VectorVar, factor_type
 from mbfg.registry import register
 
-from ._examples import vectors
-
 
 def prior_residual(x: VectorVar, x0: jnp.ndarray) -> jnp.ndarray:
     """x (d,) minus its prior value x0 (d,)."""
     return x - x0
 
 
-PRIOR = register(factor_type(prior_residual, name="prior", example=lambda rng: (vectors(rng, 1), vectors(rng, 1))))
+def _example_prior(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    return (rng.standard_normal(4),), (rng.standard_normal(4),)
+
+
+PRIOR = register(factor_type(prior_residual, name="prior", example=_example_prior))
 
 
 def prior_factor(key: int, x0: np.ndarray, sigma: float | np.ndarray | gtsam.noiseModel.Base) -> gtsam.CustomFactor:
@@ -36,7 +38,7 @@ def partial_prior_residual(x: VectorVar, x0: jnp.ndarray, idx: jnp.ndarray) -> j
 
 
 def _example_partial_prior(rng: np.random.Generator) -> tuple[tuple, tuple]:
-    (x,) = vectors(rng, 1, dim=5)
+    x = rng.standard_normal(5)
     return (x,), (rng.standard_normal(2), np.array([4, 1]))
 
 

@@ -37,6 +37,7 @@ import numpy as np
 
 from mbfg import control, keys, spook
 from mbfg._jax import jax, jnp
+from mbfg._programs import structure_cache
 from mbfg.adapter import noise_model
 from mbfg.errors import ModelError
 from mbfg.factors._rigid import fixed_values, state_values
@@ -53,18 +54,18 @@ if TYPE_CHECKING:  # the stream is needed only by a loop that follows one, which
     from mbfg.graphs.stream import StreamEstimator
 
 
-@functools.cache
+@structure_cache()
 def _jitted_step(model: RigidModel):
     return jax.jit(functools.partial(control.step, model))
 
 
-@functools.cache
+@structure_cache()
 def _jitted_plant(model: RigidModel):
     """The Spook simulator's step, compiled once per model (not once per closed-loop run)."""
     return jax.jit(functools.partial(spook.step, model))
 
 
-@functools.cache
+@structure_cache()
 def _jitted_rates(model: RigidModel, names: tuple[str, ...]):
     return jax.jit(control.rate_function(model, names))
 

@@ -31,6 +31,7 @@ import numpy as np
 from mbfg import box, control
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
+from mbfg._programs import structure_cache
 from mbfg.rigid import RigidModel, State
 
 from .control import RecedingHorizon, _Plan
@@ -53,7 +54,7 @@ def _local(x1: State, x0: State) -> jnp.ndarray:
                             (x1.w - x0.w).reshape(-1)])
 
 
-@functools.cache
+@structure_cache()
 def linearized_horizon(model: RigidModel, rate_names: tuple[str, ...], horizon: int):
     """The linearization ``(x_0, a_bar (n_a,), p, h, P_lambda (k_f, m)) -> (Y_free (N, k), Gamma (N k, N n_a))``,
     a pure JAX function (compile it, or call it inside a compiled program).
@@ -87,7 +88,7 @@ def linearized_horizon(model: RigidModel, rate_names: tuple[str, ...], horizon: 
     return linearize
 
 
-@functools.cache
+@structure_cache()
 def _compiled_plan(model: RigidModel, rate_names: tuple[str, ...], horizon: int):
     """One compiled program from the state to the plan:
     ``(x_0, a_bar, p, h, P_lambda, targets (N k,), weights (N k,), J_costs, r_costs, lo, hi)``

@@ -33,10 +33,12 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from importlib.metadata import version
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -228,9 +230,72 @@ def structure_fingerprint(model: Any) -> str:
     return found
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class BoundedCache(OrderedDict[K, V]):
+    """A dict of at most ``maxsize`` entries: storing one more drops the least recently used (read or
+    stored). For what a process keeps by model structure, so that a long-running worker that meets
+    structure after structure keeps a bounded number of compiled programs (``tests/test_memory.py``)."""
+
+    def __init__(self, maxsize: int) -> None:
+        super().__init__()
+        self.maxsize = maxsize
+        self._lock = threading.RLock()  # a sweep's threads share the process's caches
+
+    def __getitem__(self, key: K) -> V:
+        with self._lock:
+            value = super().__getitem__(key)
+            self.move_to_end(key)
+            return value
+
+    def get(self, key: K, default: Any = None) -> Any:
+        with self._lock:
+            return self[key] if key in self else default
+
+    def __setitem__(self, key: K, value: V) -> None:
+        with self._lock:
+            super().__setitem__(key, value)
+            self.move_to_end(key)
+            while len(self) > self.maxsize:
+                self.popitem(last=False)
+
+
+_MISSING = object()
+
+
+def structure_cache(maxsize: int = 16) -> Callable[[F], F]:
+    """Decorator: ``fn(model, *args)`` cached by the model's structure (:func:`structure_fingerprint`) and the
+    other arguments, for ``maxsize`` keys (least recently used dropped first).
+
+    Every model of one structure gets what the first of them built, so ``fn`` must read only its model's
+    structure, never its parameter values (those are arguments of what it returns): a ``functools.cache``
+    keyed by the model instance instead keeps one entry, with its compiled programs, per
+    ``model.with_parameters`` copy a process ever made. The table is the wrapper's ``cache`` attribute.
+    """
+
+    def decorate(fn: F) -> F:
+        table: BoundedCache[tuple, Any] = BoundedCache(maxsize)
+
+        @functools.wraps(fn)
+        def cached(model: Any, *args: Any, **kwargs: Any) -> Any:
+            key = (structure_fingerprint(model), args, tuple(sorted(kwargs.items())))
+            found = table.get(key, _MISSING)
+            if found is _MISSING:
+                found = table[key] = fn(model, *args, **kwargs)
+            return found
+
+        cast(Any, cached).cache = table
+        return cast(F, cached)
+
+    return decorate
+
+
 #: Programs of this process by key: factor types built again for another model instance of the same
 #: structure find theirs here, compiled, without reading the disk.
-_LOADED: dict[str, Callable[..., Any]] = {}
+_LOADED: BoundedCache[str, Callable[..., Any]] = BoundedCache(256)
 
 
 def _signature(leaves: list, treedef: Any) -> tuple:

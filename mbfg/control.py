@@ -40,7 +40,6 @@ Everything here is pure JAX; :mod:`mbfg.factors.control` wraps it into GTSAM fac
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -49,6 +48,7 @@ import numpy as np
 
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
+from mbfg._programs import structure_cache
 from mbfg.errors import ModelError
 from mbfg.rigid import Hinge, Prismatic, RigidModel, State
 
@@ -96,7 +96,7 @@ def check_controllable(model: RigidModel) -> None:
             )
 
 
-@functools.cache
+@structure_cache()
 def _partition(model: RigidModel) -> _Partition:
     check_controllable(model)
     holonomic: list[int] = []

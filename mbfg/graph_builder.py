@@ -17,6 +17,7 @@ equal N (three factors and a 3-vector) would otherwise be taken per factor, sile
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +38,8 @@ class GraphBuilder:
         self.others = gtsam.NonlinearFactorGraph()
         #: The groups and the other factors in the order added (a smoother that evaluates groups itself).
         self.items: list[FactorGroup | gtsam.NonlinearFactor] = []
+        # A task's groups die with its builder (FactorGroup.release_factors: a sweep worker's memory stays flat).
+        weakref.finalize(self, _release_factors, self.groups)
         self._labels: list[str] = []
         self._steps: list[int] = []
 
@@ -98,6 +101,11 @@ class GraphBuilder:
         for i, (label, k) in enumerate(zip(self._labels, self._steps)):
             out[label][k] += 2.0 * self.graph.at(i).error(values)
         return out
+
+
+def _release_factors(groups: list[FactorGroup]) -> None:
+    for group in groups:
+        group.release_factors()
 
 
 def _row_of(constants: tuple[Any, ...], i: int) -> tuple[Any, ...]:

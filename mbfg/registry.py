@@ -4,11 +4,14 @@ Building a :class:`mbfg.adapter.FactorType` registers nothing: a module that dec
 factor type and wants it checked says so, once, next to the declaration::
 
     register(EULER)                                     # a type with its example(rng)
-    register(impulse_type(variables).with_example(ex))  # a type built per model
+    register(impulse_type(variables).with_example(ex))  # a type built per model (in mbfg.testing)
 
-``tests/test_jacobian_battery.py`` runs over :data:`REGISTRY` after importing every
-module of ``mbfg.factors``; a user's own type goes through the same battery with
-``check_factor_type(ft, rng)`` (or by registering it before the battery runs).
+An example builds its instances when the battery calls it, never at registration: the types
+built per model (on example models) are registered by :mod:`mbfg.testing`, so importing a
+production module builds no model. ``tests/test_jacobian_battery.py`` runs over
+:data:`REGISTRY` after importing every module of ``mbfg.factors`` and :mod:`mbfg.testing`;
+a user's own type goes through the same battery with
+:func:`mbfg.testing.check_factor_type` (or by registering it before the battery runs).
 """
 
 from __future__ import annotations

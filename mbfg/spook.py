@@ -30,7 +30,7 @@ import numpy as np
 from mbfg import plots
 from mbfg import quaternion as quat
 from mbfg._jax import Array, jax, jnp
-from mbfg._programs import PersistentJit, closure_fingerprint, structure_fingerprint
+from mbfg._programs import BoundedCache, PersistentJit, closure_fingerprint, structure_fingerprint
 from mbfg.angles import unwrap_angles  # shared with mbfg.plots; importable from here as before
 from mbfg.errors import ModelError
 from mbfg.lcp import solve_lcp
@@ -184,7 +184,8 @@ class Trajectory:
         return plots.trajectory_figure(self, path)
 
 
-_COMPILED: dict[tuple, Any] = {}
+#: The compiled scans by (structure fingerprint, chunk shape, parameters' tree), the most recently used.
+_COMPILED: BoundedCache[tuple, Any] = BoundedCache(32)
 
 
 def _seconds(name: str, value: Any) -> float:

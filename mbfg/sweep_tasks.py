@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from mbfg._programs import BoundedCache
 from mbfg.calibration_options import CalibrationOptions
 from mbfg.errors import MbfgError, ModelError
 from mbfg.lm_config import LMConfig
@@ -53,12 +54,9 @@ def default_cache_dir() -> str:
 #: Per worker process: the compile-time counter (seconds) fed by JAX's monitoring events.
 _COMPILE_S = [0.0]
 _JAX_READY: dict[str, Any] = {}
-#: Per worker process: (id(model), eps) -> (model, model with that compliance), so the cells
-#: of one eps share one model object and so their compiled factor types.
-_EPS_MODELS: dict[tuple[int, float], tuple[Any, Any]] = {}
-#: Per worker process: the models it was sent, by the SHA-1 of their pickle. A worker keeps them for
-#: its whole life, across sweeps, so a rerun or a second sweep of the same model reuses its compiles.
-_MODELS: dict[str, Any] = {}
+#: Per worker process: the models it was sent, by the SHA-1 of their pickle, the most recently used (a rerun
+#: or a second sweep of the same model skips unpickling it; its compiled programs are kept by structure).
+_MODELS: BoundedCache[str, Any] = BoundedCache(8)
 
 
 def _model(shipped: tuple[str, bytes]):
@@ -94,13 +92,11 @@ def _setup_jax(cache_dir: str | bool | None) -> None:
 def _with_eps(model, eps: float | None):
     if eps is None or (isinstance(eps, float) and math.isnan(eps)):
         return model
-    key = (id(model), float(eps))
-    if key not in _EPS_MODELS:
-        names = [n for n in COMPLIANCE if n in model.parameters]
-        if not names:
-            raise ModelError(f"{model.name} has no compliance parameter ({', '.join(COMPLIANCE)}) for eps to set")
-        _EPS_MODELS[key] = (model, model.with_parameters({n: float(eps) for n in names}))
-    return _EPS_MODELS[key][1]
+    # A copy per task: its programs are its structure's, compiled once per process (mbfg.factors._rigid).
+    names = [n for n in COMPLIANCE if n in model.parameters]
+    if not names:
+        raise ModelError(f"{model.name} has no compliance parameter ({', '.join(COMPLIANCE)}) for eps to set")
+    return model.with_parameters({n: float(eps) for n in names})
 
 
 def _worker_address() -> str:

@@ -435,8 +435,9 @@ def test_make_many_per_variable_linearizes_the_impulse_factor_like_make():
     """One forward pass per variable (the stream's batched updates) gives the Jacobians of the joint pass."""
     from mbfg import keys
     from mbfg.adapter import PerFactor
-    from mbfg.factors._rigid import example_model, example_step, fixed_values, state_values, variables_for
+    from mbfg.factors._rigid import fixed_values, state_values, variables_for
     from mbfg.factors.impulse import impulse_keys, impulse_type
+    from mbfg.testing import example_model, example_step
 
     model = example_model("pendulum")
     variables = variables_for(model, ())

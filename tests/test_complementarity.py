@@ -13,9 +13,9 @@ import pytest
 
 from mbfg import complementarity, residuals
 from mbfg._jax import jax, jnp
-from mbfg.factors._rigid import example_model, example_step
 from mbfg.lcp import solve_lcp
 from mbfg.rigid import SIGMA_REGULARIZATION, _friction_data, _friction_rows
+from mbfg.testing import example_model, example_step
 
 
 def _random_groups(rng: np.random.Generator, shapes: list[tuple[int, int]], scale: float):

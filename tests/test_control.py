@@ -17,12 +17,13 @@ from mbfg import control, spook
 from mbfg._jax import jax, jnp
 from mbfg.cli import _rigid_model, main
 from mbfg.errors import ModelError
-from mbfg.factors.control import horizon_residual, motor_link, step_residual
+from mbfg.factors.control import horizon_residual, step_residual
 from mbfg.graphs.control import RecedingHorizon, solve_one_step
 from mbfg.graphs.control_linearized import RIDGE, LinearizedHorizon, linearized_horizon
 from mbfg.graphs.stream import StreamEstimator
 from mbfg.logs import read_log
 from mbfg.rigid import State
+from mbfg.testing import motor_link
 
 H = 1e-3
 

@@ -181,8 +181,9 @@ def test_plain_ints_and_mixed_rows_are_taken_without_a_kind_to_check():
 
 
 def test_impulse_keys_line_up_with_the_impulse_types_variable_kinds():
-    from mbfg.factors._rigid import example_model, variables_for
+    from mbfg.factors._rigid import variables_for
     from mbfg.factors.impulse import impulse_keys, impulse_type
+    from mbfg.testing import example_model
 
     variables = variables_for(example_model("furuta"), ("K", "J_Az", "tilt"))
     row = impulse_keys(variables, 4)

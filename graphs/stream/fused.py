@@ -26,7 +26,7 @@ import numpy as np
 from mbfg import keys
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
-from mbfg._programs import PersistentJit, mbfg_source_digest, structure_fingerprint
+from mbfg._programs import BoundedCache, PersistentJit, mbfg_source_digest, structure_fingerprint
 from mbfg.errors import MbfgError
 from mbfg.factors._rigid import Variables
 from mbfg.factors.impulse import impulse_type
@@ -37,8 +37,8 @@ from mbfg.rigid import State
 from mbfg.spook import step
 
 #: The programs by (structure fingerprint, free scalars, tilt free): one per model structure, whatever its
-#: parameter values, however many model instances a process builds.
-_PROGRAMS: dict[tuple[str, tuple[str, ...], bool], Callable[..., tuple[np.ndarray, ...]]] = {}
+#: parameter values, however many model instances a process builds; the most recently used.
+_PROGRAMS: BoundedCache[tuple[str, tuple[str, ...], bool], Callable[..., tuple[np.ndarray, ...]]] = BoundedCache(16)
 
 
 def regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndarray, ...]]:
@@ -65,9 +65,10 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndarr
     if keys.parameter_keys(variables):
         raise MbfgError("the fused stream update takes fixed parameters only (the chain does not refine)")
     key = (structure_fingerprint(variables.model), variables.free, variables.tilt_free)
-    if key not in _PROGRAMS:
-        _PROGRAMS[key] = _regular_update_program(variables)
-    return _PROGRAMS[key]
+    program = _PROGRAMS.get(key)
+    if program is None:
+        program = _PROGRAMS[key] = _regular_update_program(variables)
+    return program
 
 
 def _regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndarray, ...]]:
