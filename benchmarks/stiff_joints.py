@@ -15,10 +15,10 @@ narrow curved valley; this shows where it stops.
     python benchmarks/stiff_joints.py                    # eps 1e-5, 1e-7, 1e-8: about 2 min
     python benchmarks/stiff_joints.py --eps 1e-8 --max-iterations 40
     python benchmarks/stiff_joints.py --eps 1e-6,1e-8 --continuation
-    python benchmarks/stiff_joints.py --eps 1e-8 --soft-start 100   # calibrate(soft_start=100)
+    python benchmarks/stiff_joints.py --eps 1e-8 --soft-start 100   # CalibrationOptions(soft_start=100)
 
 ``--soft-start F`` solves each compliance with joints F times softer first and starts the model's own from
-that solution's states and parameters (``calibrate(soft_start=F)``, :func:`mbfg.graphs.restarts.stiffen`);
+that solution's states and parameters (``CalibrationOptions(soft_start=F)``, :func:`mbfg.graphs.restarts.stiffen`);
 ``--continuation`` carries only the parameters from one compliance to the next.
 """
 

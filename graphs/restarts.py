@@ -156,7 +156,7 @@ def softened(model: RigidModel, factor: float) -> RigidModel:
     return model.with_parameters({name: factor * float(values[name]) for name in names})
 
 
-#: ``calibrate(soft_start=AUTO)``: soften the joints by themselves where they are stiff (:func:`soft_start_factors`).
+#: :func:`soft_start_factors`'s ``soft_start=AUTO``: soften the joints by themselves where they are stiff.
 AUTO = "auto"
 #: The compliance ratio of one stage of an automatic soft start: from the solution of joints this many times
 #: softer the stiffer solve converges (100: about ten iterations for the double pendulum, ``python

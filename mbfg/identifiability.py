@@ -57,7 +57,7 @@ def result_combinations(result: CalibrationResult, *, threshold: float = 1.0) ->
     scale = [_scale_of(p, _start_value(result, p.name)) for p in result.parameters]
     information = getattr(result, "information", None)
     if information is None and np.all(np.isnan(result.covariance)):
-        return []  # calibrate(covariance=False): nothing is known about the directions
+        return []  # CalibrationOptions(covariance=False): nothing is known about the directions
     if information is not None:
         model = getattr(getattr(result, "problem", None), "model", None) or getattr(result, "model", None)
         from mbfg.roles import structural_sums
