@@ -59,6 +59,7 @@ import numpy as np
 from mbfg.calibration import calibrate
 from mbfg.calibration_options import CalibrationOptions, calibration_lm
 from mbfg.graphs.joint import build_joint_problem, solve
+from mbfg.lm_config import LMConfig
 from mbfg.logs import Log
 from mbfg.models import particle, particles
 from mbfg.rigid import RigidModel
@@ -89,7 +90,7 @@ def _solve_from(model: RigidModel, log: Log, states: list, free: dict[str, float
     damping ``lambda_initial``: (the values found, LM iterations)."""
     problem = build_joint_problem(model, log, free=list(free), weight=weight, cutoff_hz=1e9,
                                   initial_parameters=free, states=states, quiet=True)
-    lm = solve(problem, max_iterations=max_iterations, lambda_initial=lambda_initial, quiet=True)
+    lm = solve(problem, LMConfig(max_iterations=max_iterations, lambda_initial=lambda_initial), quiet=True)
     found = problem.parameter_values(lm.values)
     return {name: found[name] for name in free}, lm.iterations
 

@@ -66,6 +66,7 @@ import _record
 import numpy as np
 
 from mbfg.graphs.stream import StreamEstimator, joint_coordinates
+from mbfg.lm_config import LMConfig
 from mbfg.logs import Log, quantize
 from mbfg.models import furuta, pendulum
 from mbfg.spook import simulate, unwrap_angles
@@ -418,7 +419,7 @@ def qube(quick: bool, params: str | None, start_s: float, weight: float | None =
     v0 = np.asarray(problem.initial.atVector(keys.V(0)))
     problem.graph.push_back(gtsam.PriorFactorVector(keys.V(0), v0, gtsam.noiseModel.Isotropic.Sigma(len(v0),
                                                                                                       VELOCITY_PRIOR_SIGMA)))
-    result = solve(problem, quiet=True, max_iterations=30)
+    result = solve(problem, LMConfig(max_iterations=30), quiet=True)
     print(f"batch: {result.iterations} LM iterations, converged {result.converged}")
     _, qd_b = joint_coordinates(est.model, problem.states(result.values))
     # The states the stream estimated (a solver restart leaves some out), on the batch solution's grid.

@@ -10,7 +10,6 @@ compiled JAX functions.
 from __future__ import annotations
 
 import math
-import os
 import pickle
 import time
 from collections.abc import Mapping, Sequence
@@ -67,19 +66,18 @@ def _model(shipped: tuple[str, bytes]):
 
 
 def _setup_jax(cache_dir: str | bool | None) -> None:
-    """Point JAX's persistent compilation cache at ``cache_dir`` (False: none) before this process
-    compiles anything, and count compile time. Idempotent; runs at the start of every task."""
+    """Turn JAX's persistent compilation cache on in this worker process before it compiles anything
+    (:func:`mbfg.enable_compilation_cache`: ``cache_dir``, else the folder this process already uses, else
+    ``MBFG_CACHE_DIR``, ``off`` keeping it off, else the user's cache folder; False: none), and count compile
+    time. Idempotent; runs at the start of every task. A worker that is a thread of the caller's process (a
+    LocalCluster with ``processes=False``) changes that process's JAX settings: give ``cache_dir=False`` there
+    to leave them alone."""
     if "done" in _JAX_READY:
         return
-    from mbfg._jax import jax
+    from mbfg._jax import enable_compilation_cache, jax
 
     if cache_dir is not False:
-        folder = default_cache_dir() if cache_dir in (None, True) else str(cache_dir)
-        os.makedirs(folder, exist_ok=True)
-        jax.config.update("jax_compilation_cache_dir", folder)
-        # Cache every compilation: the factor types' are each well under JAX's 1 s default.
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        enable_compilation_cache(None if cache_dir in (None, True) else str(cache_dir))
 
     def listen(event: str, duration_secs: float, **_: Any) -> None:
         if event.startswith("/jax/core/compile/"):  # tracing, lowering to MLIR, backend compile

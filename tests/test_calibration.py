@@ -453,7 +453,7 @@ def test_a_solve_restarted_from_a_free_simulation_starts_at_the_smaller_damping_
     first = result.problem.restarted_from
     restarted_history = result.history[first.iterations + 1:]
     assert restarted_history[0]["lam"] == RESTART_LAMBDA_INITIAL < LAMBDA_INITIAL
-    damped = solve(result.problem, max_iterations=40, lambda_initial=LAMBDA_INITIAL, quiet=True)
+    damped = solve(result.problem, LMConfig(max_iterations=40, lambda_initial=LAMBDA_INITIAL), quiet=True)
     mu_damped = result.problem.parameter_values(damped.values)["mu"]
     assert result.converged and damped.converged
     assert abs(mu_damped - result.values["mu"]) < 1e-6, (mu_damped, result.values["mu"])

@@ -108,11 +108,13 @@ def test_a_sweep_on_a_single_worker_runs_every_cell(setup, grid, tmp_path) -> No
     """One worker (a one-core machine, ``--workers 1``, a one-worker scheduler): no placement preference."""
     from distributed import Client, LocalCluster
 
-    start, logs, cache = setup
+    start, logs, _ = setup
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
             Client(cluster) as one:
+        # The worker is a thread of this process: no persistent cache, as for the whole test session
+        # (tests/conftest.py).
         result = sweep(start, {"rec0": logs["rec0"]}, h=[1e-3], weight=[1e4, 1e6], free=FREE,
-                       out=tmp_path / "one.csv", crossval=False, client=one, cache_dir=cache, quiet=True)
+                       out=tmp_path / "one.csv", crossval=False, client=one, cache_dir=False, quiet=True)
     cal = result.calibrations.set_index(["log", "h", "weight"])
     assert (cal["status"] == "ok").all() and len(cal) == 2, cal["error"]
     same = grid[0].calibrations.set_index(["log", "h", "weight"])
