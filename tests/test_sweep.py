@@ -19,6 +19,7 @@ import gtsam
 import numpy as np
 import pytest
 
+from mbfg._jax import cache_dir
 from mbfg.calibration import calibrate
 from mbfg.errors import ModelError
 from mbfg.lm_config import LMConfig
@@ -117,6 +118,7 @@ def test_a_sweep_on_a_single_worker_runs_every_cell(setup, grid, tmp_path) -> No
                        out=tmp_path / "one.csv", crossval=False, client=one, cache_dir=False, quiet=True)
     cal = result.calibrations.set_index(["log", "h", "weight"])
     assert (cal["status"] == "ok").all() and len(cal) == 2, cal["error"]
+    assert cache_dir() is None  # cache_dir=False left this process's JAX settings alone
     same = grid[0].calibrations.set_index(["log", "h", "weight"])
     for w in (1e4, 1e6):
         expected = same.loc[("rec0", 1e-3, w), "value:J"]
