@@ -43,6 +43,14 @@ def _rss_mb() -> float:
         return int(file.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def _mappings() -> int:
+    """The process's memory mappings now. Each program XLA:CPU compiles holds about three (code, read-only
+    data, data) while JAX keeps it; at Linux's vm.max_map_count (65,530 by default) the next compile dies in
+    XLA, so a long-running worker must stop compiling new programs once warm."""
+    with open("/proc/self/maps") as file:
+        return sum(1 for _ in file)
+
+
 def _kept() -> dict[str, int]:
     """What the process keeps across tasks: the cached program types, selected types, simulator scans and
     loaded programs, and the factor groups alive (a task's groups must die with its problem)."""
@@ -54,6 +62,11 @@ def _kept() -> dict[str, int]:
         "loaded programs": len(_LOADED),
         "live factor groups": sum(isinstance(o, FactorGroup) for o in gc.get_objects()),
     }
+
+
+#: The bound on the growth of the memory mappings over the 180 tasks after the warm-up: one program compiled
+#: per task would add about 540.
+MAPPINGS_GROWTH = 100
 
 
 @pytest.mark.slow
@@ -76,15 +89,17 @@ def test_200_with_parameters_calibrations_in_one_process_keep_memory_flat() -> N
 
     for i in range(WARM_TASKS):
         task(i)
-    kept_warm, rss_warm = _kept(), _rss_mb()
+    kept_warm, rss_warm, maps_warm = _kept(), _rss_mb(), _mappings()
     for i in range(WARM_TASKS, TASKS):
         task(i)
-    kept_end, rss_end = _kept(), _rss_mb()
+    kept_end, rss_end, maps_end = _kept(), _rss_mb(), _mappings()
     print(f"\nafter {WARM_TASKS} tasks: {kept_warm}, RSS {rss_warm:.1f} MiB; after {TASKS}: {kept_end}, "
-          f"RSS {rss_end:.1f} MiB")
+          f"RSS {rss_end:.1f} MiB; memory mappings {maps_warm} -> {maps_end}")
     assert kept_end == kept_warm, f"cached entries grew from task {WARM_TASKS} to {TASKS}"
     assert rss_end - rss_warm < RSS_GROWTH_MB, (
         f"resident set grew {rss_end - rss_warm:.1f} MiB from task {WARM_TASKS} to {TASKS}")
+    assert maps_end - maps_warm < MAPPINGS_GROWTH, (
+        f"memory mappings grew from {maps_warm} to {maps_end} from task {WARM_TASKS} to {TASKS}")
 
 
 def test_control_factor_types_of_50_with_parameters_copies_are_one_cached_entry() -> None:
