@@ -14,19 +14,31 @@ from mbfg.progress import Progress, log_to_stderr
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_progress_is_an_info_record_of_the_mbfg_progress_logger(caplog: pytest.LogCaptureFixture) -> None:
-    logger = logging.getLogger("mbfg")
-    saved = logger.propagate
-    logger.propagate = True  # a command line run in this process may have kept its records to itself
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_progress_is_an_info_record_of_the_mbfg_progress_logger() -> None:
+    # A handler of the test's own on the logger itself: what other tests left on the "mbfg" and root loggers
+    # (a command line's stderr handler, pytest's capture handlers) cannot add or hide a record.
+    logger = logging.getLogger("mbfg.progress")
+    collect, saved = _Collect(), logger.level
+    logger.addHandler(collect)
+    logger.setLevel(logging.INFO)
     try:
-        with caplog.at_level(logging.INFO, logger="mbfg.progress"):
-            progress = Progress("job", 3, interval_s=0.0)
-            progress.update(1, cost=2.5)
-            progress.say("stage done")
-            Progress("silent", 3, quiet=True).update(3, cost=1.0)
+        progress = Progress("job", 3, interval_s=0.0)
+        progress.update(1, cost=2.5)
+        progress.say("stage done")
+        Progress("silent", 3, quiet=True).update(3, cost=1.0)
     finally:
-        logger.propagate = saved
-    lines = [(r.name, r.levelno, r.getMessage().split("  t=")[0]) for r in caplog.records]
+        logger.removeHandler(collect)
+        logger.setLevel(saved)
+    lines = [(r.name, r.levelno, r.getMessage().split("  t=")[0]) for r in collect.records]
     assert lines == [("mbfg.progress", logging.INFO, "[job] 1/3  cost=2.5"),
                      ("mbfg.progress", logging.INFO, "[job] stage done")]
 
