@@ -234,7 +234,8 @@ def sweep(
             LocalCluster of ``n_workers`` single-threaded worker processes (default: one per core).
         client: an existing ``distributed.Client`` to use instead (not closed here).
         retry_failed: run the cells whose row in ``out`` says error again.
-        cache_dir: JAX's persistent compilation cache on the workers (default :func:`default_cache_dir`;
+        cache_dir: JAX's persistent compilation cache on the workers (default: the folder
+            :func:`mbfg.enable_compilation_cache` chooses on each worker, ``MBFG_CACHE_DIR=off`` none;
             False: none).
         max_iterations: LM iterations of each calibration at most.
         simulate: also free-simulate each tuned model over the first ``simulate`` seconds of every other

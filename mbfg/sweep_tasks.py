@@ -41,10 +41,9 @@ COLUMNS = ("kind", "log", "scored_log", "h", "weight", "eps", "status", "error",
 
 
 def default_cache_dir() -> str:
-    """The sweep's JAX compilation cache folder when none is given, resolved on each worker's own machine:
-    the folder that process already uses (``JAX_COMPILATION_CACHE_DIR`` or ``MBFG_CACHE_DIR`` in its
-    environment, as for any mbfg process), else ``$XDG_CACHE_HOME/mbfg/jax`` (``~/.cache/mbfg/jax``).
-    So a LocalCluster's workers share the cache of the process that started them."""
+    """The compilation cache folder of this process, else ``$XDG_CACHE_HOME/mbfg/jax`` (``~/.cache/mbfg/jax``).
+    A sweep's workers choose theirs with :func:`mbfg.enable_compilation_cache`, which also reads
+    ``MBFG_CACHE_DIR``."""
     from mbfg._jax import cache_dir, user_cache_dir
 
     return cache_dir() or user_cache_dir()
