@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mbfg._jax import jnp
+from mbfg._jax import jax, jnp
 
 
 class Group(NamedTuple):
@@ -86,19 +86,27 @@ def _subsets(m: int) -> np.ndarray:
     return np.array([s for s in itertools.product((0.0, 1.0), repeat=m) if any(s)])
 
 
-def solve_group(q: jnp.ndarray, g: Group, data: GroupData) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
-    """One group's multipliers from the LCP's q (n_B,) and the group's entries of Sigma_B.
+class Batch(NamedTuple):
+    """G friction groups of one shape (n_N normals, m directions), solved as one vectorized expression.
 
-    Returns (lam_N (n_N,), lam_T (2m,) in the order [plus; minus], sigma scalar), in the units
-    of q over those of Sigma_B (impulses [N s, N m s] in the stepper's rows).
+    rows: (G, n_N + 2m + 1) static row indices into B of each group, in the order [normals, plus, minus, bound].
     """
-    lam_N = jnp.maximum(-q[g.normals], 0.0) / data.sigma_N
+
+    rows: np.ndarray
+    n_N: int
+    m: int
+
+
+def _solve_local(q_N: jnp.ndarray, q_bound: jnp.ndarray, omega: jnp.ndarray, data: GroupData
+                 ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+    """One group's (lam_N (n_N,), lam_T (2m,) [plus; minus], sigma) from its rows' q: normals q_N (n_N,), the
+    bound's q_bound, the slip rates omega = q_plus (m,) (module docstring)."""
+    lam_N = jnp.maximum(-q_N, 0.0) / data.sigma_N
     # The friction bound: U lam_N, plus the bound row's own q (its b; a load-independent bound such as
     # a slider's h F_c, 0 for Marklund et al.'s (2025) friction, whose bound grows with the normal impulses only).
-    f = data.U @ lam_N + q[g.bound]
-    omega = q[g.plus]
+    f = data.U @ lam_N + q_bound
     a = jnp.abs(omega)
-    S = jnp.asarray(_subsets(len(g.plus)))
+    S = jnp.asarray(_subsets(omega.shape[0]))
     # Per subset of directions, the root of its line: (sum |omega_i| / eps_i - f) / (sum 1 / eps_i + Delta).
     roots = (S @ (a / data.eps_t) - f) / (S @ (1.0 / data.eps_t) + data.delta)
     sigma = jnp.maximum(jnp.max(roots), 0.0)
@@ -107,15 +115,75 @@ def solve_group(q: jnp.ndarray, g: Group, data: GroupData) -> tuple[jnp.ndarray,
     return lam_N, jnp.concatenate([lam_plus, lam_minus]), sigma
 
 
+def solve_group(q: jnp.ndarray, g: Group, data: GroupData) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+    """One group's multipliers from the LCP's q (n_B,) and the group's entries of Sigma_B.
+
+    Returns (lam_N (n_N,), lam_T (2m,) in the order [plus; minus], sigma scalar), in the units
+    of q over those of Sigma_B (impulses [N s, N m s] in the stepper's rows).
+    """
+    return _solve_local(q[g.normals], q[g.bound], q[g.plus], data)
+
+
+def solve_batch(q_local: jnp.ndarray, batch: Batch, data: GroupData) -> jnp.ndarray:
+    """(G, n_N + 2m + 1) multipliers [lam_N, lam_T+, lam_T-, sigma] of the batch's G groups, from their rows' q
+    ``q_local`` (G, n_N + 2m + 1) in the same order; ``data`` holds each field with a leading axis G."""
+    n_N, m = batch.n_N, batch.m
+    lam_N, lam_T, sigma = jax.vmap(_solve_local)(q_local[:, :n_N], q_local[:, -1], q_local[:, n_N : n_N + m], data)
+    return jnp.concatenate([lam_N, lam_T, sigma[:, None]], axis=1)
+
+
+def solve_batches(q: jnp.ndarray, batches: tuple[Batch, ...], data: tuple[GroupData, ...], order: np.ndarray
+                  ) -> jnp.ndarray:
+    """lam_B (n_B,) of LCP(Sigma_B, q) for rows made of independent friction groups stacked in ``batches`` (one
+    vectorized expression per batch, never per group); ``order`` (n_B,) places row i of B at entry
+    ``order[i]`` of the batches' flattened multipliers (every row belongs to exactly one group)."""
+    if not batches:
+        return jnp.zeros(q.shape[0])
+    local = [solve_batch(_take(q, b.rows.reshape(-1)).reshape(b.rows.shape), b, d).reshape(-1)
+             for b, d in zip(batches, data)]  # a loop over batches (group shapes: a small constant), not groups
+    return _take(jnp.concatenate(local) if len(local) > 1 else local[0], order)
+
+
+def batch_groups(groups: tuple[Group, ...]) -> tuple[tuple[Batch, ...], list[list[int]], np.ndarray]:
+    """The groups as batches of one shape each: (batches, for each batch the indices of its groups in ``groups``,
+    order (n_B,) as :func:`solve_batches` takes it, n_B the rows the groups hold)."""
+    by_shape: dict[tuple[int, int], list[int]] = {}
+    for k, g in enumerate(groups):
+        by_shape.setdefault((len(g.normals), len(g.plus)), []).append(k)
+    batches, members, flat = [], [], []
+    for (n_N, m), ks in by_shape.items():
+        rows = np.array([np.concatenate([groups[k].normals, groups[k].plus, groups[k].minus, [groups[k].bound]])
+                         for k in ks], dtype=np.int64).reshape(len(ks), n_N + 2 * m + 1)
+        batches.append(Batch(rows, n_N, m))
+        members.append(ks)
+        flat.append(rows.reshape(-1))
+    flat_rows = np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64)
+    order = np.zeros(len(flat_rows), dtype=np.int64)
+    order[flat_rows] = np.arange(len(flat_rows))
+    return tuple(batches), members, order
+
+
 def solve(q: jnp.ndarray, groups: tuple[Group, ...], data: tuple[GroupData, ...]) -> jnp.ndarray:
-    """lam_B (n_B,) of LCP(Sigma_B, q) for rows made of independent friction ``groups`` (module docstring)."""
+    """lam_B (n_B,) of LCP(Sigma_B, q) for rows made of independent friction ``groups`` (module docstring).
+
+    The groups are stacked into batches of one shape (:func:`batch_groups`) and solved by :func:`solve_batches`;
+    rows of q that no group holds get 0."""
+    batches, members, order = batch_groups(groups)
+    stacked = tuple(GroupData(*(jnp.stack([jnp.asarray(data[k][f]) for k in ks]) for f in range(4)))
+                    for ks in members)
+    held = np.zeros(q.shape[0], dtype=bool)
+    held[[int(r) for b in batches for r in b.rows.reshape(-1)]] = True
+    if held.all():
+        return solve_batches(q, batches, stacked, order)
     lam = jnp.zeros(q.shape[0])
-    for g, d in zip(groups, data):
-        lam_N, lam_T, sigma = solve_group(q, g, d)
-        lam = lam.at[g.normals].set(lam_N)
-        lam = lam.at[np.concatenate([g.plus, g.minus])].set(lam_T)
-        lam = lam.at[g.bound].set(sigma)
-    return lam
+    rows = np.flatnonzero(held)
+    return lam.at[rows].set(solve_batches(q, batches, stacked, order[rows]))
 
 
-__all__ = ["Group", "GroupData", "group", "solve", "solve_group"]
+def _take(x: jnp.ndarray, index: np.ndarray) -> jnp.ndarray:
+    from mbfg.rigid.arrays import take  # the rigid package imports this module
+
+    return take(x, index)
+
+
+__all__ = ["Batch", "Group", "GroupData", "batch_groups", "group", "solve", "solve_batch", "solve_batches", "solve_group"]

@@ -39,8 +39,8 @@ def multipliers(model: RigidModel, x0: State, v1: jnp.ndarray, u: jnp.ndarray, p
     lam_A from (2.30): ``A v_{k+1} + Sigma_A lam_A + a = 0``; lam_B from (2.31):
     ``B v_{k+1} + Sigma_B lam_B + b = w_B >= 0``, ``lam_B >= 0``, ``lam_B . w_B = 0``,
     an LCP with matrix Sigma_B solved exactly: with v_{k+1} given it splits into one
-    small group per frictional hinge or contact, each solved in closed form
-    (:mod:`mbfg.complementarity`; ``lcp=True`` solves the whole LCP by Lemke's method
+    small group per frictional hinge or contact, each solved in closed form, all groups of a shape
+    in one vectorized expression (:mod:`mbfg.complementarity`; ``lcp=True`` solves the whole LCP by Lemke's method
     instead, the reference the tests compare with).
 
     Returns (lam_A (nA,), lam_B (nB,), the constraint impulse ``A^T lam_A + B^T lam_B``
@@ -58,7 +58,8 @@ def multipliers(model: RigidModel, x0: State, v1: jnp.ndarray, u: jnp.ndarray, p
             assert Sigma_B is not None  # rows() fills it; only position_rows() leaves it None
             lam_B = solve_lcp(Sigma_B, q_B).z
         else:
-            lam_B = complementarity.solve(q_B, model.layout.groups, rows_f.friction)
+            C = model.arrays.complementarity
+            lam_B = complementarity.solve_batches(q_B, tuple(b.groups for b in C.batches), rows_f.friction, C.order)
     constraint_impulse = J_T(rows_f.A.T @ lam_A + rows_f.B.T @ lam_B)
     return lam_A, lam_B, constraint_impulse
 

@@ -27,7 +27,8 @@ from mbfg._jax import Array, jax, jnp
 from mbfg.parts import WORLD, Frame, ParamLike, _terms
 from mbfg.rigid.joint_types import JOINT_TYPES, JointType, joint_type
 
-if TYPE_CHECKING:  # annotations only: the model imports this module
+if TYPE_CHECKING:  # annotations only: the model imports this module, and friction imports this one
+    from mbfg.rigid.friction import ComplementarityArrays
     from mbfg.rigid.model import RigidModel
 
 
@@ -74,6 +75,8 @@ class ParamBundle:
 
 
 def _bundle(tables: dict[str, ParamTable]) -> ParamBundle:
+    if not tables:
+        return ParamBundle(ParamTable(np.zeros((0, 1), dtype=np.int64), np.zeros((0, 1)), np.zeros(0)), {})
     width = max([t.index.shape[1] for t in tables.values()] + [1])
     index, sign, const, parts, start = [], [], [], {}, 0
     for name, t in tables.items():
@@ -165,6 +168,8 @@ class ModelArrays:
     motor: RowKind
     #: Equality rows in layout order: index into the concatenation [holonomic, viscous, motor]
     row_order: np.ndarray
+    #: The complementarity rows (dry joints, Coulomb bounds, contacts) as batches of friction groups
+    complementarity: ComplementarityArrays
     #: The observations: index into the concatenation [position functions (n_pos,), r.reshape(-1) (3 nb,)]
     observation_index: np.ndarray
     #: (rows, cols), each (n_pos * 12,): where the derivative of position function o (in the concatenation
@@ -262,6 +267,9 @@ def compile_arrays(model: RigidModel) -> ModelArrays:
         "mot_J": names.table(mot_J), "mot_K": names.table(mot_K),
     }
 
+    from mbfg.rigid.friction import ComplementarityArrays, compile_complementarity  # it imports this module
+
+    batches, b_order, b_source, b_sign, friction_tables = compile_complementarity(L, names.table)
     zero = len(names.index)
 
     def done(t: ParamTable) -> ParamTable:
@@ -305,6 +313,8 @@ def compile_arrays(model: RigidModel) -> ModelArrays:
         viscous=RowKind(index(vis_src)),
         motor=RowKind(index(mot_src), index(mot_u)),
         row_order=row_order,
+        complementarity=ComplementarityArrays(batches, b_order, b_source, b_sign,
+                                              _bundle({k: done(t) for k, t in friction_tables.items()})),
         observation_index=index(observation_index),
         local_jacobian_index=(jac_rows, jac_cols.reshape(-1)),
     )

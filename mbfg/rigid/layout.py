@@ -23,7 +23,8 @@ class Rows(NamedTuple):
     their diagonal regularization and Sigma_A_inv its exact inverse (finite where
     Sigma_A is not: a zero viscous drag has Sigma_A_inv = 0), a: (nA,). B: (nB, 6nb) complementarity rows
     (normals, tangents, friction bounds), Sigma_B: (nB, nB), b: (nB,); friction: the entries of
-    Sigma_B per friction group (``layout.groups``), all that the closed-form multipliers of
+    Sigma_B per batch of friction groups (``model.arrays.complementarity.batches``; each field with a leading
+    axis, one entry per group of the batch), all that the closed-form multipliers of
     inverse dynamics need (:meth:`RigidModel.position_rows` leaves Sigma_B None).
     """
 
