@@ -14,7 +14,7 @@ One step from x_k = (q_k, v_k) with control u_k:
 Everything is pure JAX: :func:`step` is differentiable in the state, the
 control and the parameters; derivatives through the LCP use the implicit rule
 of Marklund et al. (2025) App. D.1 (in :mod:`mbfg.lcp`). :func:`simulate` runs steps with
-``lax.scan``, compiled once per model and chunk of steps (any duration reuses it).
+a loop compiled once per model and chunk of steps (any duration reuses it, running only its own steps).
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ class Trajectory:
         return plots.trajectory_figure(self, path)
 
 
-#: The compiled scans by (structure fingerprint, chunk shape, parameters' tree), the most recently used.
+#: The compiled chunks by (structure fingerprint, chunk shape, parameters' tree), the most recently used.
 _COMPILED: BoundedCache[tuple, Any] = BoundedCache(32)
 
 
@@ -217,35 +217,52 @@ def _check_state_shape(model: RigidModel, state: State) -> None:
 
 
 def _compiled_scan(model: RigidModel, x: State, controls: Array, p: Mapping[str, Any], h: Array):
-    """``lax.scan`` of :func:`step`, compiled ahead of time once per model and chunk shape.
+    """The steps of one chunk, compiled ahead of time once per model and chunk shape.
 
-    Returns (compiled function, compile time [s]; 0 when it was cached).
+    The compiled function takes the number of steps to run (at most the chunk's length) as an argument: the
+    last chunk of a simulation runs only its own steps (a loop of that many trips writing into the chunk's
+    output arrays), not the padding, whatever the duration. Returns (compiled function, compile time [s];
+    0 when it was cached).
     """
     # The parameters are an argument: another instance of the same structure (with_parameters) runs this program.
     key = (structure_fingerprint(model), controls.shape, jax.tree_util.tree_structure(p))
     if key in _COMPILED:
         return _COMPILED[key][1], 0.0
 
-    def run(state: State, controls: jnp.ndarray, p: Mapping[str, Any], h: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
-        def body(x: State, u: jnp.ndarray):
+    def run(state: State, controls: jnp.ndarray, p: Mapping[str, Any], h: jnp.ndarray, count: jnp.ndarray
+            ) -> tuple[jnp.ndarray, ...]:
+        def one(x: State, u: jnp.ndarray) -> tuple[State, jnp.ndarray, StepInfo]:
             x_next, info = step(model, x, u, p, h)
-            return x_next, (x_next, model.observe(x_next, p), info)
+            return x_next, model.observe(x_next, p), info
 
-        last, (xs, obs, info) = jax.lax.scan(body, state, controls)
+        # Output arrays of the chunk's length; steps from ``count`` on leave their zeros (dropped by the caller).
+        shapes = jax.eval_shape(one, state, controls[0])
+        buffers = jax.tree_util.tree_map(lambda s: jnp.zeros((controls.shape[0], *s.shape), s.dtype), shapes)
+
+        def body(k: jnp.ndarray, carry: tuple) -> tuple:
+            x, out = carry
+            result = one(x, controls[k])
+            out = jax.tree_util.tree_map(lambda buffer, value: jax.lax.dynamic_update_index_in_dim(buffer, value, k, 0),
+                                         out, result)
+            return result[0], out
+
+        last, (xs, obs, info) = jax.lax.fori_loop(0, count, body, (state, buffers))
         return (*last, *xs, obs, *info)  # plain arrays: a traced program kept on disk returns no NamedTuples
 
     def describe(*args: Any) -> str | None:
-        # The scan is named by mbfg's source and the model it closes over: a new process loads its
+        # The loop is named by mbfg's source and the model it closes over: a new process loads its
         # traced program from disk instead of tracing the step again (about a second).
         identity = closure_fingerprint(run)
-        return None if identity is None else f"spook scan; {identity}"
+        return None if identity is None else f"spook chunk; {identity}"
 
     start = time.perf_counter()
-    flat = PersistentJit(run, describe).compile(x, controls, p, h)
+    flat = PersistentJit(run, describe).compile(x, controls, p, h, jnp.asarray(controls.shape[0], dtype=jnp.int32))
 
-    def compiled(state: State, controls: jnp.ndarray, p: Mapping[str, Any], h: jnp.ndarray):
-        """(x_last, (states, observations, StepInfo)) of the steps from ``state`` with ``controls``."""
-        out = flat(state, controls, p, h)
+    def compiled(state: State, controls: jnp.ndarray, p: Mapping[str, Any], h: jnp.ndarray, count: int | None = None):
+        """(x_last, (states, observations, StepInfo)) of the first ``count`` steps (default: all) from ``state``
+        with ``controls`` (the outputs have the chunk's length; entries from ``count`` on are zeros)."""
+        count = controls.shape[0] if count is None else count
+        out = flat(state, controls, p, h, jnp.asarray(count, dtype=jnp.int32))
         return State(*out[:4]), (State(*out[4:8]), out[8], StepInfo(*out[9:]))
 
     _COMPILED[key] = (model, compiled)
@@ -274,9 +291,9 @@ def simulate(
         parameters: parameter values by name, replacing the model's for the names given (the others keep
             the model's values): ``{"J": 0.002}``.
         quiet: no progress records (:mod:`mbfg.progress`).
-        chunk: steps per compiled scan (progress is reported between chunks). A simulation of any duration
-            runs whole chunks (the last padded, its extra steps dropped), so it reuses the program compiled
-            for this model and chunk; a chunk much longer than the simulation costs those padded steps.
+        chunk: steps per compiled chunk (progress is reported between chunks). A simulation of any duration
+            runs chunks of this length (the last one padded, its extra steps not run), so it reuses the program
+            compiled for this model and chunk.
 
     Raises:
         ModelError: an argument of the wrong type or shape, a bad time-step or duration, controls that are not
@@ -329,8 +346,8 @@ def simulate(
     model.check_state(x0)
     p = model.parameters.arrays_with(parameters, "parameters")  # the names given replace the model's values
     model.check_configuration(x0, p)
-    # Every call runs whole chunks of ``chunk`` steps, the last one padded with zero controls (its extra steps
-    # are dropped): one compiled program per model and chunk, whatever the duration.
+    # Every call runs chunks of ``chunk`` steps, the last one padded with zero controls and told how many of its
+    # steps to run: one compiled program per model and chunk, whatever the duration, and no padded step run.
     chunk = int(chunk)
     n_chunks = -(-n // chunk)
     padded = np.zeros((n_chunks * chunk, nu))
@@ -342,7 +359,8 @@ def simulate(
     h_arr = jnp.asarray(h, dtype=float)
     run, compile_s = _compiled_scan(model, x, jnp.asarray(padded[:chunk]), p, h_arr)
     for c in range(n_chunks):
-        x, (xs, obs, info) = run(x, jnp.asarray(padded[c * chunk : (c + 1) * chunk]), p, h_arr)
+        x, (xs, obs, info) = run(x, jnp.asarray(padded[c * chunk : (c + 1) * chunk]), p, h_arr,
+                                 min(chunk, n - c * chunk))
         xs = jax.tree_util.tree_map(np.asarray, xs)
         out_states.append(xs)
         out_obs.append(np.asarray(obs))

@@ -231,7 +231,7 @@ def complementarity_rows(
     n_B = len(C.source)
     if not C.batches:
         return jnp.zeros((0, J_pos.shape[1])), (jnp.zeros((0, 0)) if dense else None), jnp.zeros(0), ()
-    B = C.sign[:, None] * take(J_pos, C.source)  # every row of B is a signed row of J_pos (or a zero bound row)
+    B = take(J_pos, C.source) * C.sign[:, None]  # every row of B is a signed row of J_pos (or a zero bound row)
     param = C.parameters(vector)
     b_parts, data, blocks = [], [], []
     for batch in C.batches:  # one vectorized expression per kind of group (at most a few), never per group
