@@ -170,6 +170,9 @@ class ModelArrays:
     row_order: np.ndarray
     #: The complementarity rows (dry joints, Coulomb bounds, contacts) as batches of friction groups
     complementarity: ComplementarityArrays
+    #: The applied forces: their bodies (na,) and forces (ParamTable of 3 na, row-major (na, 3)) [N], world frame
+    applied_body: np.ndarray
+    applied_force: ParamTable
     #: The observations: index into the concatenation [position functions (n_pos,), r.reshape(-1) (3 nb,)]
     observation_index: np.ndarray
     #: (rows, cols), each (n_pos * 12,): where the derivative of position function o (in the concatenation
@@ -270,6 +273,7 @@ def compile_arrays(model: RigidModel) -> ModelArrays:
     from mbfg.rigid.friction import ComplementarityArrays, compile_complementarity  # it imports this module
 
     batches, b_order, b_source, b_sign, friction_tables = compile_complementarity(L, names.table)
+    applied_force = names.table([x for f in model.applied for x in f.force])
     zero = len(names.index)
 
     def done(t: ParamTable) -> ParamTable:
@@ -313,6 +317,8 @@ def compile_arrays(model: RigidModel) -> ModelArrays:
         viscous=RowKind(index(vis_src)),
         motor=RowKind(index(mot_src), index(mot_u)),
         row_order=row_order,
+        applied_body=index([model.body_index[f.body] for f in model.applied]),
+        applied_force=done(applied_force),
         complementarity=ComplementarityArrays(batches, b_order, b_source, b_sign,
                                               _bundle({k: done(t) for k, t in friction_tables.items()})),
         observation_index=index(observation_index),

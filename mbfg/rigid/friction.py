@@ -123,6 +123,11 @@ class FrictionBatch:
     translational: np.ndarray
     key: str
 
+    def parameters(self, values: Mapping[str, jnp.ndarray]) -> dict[str, jnp.ndarray]:
+        """This batch's parameters, by name without the key, from :attr:`ComplementarityArrays.parameters` of the
+        model's parameter vector: each (G,), a dry joint's "eps" (G n_g,)."""
+        return {name[len(self.key):]: v for name, v in values.items() if name.startswith(self.key)}
+
 
 @dataclass(frozen=True)
 class ComplementarityArrays:
@@ -235,7 +240,7 @@ def complementarity_rows(
     param = C.parameters(vector)
     b_parts, data, blocks = [], [], []
     for batch in C.batches:  # one vectorized expression per kind of group (at most a few), never per group
-        P = {name[len(batch.key):]: v for name, v in param.items() if name.startswith(batch.key)}
+        P = batch.parameters(param)
         G, n_N, m = batch.groups.rows.shape[0], batch.groups.n_N, batch.groups.m
         delta = jnp.full(G, SIGMA_REGULARIZATION)
         eps_t = jnp.tile(P["eps_t"][:, None], (1, m))

@@ -22,7 +22,7 @@ from mbfg import quaternion as quat
 from mbfg._jax import Array, jax, jnp
 from mbfg.errors import ModelError
 from mbfg.parameters import Parameter, ParameterSet
-from mbfg.parts import AppliedForce, Axial, Body, Contact, Frame, Hinge, Joint, Prismatic, resolve, resolve3
+from mbfg.parts import AppliedForce, Axial, Body, Contact, Frame, Hinge, Joint, Prismatic
 from mbfg.rigid import kinematics
 from mbfg.rigid.arrays import compile_arrays, take
 from mbfg.rigid.layout import Rows, _Layout, make_layout
@@ -167,8 +167,10 @@ class RigidModel:
         ``mass``: :meth:`mass_diagonal` of ``p`` when the caller has it."""
         M = (self.mass_diagonal(p) if mass is None else mass).reshape(-1, 6)
         f_lin = M[:, :3] * self.gravity(p)
-        for f in self.applied:
-            f_lin = f_lin.at[self.body_index[f.body]].add(resolve3(f.force, p))
+        if self.applied:  # every applied force in one scatter-add
+            X = self.arrays
+            forces = X.applied_force(X.parameter_vector(p)).reshape(-1, 3)
+            f_lin = f_lin.at[X.applied_body].add(forces)
         torque = -jnp.cross(state.w, M[:, 3:] * state.w)
         return jnp.concatenate([f_lin, torque], axis=1).reshape(-1)
 
@@ -285,22 +287,29 @@ class RigidModel:
         return take(jnp.concatenate([f_pos, jnp.reshape(state.r, -1)]), self.arrays.observation_index)
 
     def energy(self, state: State, p: Mapping[str, Any]) -> jnp.ndarray:
-        """Kinetic + gravitational + constraint (0.5 g^T eps^-1 g) + motor-shaft energy [J]."""
-        M = self.mass_diagonal(p)
+        """Kinetic + gravitational + constraint (0.5 g^T eps^-1 g) + motor-shaft energy [J].
+
+        The constraint term sums over every joint's rows (a dry joint's too) and every contact's penetration
+        (``min(gap, 0)``); each kind of row one vectorized expression over the model's arrays."""
+        X = self.arrays
+        vector = X.parameter_vector(p)
+        M = X.mass(vector)
         vel = state.velocity()
         E = 0.5 * vel @ (M * vel) - jnp.sum(M.reshape(-1, 6)[:, 0] * (state.r @ self.gravity(p)))
         f_pos, J_pos = self.position_jacobian(state, p)
-        for block in self.layout.blocks:
-            kind, j = block[0], block[1]
-            if kind in ("holonomic", "dry_joint"):
-                eps, _ = self._compliance(j, p)
-                g = f_pos[block[2]]
-                E = E + 0.5 * jnp.sum(g * g / eps)
-            elif kind == "motor":
-                E = E + 0.5 * resolve(j.motor.shaft_inertia, p) * (J_pos[block[2]] @ vel) ** 2
-            elif kind == "contact":
-                gap = jnp.minimum(f_pos[block[2].start], 0.0)
-                E = E + 0.5 * gap * gap / resolve(j.eps, p)
+        rows = X.row_parameters(vector)
+        g = take(f_pos, X.holonomic.source)
+        E = E + 0.5 * jnp.sum(g * g / rows["eps"]) + 0.5 * jnp.sum(rows["J"] * take(J_pos @ vel, X.motor.source) ** 2)
+        C = X.complementarity
+        friction = C.parameters(vector)
+        for batch in C.batches:  # one per kind of friction group (a small constant), never per joint
+            P = batch.parameters(friction)
+            if batch.kind == "dry":
+                g = take(f_pos, batch.pos.reshape(-1))
+                E = E + 0.5 * jnp.sum(g * g / P["eps"])
+            elif batch.kind == "contact":
+                gap = jnp.minimum(take(f_pos, batch.pos[:, 0]), 0.0)
+                E = E + 0.5 * jnp.sum(gap * gap / P["eps"])
         return E
 
     # -- states ----------------------------------------------------------------------
