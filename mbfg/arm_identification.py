@@ -34,12 +34,17 @@ from mbfg.adapter import FactorType
 from mbfg.base_parameters import BaseParameterOptions, BaseParameters, column_base_parameters, random_states
 from mbfg.errors import MbfgError
 from mbfg.inverse_dynamics import GRAVITY, regressor
-from mbfg.joint_friction import FrictionModel, friction_regressor
+from mbfg.joint_friction import DEFAULT_MODEL, FrictionModel, friction_regressor
 from mbfg.keys import P
 from mbfg.kinematic_tree import KinematicTree
 from mbfg.lm_config import LMConfig
 from mbfg.noise import noise_model
-from mbfg.pseudo_inertia import LOG_CHOLESKY_NAMES, log_cholesky_from_standard, pseudo_inertia, standard_from_log_cholesky
+from mbfg.pseudo_inertia import (
+    LOG_CHOLESKY_NAMES,
+    log_cholesky_from_standard,
+    pseudo_inertia,
+    standard_from_log_cholesky,
+)
 from mbfg.solvers import LMResult, bounded_levenberg_marquardt
 from mbfg.var_kinds import VECTOR
 
@@ -52,7 +57,7 @@ def parameter_names(tree: KinematicTree, model: FrictionModel) -> tuple[str, ...
     return tree.parameter_names + model.parameter_names(tree.joints)
 
 
-def stacked_regressor(tree: KinematicTree, q: Any, qd: Any, qdd: Any, model: FrictionModel = FrictionModel(),
+def stacked_regressor(tree: KinematicTree, q: Any, qd: Any, qdd: Any, model: FrictionModel = DEFAULT_MODEL,
                       gravity: tuple[float, float, float] = GRAVITY) -> np.ndarray:
     """W (T, n, 10 n + k n) of samples q, qd, qdd (T, n): inverse-dynamics columns, then friction columns."""
     Y = regressor(tree, q, qd, qdd, gravity)
@@ -60,7 +65,7 @@ def stacked_regressor(tree: KinematicTree, q: Any, qd: Any, qdd: Any, model: Fri
                                                  np.asarray(qdd, dtype=float).reshape(Y.shape[:2]), model)], axis=2)
 
 
-def extended_base_parameters(tree: KinematicTree, model: FrictionModel = FrictionModel(),
+def extended_base_parameters(tree: KinematicTree, model: FrictionModel = DEFAULT_MODEL,
                              options: BaseParameterOptions | None = None,
                              gravity: tuple[float, float, float] = GRAVITY) -> BaseParameters:
     """The base parameters of inertia and friction together (:func:`mbfg.base_parameters.column_base_parameters`
@@ -108,7 +113,7 @@ def _base_statistics(Wb: np.ndarray, residual: np.ndarray) -> tuple[np.ndarray, 
 
 
 def least_squares_identification(tree: KinematicTree, W: Any, tau: Any, base: BaseParameters,
-                                 model: FrictionModel = FrictionModel()) -> LeastSquaresIdentification:
+                                 model: FrictionModel = DEFAULT_MODEL) -> LeastSquaresIdentification:
     """Least squares of the base columns of ``W`` (T, n, p) on ``tau`` (T, n) [N m] (module docstring)."""
     W, tau = _stacked(W, tau, tree, model)
     Wb = W[:, base.independent]
@@ -131,9 +136,14 @@ def _prior_residual(theta: jnp.ndarray, theta0: jnp.ndarray, weights: jnp.ndarra
 _ARM_TORQUES = FactorType("arm_identification_torques", _residual, (VECTOR, VECTOR))
 _ARM_PRIOR = FactorType("arm_identification_prior", _prior_residual, (VECTOR,))
 
-#: The default prior standard deviations of one link's log-Cholesky coordinates (:data:`LOG_CHOLESKY_NAMES`):
-#: 1 for alpha and d (a factor e in the mass and in the spread of the mass along each axis), 0.1 m for s and t
-#: (t is the centre of mass [m]).
+#: The LM's options unless given: Nielsen's damping update (Madsen, Nielsen and Tingleff 2004), which keeps the
+#: damping of a step the linearization predicted badly; with the tenfold rule the exponential coordinates take
+#: long steps early and the solve crawls back along the min_spread bound for hundreds of iterations.
+DEFAULT_CONFIG = LMConfig(max_iterations=200, damping_update="nielsen")
+
+#: A weak prior's standard deviations of one link's log-Cholesky coordinates (:data:`LOG_CHOLESKY_NAMES`):
+#: 10 for alpha and d (log of the square root of the mass, and of the spreads of the mass about the centre of mass
+#: [m]), 1 m for s and t (t is the centre of mass [m]).
 PRIOR_SIGMA = (10.0, 10.0, 10.0, 10.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
 
 
@@ -163,19 +173,25 @@ def friction_bounds(n: int, model: FrictionModel) -> tuple[np.ndarray, np.ndarra
 
 
 def consistent_identification(tree: KinematicTree, W: Any, tau: Any, pi0: Any, phi0: Any,
-                              model: FrictionModel = FrictionModel(), config: LMConfig = LMConfig(),
+                              model: FrictionModel = DEFAULT_MODEL, config: LMConfig | None = None,
                               base: BaseParameters | None = None, sigma: float = 1.0,
-                              prior_sigma: Any = PRIOR_SIGMA,
+                              prior_sigma: Any = None, min_spread: float = 1e-4,
                               on_iteration: Callable[[dict[str, float], np.ndarray, np.ndarray], None] | None = None,
                               quiet: bool = True) -> ConsistentIdentification:
     """The LM over log-Cholesky coordinates and friction (module docstring) from ``pi0`` (n, 10), physically
     consistent (MbfgError naming the link otherwise), and ``phi0`` (n, k) within the friction bounds.
 
-    ``sigma``: the torque noise's standard deviation [N m] (weights the residual; the solution does not depend
-    on it); ``base``: when given, the base parameters of the solution and their standard deviations are filled
+    ``sigma``: the torque noise's standard deviation [N m] (weights the residual against the prior);
+    ``prior_sigma``: (10,) or (n, 10) standard deviations of a prior on theta about the start (None, the default:
+    none; :data:`PRIOR_SIGMA` is a weak one), which holds the directions no torque sees and biases the rest by
+    its weight: without it they stay at the start (zero gradient);
+    ``min_spread``: [m] the lower bound of e^d1, e^d2, e^d3, the spreads of each link's mass about its centre
+    of mass (U's diagonal, over e^alpha): Marquardt's scaling otherwise lets a weakly seen d take a step to
+    -20 or beyond, a body flat to round-off whose pseudo-inertia is positive definite only in exact arithmetic; ``base``: when given, the base parameters of the solution and their standard deviations are filled
     in; ``on_iteration(row, pi, phi)``: called after each iteration with the LM's history row and the point.
     """
     W, tau = _stacked(W, tau, tree, model)
+    config = config or DEFAULT_CONFIG
     n, k = tree.n, model.size
     theta0 = log_cholesky_from_standard(np.asarray(pi0, dtype=float).reshape(n, 10), tree.links)
     phi0 = np.asarray(phi0, dtype=float).reshape(-1)
@@ -188,6 +204,14 @@ def consistent_identification(tree: KinematicTree, W: Any, tau: Any, pi0: Any, p
                         f"[{lower[i]:g}, {upper[i]:g}]")
     if not (np.isfinite(sigma) and sigma > 0.0):
         raise MbfgError(f"sigma: expected a finite number > 0 [N m], got {sigma!r}")
+    if not (np.isfinite(min_spread) and min_spread > 0.0):
+        raise MbfgError(f"min_spread: expected a finite number > 0 [m], got {min_spread!r}")
+    theta_lower = np.full((n, 10), -np.inf)
+    theta_lower[:, 1:4] = np.log(min_spread)
+    for link, d in np.argwhere(theta0 < theta_lower):
+        raise MbfgError(f"pi0: {tree.links[link]}: its mass spreads {np.exp(theta0[link, d]):.3g} m along "
+                        f"{LOG_CHOLESKY_NAMES[d]} (exp {LOG_CHOLESKY_NAMES[d]}); expected at least min_spread = "
+                        f"{min_spread:g} m")
 
     graph = gtsam.NonlinearFactorGraph()
     graph.add(_ARM_TORQUES.make([THETA_KEY, PHI_KEY], noise_model(sigma, W.shape[0]), W, tau))
@@ -208,7 +232,9 @@ def consistent_identification(tree: KinematicTree, W: Any, tau: Any, pi0: Any, p
             on_iteration(row, np.asarray(standard_from_log_cholesky(theta.reshape(n, 10))),
                          current.atVector(PHI_KEY).reshape(n, k))
 
-    lm = bounded_levenberg_marquardt(graph, values, {PHI_KEY: (lower, upper)}, config, quiet=quiet,
+    bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {THETA_KEY: (theta_lower.ravel(), np.full(10 * n, np.inf)),
+                                                        PHI_KEY: (lower, upper)}
+    lm = bounded_levenberg_marquardt(graph, values, bounds, config, quiet=quiet,
                                      label="arm identification", on_iteration=record)
     theta = lm.values.atVector(THETA_KEY).reshape(n, 10)
     pi = np.asarray(standard_from_log_cholesky(theta))
@@ -228,6 +254,6 @@ def _min_eigenvalues(theta: np.ndarray) -> np.ndarray:
     return np.linalg.eigvalsh(J)[:, 0]
 
 
-__all__ = ["PHI_KEY", "THETA_KEY", "ConsistentIdentification", "LeastSquaresIdentification",
+__all__ = ["DEFAULT_CONFIG", "PHI_KEY", "PRIOR_SIGMA", "THETA_KEY", "ConsistentIdentification", "LeastSquaresIdentification",
            "consistent_identification", "extended_base_parameters", "friction_bounds", "least_squares_identification",
            "parameter_names", "stacked_regressor"]

@@ -55,13 +55,17 @@ class FrictionModel:
         return tuple(f"{p}_{j}" for j in joints for p in self.names)
 
 
+#: The model of a joint without options: sign(qd) Coulomb friction and a rotor inertia.
+DEFAULT_MODEL = FrictionModel()
+
+
 def coulomb_shape(qd: Any, width: float) -> Any:
     """s(qd): sign(qd) for width 0, tanh(qd / width) otherwise (module docstring); JAX or NumPy arrays."""
     xp = jnp if isinstance(qd, jnp.ndarray) else np
     return xp.sign(qd) if width == 0.0 else xp.tanh(qd / width)
 
 
-def friction_regressor(qd: Any, qdd: Any, model: FrictionModel = FrictionModel()) -> Any:
+def friction_regressor(qd: Any, qdd: Any, model: FrictionModel = DEFAULT_MODEL) -> Any:
     """The friction columns (T, n, k n) of rates and accelerations (T, n): row i of sample t holds joint i's
     [qd_i, s(qd_i), 1, (qdd_i)] at its own k columns, zeros elsewhere (block diagonal)."""
     xp = jnp if isinstance(qd, jnp.ndarray) else np
@@ -75,7 +79,7 @@ def friction_regressor(qd: Any, qdd: Any, model: FrictionModel = FrictionModel()
     return (eye[None, :, :, None] * block[:, :, None, :]).reshape(T, n, n * model.size)
 
 
-def friction_torques(phi: Any, qd: Any, qdd: Any, model: FrictionModel = FrictionModel()) -> np.ndarray:
+def friction_torques(phi: Any, qd: Any, qdd: Any, model: FrictionModel = DEFAULT_MODEL) -> np.ndarray:
     """tau_f (T, n) [N m] of the law in the module docstring, joint by joint, for parameters ``phi`` (n, k)."""
     phi = np.asarray(phi, dtype=float).reshape(-1, model.size)
     qd, qdd = np.asarray(qd, dtype=float), np.asarray(qdd, dtype=float)
@@ -94,4 +98,4 @@ def reflected_rotor_inertia(rotor_inertia: Any, gear_ratio: Any) -> np.ndarray:
     return kr**2 * Im
 
 
-__all__ = ["FrictionModel", "coulomb_shape", "friction_regressor", "friction_torques", "reflected_rotor_inertia"]
+__all__ = ["DEFAULT_MODEL", "FrictionModel", "coulomb_shape", "friction_regressor", "friction_torques", "reflected_rotor_inertia"]
