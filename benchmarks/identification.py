@@ -158,7 +158,7 @@ def main() -> None:
     ours = summary(f"mbfg LM ({result.lm.status}: {result.lm.message})", lm_wall, result.lm.iterations,
                    result.base_values, result.base_std, result.phi, pred.reshape(-1, n))
     at_bound = [tree.links[k] for k in np.flatnonzero(np.any(result.theta[:, 1:4] <= np.log(1e-4) + 1e-9, axis=1))]
-    ours.update(status=result.lm.status, iterates_checked=len(eig), min_pseudo_inertia_eigenvalue=float(eig.min()),
+    ours.update(lm_history_wall_s=round(result.lm.history[-1]["wall_s"], 2), status=result.lm.status, iterates_checked=len(eig), min_pseudo_inertia_eigenvalue=float(eig.min()),
                 iterates_positive_definite=bool(np.all(eig > 0.0)), links_at_spread_bound=", ".join(at_bound))
     print(f"mbfg: {len(eig)} iterates, smallest pseudo-inertia eigenvalue {eig.min():.3g} kg m^2 "
           f"(all positive: {bool(np.all(eig > 0.0))}); links ending at the 0.1 mm spread bound: {at_bound}")

@@ -14,9 +14,15 @@ Both take the stacked regressor of a trajectory (:func:`stacked_regressor`): the
   on the same residual W x - tau, over the log-Cholesky coordinates theta of every link's pseudo-inertia
   (:mod:`mbfg.pseudo_inertia`; Rucker and Wensing 2022) and the friction parameters, with the bounds
   F_v >= 0, F_c >= 0, I_a >= 0 (F_o free). Every iterate is a physically consistent arm by construction: pi(theta)
-  has a positive-definite pseudo-inertia for every theta, and the LM keeps the box exactly. The directions
-  no torque sees (:attr:`mbfg.base_parameters.BaseParameters.unidentifiable`) stay where the start puts them:
-  their gradient is zero.
+  has a positive-definite pseudo-inertia for every theta, and the LM keeps the box exactly. One more bound
+  keeps that true in floating point: each link's mass spreads at least ``min_spread`` about its centre of
+  mass (e^d_i >= min_spread), so no iterate is a body flat to round-off. The directions no torque sees
+  (:attr:`mbfg.base_parameters.BaseParameters.unidentifiable`) stay where the start puts them (their
+  gradient is zero) unless a prior on theta is given.
+
+Both estimate the same base parameters when the least-squares estimate is itself consistent; where noise puts
+it outside the consistent set, the LM ends on the boundary (a spread at ``min_spread``), and its base
+parameters are the nearest consistent ones in the torques' metric.
 """
 
 from __future__ import annotations

@@ -68,6 +68,16 @@ def _pseudo_inertia_eigenvalues(pi: np.ndarray) -> np.ndarray:
     return np.array(out)
 
 
+def test_rotor_inertia_about_the_vertical_first_axis_merges_with_the_first_links_izz(log):
+    """Joint 1 turns about the base's z: its reflected rotor inertia and link 1's I_zz reach only tau_1, both
+    through qdd_1, so only their sum is a base parameter; the rotors of the other joints are their own."""
+    _, _, _, base, _ = log
+    (merged,) = [e for e in base.expressions if "Ia_j1" in e]
+    assert "Izz_link1" in merged
+    assert "Ia_j3" in base.expressions
+    assert any("Ia_j1" in u and "Izz_link1" in u for u in base.unidentifiable)
+
+
 def test_least_squares_on_noiseless_torques_recovers_the_base_parameters(log):
     tree, W, tau, base, truth = log
     result = least_squares_identification(tree, W, tau, base, MODEL)
@@ -103,5 +113,10 @@ def test_an_inconsistent_start_or_friction_outside_its_bounds_is_refused_by_name
     phi0[2, 1] = -0.1
     with pytest.raises(MbfgError, match="Fc_j3 = -0.1 is outside its bounds"):
         consistent_identification(tree, W, tau, tree.pi, phi0, MODEL)
+    flat = log_cholesky_from_standard(tree.pi)
+    flat[2, 2] = np.log(1e-5)  # link 3's mass spread 0.01 mm: below min_spread
+    with pytest.raises(MbfgError, match="link3: its mass spreads 1e-05 m along d2"):
+        consistent_identification(tree, W, tau, np.asarray(standard_from_log_cholesky(flat)), np.zeros((3, 4)), MODEL,
+                                  min_spread=1e-4)
     with pytest.raises(MbfgError, match="tau: expected 1200 torques"):
         least_squares_identification(tree, W, tau[:-1], base, MODEL)
