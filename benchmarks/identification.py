@@ -107,13 +107,13 @@ def main() -> None:
     W_held = stacked_regressor(tree, qh, qdh, qddh, MODEL)
     friction_columns = [k for k in range(n * MODEL.size) if k % MODEL.size < 3]
 
-    def summary(name, wall, iterations, values, std, phi, prediction):
+    def summary(name, wall, iterations, values, std, phi, prediction, sigma):
         rel = np.abs(values - truth_base) / np.abs(truth_base)
         in_std = np.abs(values - truth_base) / std
         f_rel = np.abs(phi.ravel()[friction_columns] - FRICTION.ravel()[friction_columns]) / np.abs(
             FRICTION.ravel()[friction_columns])
         rms = np.sqrt(np.mean((prediction - tau_h) ** 2, axis=0))
-        row = {"wall_s": round(wall, 2), "iterations": iterations, "base_parameters": base.rank,
+        row = {"wall_s": round(wall, 2), "iterations": iterations, "residual_rms_Nm": sigma, "base_parameters": base.rank,
                "base_rel_error_max": float(rel.max()), "base_rel_error_median": float(np.median(rel)),
                "base_within_1pct": int(np.sum(rel <= 0.01)), "base_within_1pct_or_2std": int(np.sum((rel <= 0.01)
                                                                                                     | (in_std <= 2.0))),
@@ -123,7 +123,7 @@ def main() -> None:
                "friction_rel_error_max_by_kind": {kind: float(f_rel.reshape(n, 3)[:, j].max())
                                                   for j, kind in enumerate(("Fv", "Fc", "Fo"))},
                "heldout_rms_Nm": [round(float(x), 4) for x in rms]}
-        print(f"{name}: {wall:.2f} s, {iterations} iterations; base parameters ({base.rank}): relative error max "
+        print(f"{name}: {wall:.2f} s, {iterations} iterations, residual RMS {sigma:.7g} N m; base parameters ({base.rank}): relative error max "
               f"{rel.max():.3g}, median {np.median(rel):.3g}, {row['base_within_1pct']} within 1 %, "
               f"{row['base_within_1pct_or_2std']} within 1 % or 2 std (std error max {in_std.max():.3g}, median "
               f"{np.median(in_std):.3g}); friction F_v, F_c, F_o: relative error max {f_rel.max():.3g}, median "
@@ -140,7 +140,8 @@ def main() -> None:
     for k, col in enumerate(base.independent):  # friction that is its own base parameter (every F_v, F_c, F_o)
         if col >= 10 * n:
             phi_ls[col - 10 * n] = ls.values[k]
-    peer = summary("least squares (peer)", ls_wall, 1, ls.values, ls.std, phi_ls, pred_ls.reshape(-1, n))
+    peer = summary("least squares (peer)", ls_wall, 1, ls.values, ls.std, phi_ls, pred_ls.reshape(-1, n),
+                   ls.sigma)
 
     theta0 = log_cholesky_from_standard(tree.pi)
     theta0 = theta0 + rng.normal(0.0, 1.0, theta0.shape) * np.array([0.05, 0.2, 0.2, 0.2, 0.0, 0.0, 0.0, 0.01, 0.01, 0.01])
@@ -156,7 +157,7 @@ def main() -> None:
     x = np.concatenate([result.pi.ravel(), result.phi.ravel()])
     pred = W_held.reshape(-1, W.shape[1]) @ x
     ours = summary(f"mbfg LM ({result.lm.status}: {result.lm.message})", lm_wall, result.lm.iterations,
-                   result.base_values, result.base_std, result.phi, pred.reshape(-1, n))
+                   result.base_values, result.base_std, result.phi, pred.reshape(-1, n), result.sigma)
     at_bound = [tree.links[k] for k in np.flatnonzero(np.any(result.theta[:, 1:4] <= np.log(1e-4) + 1e-9, axis=1))]
     ours.update(lm_history_wall_s=round(result.lm.history[-1]["wall_s"], 2), status=result.lm.status, iterates_checked=len(eig), min_pseudo_inertia_eigenvalue=float(eig.min()),
                 iterates_positive_definite=bool(np.all(eig > 0.0)), links_at_spread_bound=", ".join(at_bound))
