@@ -122,6 +122,9 @@ def least_squares_identification(tree: KinematicTree, W: Any, tau: Any, base: Ba
                                  model: FrictionModel = DEFAULT_MODEL) -> LeastSquaresIdentification:
     """Least squares of the base columns of ``W`` (T, n, p) on ``tau`` (T, n) [N m] (module docstring)."""
     W, tau = _stacked(W, tau, tree, model)
+    if W.shape[0] <= base.rank:
+        raise MbfgError(f"W: {W.shape[0]} torques for {base.rank} base parameters; expected more torques than base "
+                        f"parameters (a longer log)")
     Wb = W[:, base.independent]
     values, *_ = np.linalg.lstsq(Wb, tau, rcond=None)
     std, sigma = _base_statistics(Wb, tau - Wb @ values)

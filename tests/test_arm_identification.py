@@ -120,3 +120,5 @@ def test_an_inconsistent_start_or_friction_outside_its_bounds_is_refused_by_name
                                   min_spread=1e-4)
     with pytest.raises(MbfgError, match="tau: expected 1200 torques"):
         least_squares_identification(tree, W, tau[:-1], base, MODEL)
+    with pytest.raises(MbfgError, match="W: 24 torques for 25 base parameters"):
+        least_squares_identification(tree, W[:8], tau[:8], base, MODEL)
