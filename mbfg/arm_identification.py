@@ -51,6 +51,7 @@ from mbfg.pseudo_inertia import (
     pseudo_inertia,
     standard_from_log_cholesky,
 )
+from mbfg.registry import register
 from mbfg.solvers import LMResult, bounded_levenberg_marquardt
 from mbfg.var_kinds import VECTOR
 
@@ -142,8 +143,20 @@ def _prior_residual(theta: jnp.ndarray, theta0: jnp.ndarray, weights: jnp.ndarra
     return (theta - theta0) * weights
 
 
-_ARM_TORQUES = FactorType("arm_identification_torques", _residual, (VECTOR, VECTOR))
-_ARM_PRIOR = FactorType("arm_identification_prior", _prior_residual, (VECTOR,))
+def _torques_example(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    """Two links with the friction law's three parameters per joint; 7 torques of a random regressor."""
+    theta, phi = 0.3 * rng.standard_normal(20), rng.uniform(0.01, 0.5, 6)
+    return (theta, phi), (rng.standard_normal((7, 26)), rng.standard_normal(7))
+
+
+def _prior_example(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    return (0.3 * rng.standard_normal(20),), (0.3 * rng.standard_normal(20), rng.uniform(0.5, 2.0, 20))
+
+
+#: The inverse-dynamics torques of the log-Cholesky parameters (Rucker and Wensing 2022) and the friction law, and
+#: the optional prior on the log-Cholesky coordinates: both through the shared Jacobian battery.
+ARM_TORQUES = register(FactorType("arm_identification_torques", _residual, (VECTOR, VECTOR), example=_torques_example))
+ARM_PRIOR = register(FactorType("arm_identification_prior", _prior_residual, (VECTOR,), example=_prior_example))
 
 #: The LM's options unless given: Nielsen's damping update (Madsen, Nielsen and Tingleff 2004), which keeps the
 #: damping of a step the linearization predicted badly; with the tenfold rule the exponential coordinates take
@@ -223,12 +236,12 @@ def consistent_identification(tree: KinematicTree, W: Any, tau: Any, pi0: Any, p
                         f"{min_spread:g} m")
 
     graph = gtsam.NonlinearFactorGraph()
-    graph.add(_ARM_TORQUES.make([THETA_KEY, PHI_KEY], noise_model(sigma, W.shape[0]), W, tau))
+    graph.add(ARM_TORQUES.make([THETA_KEY, PHI_KEY], noise_model(sigma, W.shape[0]), W, tau))
     if prior_sigma is not None:
         ps = np.broadcast_to(np.asarray(prior_sigma, dtype=float), (n, 10)).ravel()
         if not (np.all(np.isfinite(ps)) and np.all(ps > 0.0)):
             raise MbfgError(f"prior_sigma: expected finite numbers > 0, (10,) or (n, 10), got {prior_sigma!r}")
-        graph.add(_ARM_PRIOR.make([THETA_KEY], noise_model(1.0, 10 * n), theta0.ravel(), 1.0 / ps))
+        graph.add(ARM_PRIOR.make([THETA_KEY], noise_model(1.0, 10 * n), theta0.ravel(), 1.0 / ps))
     values = gtsam.Values()
     values.insert(THETA_KEY, theta0.ravel())
     values.insert(PHI_KEY, phi0)
