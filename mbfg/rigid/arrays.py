@@ -272,7 +272,7 @@ def compile_arrays(model: RigidModel) -> ModelArrays:
 
     from mbfg.rigid.friction import ComplementarityArrays, compile_complementarity  # it imports this module
 
-    batches, b_order, b_source, b_sign, friction_tables = compile_complementarity(L, names.table)
+    batches, b_order, b_source, b_sign, friction_tables = compile_complementarity(L.blocks, L.n_B, names.table)
     applied_force = names.table([x for f in model.applied for x in f.force])
     zero = len(names.index)
 

@@ -10,9 +10,9 @@ contact's normal row.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -21,9 +21,6 @@ from mbfg._jax import jax, jnp
 from mbfg.parts import ROTATIONAL_FRICTION_DISTANCE, SIGMA_REGULARIZATION, Axial, ParamLike, resolve
 from mbfg.rigid.arrays import ParamBundle, ParamTable, take
 from mbfg.rigid.joint_types import joint_type
-
-if TYPE_CHECKING:
-    from mbfg.rigid.layout import _Layout
 
 
 def stribeck_term(delta: Any, rate_s: Any, rate: Any) -> Any:
@@ -142,14 +139,15 @@ class ComplementarityArrays:
     parameters: ParamBundle
 
 
-def compile_complementarity(layout: _Layout, table: Any) -> tuple[tuple[FrictionBatch, ...], np.ndarray, np.ndarray,
-                                                                   np.ndarray, dict[str, ParamTable]]:
-    """(batches, order, source, sign, parameter tables by name) of a model's layout; ``table(values)`` makes the
-    :class:`~mbfg.rigid.arrays.ParamTable` of a list of parameter expressions (their zero slot set later)."""
-    n_B = layout.n_B
+def compile_complementarity(blocks: Sequence[tuple[Any, ...]], n_B: int, table: Any
+                            ) -> tuple[tuple[FrictionBatch, ...], np.ndarray, np.ndarray, np.ndarray,
+                                       dict[str, ParamTable]]:
+    """(batches, order, source, sign, parameter tables by name) of a model's layout: its ``blocks`` and its n_B
+    complementarity rows; ``table(values)`` makes the :class:`~mbfg.rigid.arrays.ParamTable` of a list of
+    parameter expressions (their zero slot set later)."""
     source, sign = np.zeros(n_B, dtype=np.int64), np.zeros(n_B)
     members: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
-    for block in layout.blocks:  # static bookkeeping, once per model
+    for block in blocks:  # static bookkeeping, once per model
         if block[0] == "dry_joint":
             _, j, pos, coordinate, i0 = block
             n_g = pos.stop - pos.start
@@ -172,31 +170,31 @@ def compile_complementarity(layout: _Layout, table: Any) -> tuple[tuple[Friction
     def add(key: str, name: str, values: list[ParamLike]) -> None:
         tables[key + name] = table(values)
 
-    for b, ((kind, n_g), blocks) in enumerate(members.items()):
+    for b, ((kind, n_g), group_blocks) in enumerate(members.items()):
         key = f"{b}."
-        parts = [blk[1] for blk in blocks]
+        parts = [blk[1] for blk in group_blocks]
         if kind == "dry":
-            i0 = np.array([blk[4] for blk in blocks])
+            i0 = np.array([blk[4] for blk in group_blocks])
             n_N, m = 2 * n_g, 1
-            pos = np.array([np.arange(blk[2].start, blk[2].stop) for blk in blocks], dtype=np.int64)
-            coordinate = np.array([blk[3] for blk in blocks], dtype=np.int64)
+            pos = np.array([np.arange(blk[2].start, blk[2].stop) for blk in group_blocks], dtype=np.int64)
+            coordinate = np.array([blk[3] for blk in group_blocks], dtype=np.int64)
             lin = np.array([np.arange(n_g) < joint_type(j).n_lin for j in parts], dtype=float)
             translational = np.concatenate([lin, lin], axis=1)
             add(key, "eps", [e for j in parts for e in joint_type(j).compliance(j)])
             add(key, "tau", [j.tau for j in parts])
             add(key, "dry", [j.dry for j in parts])
         elif kind == "coulomb":
-            i0 = np.array([blk[3] for blk in blocks])
+            i0 = np.array([blk[3] for blk in group_blocks])
             n_N, m = 0, 1
-            pos = np.zeros((len(blocks), 0), dtype=np.int64)
-            coordinate = np.array([blk[2] for blk in blocks], dtype=np.int64)
-            translational = np.zeros((len(blocks), 0))
+            pos = np.zeros((len(group_blocks), 0), dtype=np.int64)
+            coordinate = np.array([blk[2] for blk in group_blocks], dtype=np.int64)
+            translational = np.zeros((len(group_blocks), 0))
         else:
-            i0 = np.array([blk[3] for blk in blocks])
+            i0 = np.array([blk[3] for blk in group_blocks])
             n_N, m = 1, 2
-            pos = np.array([np.arange(blk[2].start, blk[2].stop) for blk in blocks], dtype=np.int64)
+            pos = np.array([np.arange(blk[2].start, blk[2].stop) for blk in group_blocks], dtype=np.int64)
             coordinate = np.zeros(0, dtype=np.int64)
-            translational = np.zeros((len(blocks), 0))
+            translational = np.zeros((len(group_blocks), 0))
             add(key, "eps", [c.eps for c in parts])
             add(key, "tau", [c.tau for c in parts])
             add(key, "mu", [c.mu for c in parts])
