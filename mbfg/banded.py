@@ -32,9 +32,6 @@ from mbfg.vectorized import LinearArrays, VectorizedGraph
 #: one-body chain's states have 12 columns and a bandwidth of 23; a five-body chain's, 71 and 143.
 BAND_LIMIT = 200
 
-#: Factors per chunk of the normal equations' assembly (bounds the (chunk, width, width) Gram arrays' memory).
-CHUNK = 2048
-
 
 @dataclass
 class FlatStep:
@@ -106,33 +103,55 @@ class NormalEquations:
 
 
 def normal_equations(arrays: LinearArrays, layout: BandLayout) -> NormalEquations:
-    """The normal equations of ``arrays``' system in ``layout`` (every factor's Gram matrix, summed)."""
+    """The normal equations of ``arrays``' system in ``layout``: every factor's Gram matrix, summed, one pair of
+    its slots (blocks) at a time over all factors of a group."""
     nb, nt, width = layout.n_band, layout.n_tail, layout.bandwidth + 1
-    band = np.zeros(width * nb)
-    coupling = np.zeros(nb * nt)
-    tail = np.zeros(nt * nt)
+    band = np.zeros((width, nb))
+    coupling = np.zeros((nb, nt))
+    tail = np.zeros((nt, nt))
     gradient = np.zeros(layout.position.size)
-    parts = [(np.concatenate(A, axis=2), r, np.concatenate(columns, axis=1)) for r, A, columns, _ in arrays.groups]
-    parts += [(A[None], r[None], cols[None]) for _, A, r, cols in arrays.others]
-    for A_all, r_all, cols_all in parts:
-        for first in range(0, len(r_all), CHUNK):
-            A, r, cols = A_all[first : first + CHUNK], r_all[first : first + CHUNK], cols_all[first : first + CHUNK]
-            gradient += np.bincount(cols.ravel(), weights=np.einsum("nmi,nm->ni", A, r).ravel(),
+    parts = [(A, r, columns) for r, A, columns, _ in arrays.groups]
+    for _, A, r, cols in arrays.others:  # an ordinary factor's columns as two slots: its band and its tail ones
+        in_band = layout.position[cols] < nb
+        slots = [side for side in (in_band, ~in_band) if side.any()]
+        parts.append(([A[None][:, :, side] for side in slots], r[None], [cols[None][:, side] for side in slots]))
+    for A, r, columns in parts:
+        for a, cols in zip(A, columns):
+            gradient += np.bincount(cols.ravel(), weights=np.einsum("nmi,nm->ni", a, r).ravel(),
                                     minlength=gradient.size)
-            gram = np.einsum("nmi,nmj->nij", A, A)
-            pos = layout.position[cols]
-            i, j = pos[:, :, None], pos[:, None, :]
-            i, j = np.broadcast_to(i, gram.shape), np.broadcast_to(j, gram.shape)
-            lower = (i >= j) & (j < nb)
-            in_band = lower & (i < nb)
-            if np.any(i[in_band] - j[in_band] >= width):
-                raise ValueError("a factor couples band columns farther apart than the layout's bandwidth")
-            band += np.bincount(((i - j) * nb + j)[in_band], weights=gram[in_band], minlength=band.size)
-            across = lower & (i >= nb)  # a band column (j) with a tail column (i)
-            coupling += np.bincount((j * nt + i - nb)[across], weights=gram[across], minlength=coupling.size)
-            both = (i >= nb) & (j >= nb)
-            tail += np.bincount(((i - nb) * nt + j - nb)[both], weights=gram[both], minlength=tail.size)
-    return NormalEquations(band.reshape(width, nb), coupling.reshape(nb, nt), tail.reshape(nt, nt), gradient)
+        pos = [layout.position[cols] for cols in columns]
+        for s in range(len(A)):
+            for t in range(len(A)):
+                i, j = pos[s], pos[t]  # (N, size_s), (N, size_t): the positions of the pair's rows and columns
+                row_tail, column_tail = i[0, 0] >= nb, j[0, 0] >= nb  # a block is all band or all tail
+                if (row_tail and not column_tail) or (
+                        not row_tail and not column_tail and np.all(i.max(axis=1) < j.min(axis=1))):
+                    continue  # the transpose of a pair that is added, or all above the diagonal
+                gram = np.matmul(A[s].transpose(0, 2, 1), A[t])  # (N, size_s, size_t)
+                I, J = np.broadcast_arrays(i[:, :, None], j[:, None, :])
+                if row_tail:
+                    np.add.at(tail, (I - nb, J - nb), gram)
+                elif column_tail:
+                    _add(coupling, I, J - nb, gram, unique=_distinct(i))
+                else:
+                    keep = I >= J
+                    _add(band, (I - J)[keep], J[keep], gram[keep], unique=_distinct(j))
+    return NormalEquations(band, coupling, tail, gradient)
+
+
+def _distinct(columns: np.ndarray) -> bool:
+    """Whether the factors of a group put a slot on distinct blocks (columns (N, size): their first columns differ),
+    so that no two of its entries land on the same cell."""
+    first = columns[:, 0]
+    return len(np.unique(first)) == len(first)
+
+
+def _add(target: np.ndarray, rows: np.ndarray, cols: np.ndarray, values: np.ndarray, unique: bool) -> None:
+    """target[rows, cols] += values; a plain fancy-indexed add where no cell repeats (``unique``)."""
+    if unique:
+        target[rows, cols] += values
+    else:
+        np.add.at(target, (rows, cols), values)
 
 
 class BandedLinear:
