@@ -128,30 +128,56 @@ def normal_equations(arrays: LinearArrays, layout: BandLayout) -> NormalEquation
                         not row_tail and not column_tail and np.all(i.max(axis=1) < j.min(axis=1))):
                     continue  # the transpose of a pair that is added, or all above the diagonal
                 gram = np.matmul(A[s].transpose(0, 2, 1), A[t])  # (N, size_s, size_t)
-                I, J = np.broadcast_arrays(i[:, :, None], j[:, None, :])
                 if row_tail:
-                    np.add.at(tail, (I - nb, J - nb), gram)
+                    _add_tail(tail, i - nb, j - nb, gram)
                 elif column_tail:
-                    _add(coupling, I, J - nb, gram, unique=_distinct(i))
+                    _add_coupling(coupling, i, j - nb, gram)
                 else:
-                    keep = I >= J
-                    _add(band, (I - J)[keep], J[keep], gram[keep], unique=_distinct(j))
+                    _add_band(band, i, j, gram)
     return NormalEquations(band, coupling, tail, gradient)
 
 
-def _distinct(columns: np.ndarray) -> bool:
-    """Whether the factors of a group put a slot on distinct blocks (columns (N, size): their first columns differ),
-    so that no two of its entries land on the same cell."""
-    first = columns[:, 0]
-    return len(np.unique(first)) == len(first)
+def _strided(first: np.ndarray, size: int) -> bool:
+    """Whether blocks of ``size`` columns starting at ``first`` (N,) lie one after another (a chain's states)."""
+    return bool(np.array_equal(first, first[0] + size * np.arange(first.size)))
 
 
-def _add(target: np.ndarray, rows: np.ndarray, cols: np.ndarray, values: np.ndarray, unique: bool) -> None:
-    """target[rows, cols] += values; a plain fancy-indexed add where no cell repeats (``unique``)."""
-    if unique:
-        target[rows, cols] += values
-    else:
-        np.add.at(target, (rows, cols), values)
+def _add_band(band: np.ndarray, i: np.ndarray, j: np.ndarray, gram: np.ndarray) -> None:
+    """The lower-triangle cells (i >= j) of a slot pair's Gram matrices (N, size_i, size_j) at the band positions
+    i (N, size_i) and j (N, size_j), into LAPACK's lower band storage ``band[i - j, j]``."""
+    n, size_i, size_j = gram.shape
+    offset = i[:, 0] - j[:, 0]
+    if np.all(offset == offset[0]) and _strided(j[:, 0], size_j):
+        # A chain: the pair's cells sit at the same band rows in every factor, and the factors' columns are
+        # consecutive, so the band is a (rows, N, size_j) view and each cell of the pair one strided add.
+        view = band[:, j[0, 0] : j[0, 0] + n * size_j].reshape(band.shape[0], n, size_j)
+        for a in range(size_i):
+            for b in range(size_j):
+                if offset[0] + a - b >= 0:
+                    view[offset[0] + a - b, :, b] += gram[:, a, b]
+        return
+    I, J = np.broadcast_arrays(i[:, :, None], j[:, None, :])
+    keep = I >= J
+    np.add.at(band, ((I - J)[keep], J[keep]), gram[keep])
+
+
+def _add_coupling(coupling: np.ndarray, i: np.ndarray, j: np.ndarray, gram: np.ndarray) -> None:
+    """A band slot's (positions i (N, size_i)) coupling with a tail slot (tail columns j (N, size_j))."""
+    n, size_i, _ = gram.shape
+    if _strided(i[:, 0], size_i) and np.all(j == j[0]):
+        coupling[i[0, 0] : i[0, 0] + n * size_i].reshape(n, size_i, -1)[:, :, j[0]] += gram
+        return
+    I, J = np.broadcast_arrays(i[:, :, None], j[:, None, :])
+    np.add.at(coupling, (I, J), gram)
+
+
+def _add_tail(tail: np.ndarray, i: np.ndarray, j: np.ndarray, gram: np.ndarray) -> None:
+    """A pair of tail slots (tail columns i (N, size_i), j (N, size_j))."""
+    if np.all(i == i[0]) and np.all(j == j[0]):
+        tail[np.ix_(i[0], j[0])] += gram.sum(axis=0)
+        return
+    I, J = np.broadcast_arrays(i[:, :, None], j[:, None, :])
+    np.add.at(tail, (I, J), gram)
 
 
 class BandedLinear:
