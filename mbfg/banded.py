@@ -110,11 +110,12 @@ def normal_equations(arrays: LinearArrays, layout: BandLayout) -> NormalEquation
     coupling = np.zeros((nb, nt))
     tail = np.zeros((nt, nt))
     gradient = np.zeros(layout.position.size)
-    parts = [(A, r, columns) for r, A, columns, _ in arrays.groups]
-    for _, A, r, cols in arrays.others:  # an ordinary factor's columns as two slots: its band and its tail ones
-        in_band = layout.position[cols] < nb
+    parts: list[tuple[list[np.ndarray], np.ndarray, list[np.ndarray]]] = [
+        (A, r, columns) for r, A, columns, _ in arrays.groups]
+    for _, A_f, r_f, cols_f in arrays.others:  # an ordinary factor's columns as two slots: its band and its tail ones
+        in_band = layout.position[cols_f] < nb
         slots = [side for side in (in_band, ~in_band) if side.any()]
-        parts.append(([A[None][:, :, side] for side in slots], r[None], [cols[None][:, side] for side in slots]))
+        parts.append(([A_f[None][:, :, side] for side in slots], r_f[None], [cols_f[None][:, side] for side in slots]))
     for A, r, columns in parts:
         for a, cols in zip(A, columns):
             gradient += np.bincount(cols.ravel(), weights=np.einsum("nmi,nm->ni", a, r).ravel(),
@@ -196,8 +197,8 @@ class BandedLinear:
             for a, cols in zip(A, columns):
                 e += np.einsum("nmi,ni->nm", a, x[cols])
             total += float(np.sum(e * e))
-        for _, A, r, cols in self.arrays.others:
-            e = A @ x[cols] + r
+        for _, A_f, r_f, cols_f in self.arrays.others:
+            e = A_f @ x[cols_f] + r_f
             total += float(e @ e)
         return 0.5 * total
 

@@ -5,7 +5,9 @@ that make a cost or a Jacobian non-finite.
 Two paths (the solver's module docstring): :class:`OrdinarySystem`, a GTSAM graph linearized by GTSAM and eliminated
 by QR in a COLAMD ordering with the bounded variables last; :class:`BlockedSystem`, a
 :class:`~mbfg.vectorized.VectorizedGraph` linearized per factor type in one call and eliminated by GTSAM's sparse
-Cholesky over its blocks in their explicit order (states in time order, parameters last). Both eliminate every
+Cholesky over its blocks in their explicit order (states in time order, parameters last); where its unbounded blocks
+form a band in that order (a log's states), the same elimination by a banded Cholesky of the normal equations
+assembled from the Jacobian arrays, without a GTSAM factor per row (:mod:`mbfg.banded`). All eliminate every
 unbounded variable first and solve the bounded ones' box-constrained quadratic on the Schur complement that remains
 (:func:`mbfg.box.box_qp`; Marklund, Servin, Larson 2025, App. C).
 """

@@ -68,6 +68,7 @@ class Blocks:
         self.total = total
         #: first flat column of every variable (its segment), in flat order
         self.segments = np.asarray(segments)
+        self._slices: list[tuple[int, int, int]] | None = None
 
     def columns(self, block_keys: np.ndarray) -> np.ndarray:
         """(N, size) flat column indices of N blocks of the same size."""
@@ -76,11 +77,13 @@ class Blocks:
 
     def variables(self, flat: np.ndarray) -> gtsam.VectorValues:
         """A solution over the flat block columns (total,) as a solution over the GTSAM variables."""
+        if self._slices is None:  # (key, first, stop) per variable, made once: this runs per LM step
+            self._slices = [(key, self.start[block] + offset, self.start[block] + offset + self.dims[key])
+                            for key, (block, offset) in self.of.items()]
         out = gtsam.VectorValues()
-        insert, start, dims = out.insert, self.start, self.dims
-        for key, (block, offset) in self.of.items():
-            first = start[block] + offset
-            insert(key, flat[first : first + dims[key]])
+        insert = out.insert
+        for key, first, stop in self._slices:
+            insert(key, flat[first:stop])
         return out
 
     def flat(self, delta: gtsam.VectorValues) -> np.ndarray:
