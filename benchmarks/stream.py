@@ -137,9 +137,9 @@ class _Split:
         import jax
 
         from mbfg.adapter import FactorGroup
-        from mbfg.graphs.stream.chain import _ChainWindow
-        from mbfg.graphs.stream.readout import _Readout
-        from mbfg.graphs.stream.window import _ISAM2Window
+        from mbfg.graphs.stream.chain import ChainWindow
+        from mbfg.graphs.stream.readout import Readout
+        from mbfg.graphs.stream.window import ISAM2Window
 
         self.seconds = {"jax": 0.0, "smoother": 0.0, "readout": 0.0}
         split = self
@@ -155,13 +155,13 @@ class _Split:
 
             return original_regular(chain, *rest, timed_solve)
 
-        original_regular = _ChainWindow.update_regular
+        original_regular = ChainWindow.update_regular
         self._patched = [(FactorGroup, "evaluate", "jax"), (FactorGroup, "_alone", "jax"),
-                         (_ISAM2Window, "update", "smoother"), (_ChainWindow, "update", "smoother"),
-                         (_ChainWindow, "update_regular", "smoother"), (_Readout, "__call__", "readout")]
+                         (ISAM2Window, "update", "smoother"), (ChainWindow, "update", "smoother"),
+                         (ChainWindow, "update_regular", "smoother"), (Readout, "__call__", "readout")]
         self._originals = [getattr(cls, name) for cls, name, _ in self._patched]
         for (cls, name, part), original in zip(self._patched, self._originals):
-            wrapped = update_regular if (cls, name) == (_ChainWindow, "update_regular") else original
+            wrapped = update_regular if (cls, name) == (ChainWindow, "update_regular") else original
             setattr(cls, name, self._timed(wrapped, part))
         return self
 

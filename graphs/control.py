@@ -85,7 +85,7 @@ class ControlResult:
     wall_s: float
 
 
-class _Plan(NamedTuple):
+class Plan(NamedTuple):
     """A solve's plan before the roll-out: :class:`ControlResult` without ``states``."""
 
     controls: np.ndarray
@@ -261,7 +261,7 @@ class RecedingHorizon:
         return ControlResult(plan.controls, states, *plan[1:])
 
     def _plan(self, state: State, guess: np.ndarray | None, *, quiet: bool | None = None,
-              check_state: bool = True) -> _Plan:
+              check_state: bool = True) -> Plan:
         """:meth:`solve` without the roll-out of the states (the closed loop applies a_0 and needs none)."""
         start = time.perf_counter()
         graph, values = self.build(state, self._checked_guess(state, guess, check_state))
@@ -272,7 +272,7 @@ class RecedingHorizon:
         controls = lm.values.atVector(keys.C(0)).reshape(self.horizon, -1)
         wall = time.perf_counter() - start
         self.previous = controls
-        return _Plan(controls, float(graph.error(lm.values)), lm.iterations, lm.converged, lm.message, wall)
+        return Plan(controls, float(graph.error(lm.values)), lm.iterations, lm.converged, lm.message, wall)
 
     # -- closed loop ---------------------------------------------------------------------------
     def run(self, state: State, steps: int, plant_parameters: Mapping[str, Any] | None = None, *,

@@ -34,7 +34,7 @@ from mbfg._jax import jax, jnp
 from mbfg._programs import structure_cache
 from mbfg.rigid import RigidModel, State
 
-from .control import RecedingHorizon, _Plan
+from .control import Plan, RecedingHorizon
 
 #: Ridge added to the plan's normal equations, relative to their largest diagonal entry: activations that
 #: no target sees (a plan longer than the targets need) stay at the warm start instead of being undetermined.
@@ -202,7 +202,7 @@ class LinearizedHorizon(RecedingHorizon):
         return np.vstack(rows), np.concatenate(rhs)
 
     def _plan(self, state: State, guess: np.ndarray | None, *, quiet: bool | None = None,
-              check_state: bool = True) -> _Plan:
+              check_state: bool = True) -> Plan:
         """The activations a_0 .. a_{N-1} from ``state``, linearized at the first activation of ``guess``
         (N, n_a) or of the warm start (the previous plan shifted). ``quiet`` is accepted for the interface:
         there are no iterations to report."""
@@ -222,7 +222,7 @@ class LinearizedHorizon(RecedingHorizon):
         optimal = bool(delta_cost[-1] == 1.0)
         message = ("the linearized horizon's least squares, solved exactly (box KKT conditions hold)" if optimal else
                    "the linearized horizon's box least squares stopped at its active-set iteration cap")
-        return _Plan(controls, float(delta_cost[-2]), 1, optimal, message, time.perf_counter() - start)
+        return Plan(controls, float(delta_cost[-2]), 1, optimal, message, time.perf_counter() - start)
 
     @functools.cached_property
     def _box(self) -> tuple[np.ndarray, np.ndarray]:

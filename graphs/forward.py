@@ -448,7 +448,7 @@ def _solve_fixed_lag(
     else:
         raise ModelError(f"smoother must be 'batch' or 'incremental', got {kind!r}")
     # Held so that GTSAM's binding hands the factor callbacks this wrapper of the smoother's own
-    # linearization point instead of a copy of it per factor (see graphs/stream.py's _ISAM2Window).
+    # linearization point instead of a copy of it per factor (see graphs/stream.py's ISAM2Window).
     theta = smoother.getLinearizationPoint()  # noqa: F841 - kept alive for the callbacks
     n = builder.mech.n
     q_hist = np.zeros((n_steps + 1, n))

@@ -52,7 +52,7 @@ from typing import Any, cast
 
 from mbfg.errors import ModelError
 from mbfg.rigid import Hinge, RigidModel
-from mbfg.trees import INF, SOFT, Link, _compliance_parameters, _p, hinged_tree
+from mbfg.trees import INF, SOFT, Link, compliance_parameters, hinged_tree, make_parameter
 
 #: The lab's identified model for design C.0 (dfki-ric-underactuated-lab/double_pendulum,
 #: model_parameters.yml of the 2022-09-14 sys_id records), SI units.
@@ -157,25 +157,25 @@ def dfki_double_pendulum(lab: Mapping[str, Any] | None = None) -> RigidModel:
     v = lab_to_parameters(lab)
     tl = (lab.get("tl1", "?"), lab.get("tl2", "?"))
     params = [
-        _p("m1", v["m1"], "kg", 1e-6, INF, "link 1 mass"),
-        _p("m2", v["m2"], "kg", 1e-6, INF, "link 2 mass (planar-equivalent, see mbfg.dfki)"),
-        _p("l1", v["l1"], "m", 0.0, INF, "joint 1 to joint 2"),
-        _p("r1", v["r1"], "m", 0.0, INF, "joint 1 to link 1 CoM"),
-        _p("r2", v["r2"], "m", 0.0, INF, "joint 2 to link 2 CoM"),
-        _p("J1", v["J1"], "kg m^2", 1e-9, INF, "link 1 inertia about its CoM (+ motor 2's rotor Ir)", True),
-        _p("J2", v["J2"], "kg m^2", 1e-9, INF, "link 2 inertia about its CoM", True),
-        _p("J_perp", 1e-3, "kg m^2", 1e-9, INF, "link inertias about the other two axes (not excited)"),
-        _p("b1", v["b1"], "N m s/rad", 0.0, INF, "viscous friction of joint 1", True),
-        _p("b2", v["b2"], "N m s/rad", 0.0, INF, "viscous friction of joint 2", True),
-        _p("tau_c1", v["tau_c1"], "N m", 0.0, INF, "Coulomb friction torque of joint 1 (the lab's pi/2 cf1)", True),
-        _p("tau_c2", v["tau_c2"], "N m", 0.0, INF, "Coulomb friction torque of joint 2 (the lab's pi/2 cf2)", True),
-        _p("K_q1", 1.0, "N m", 0.0, INF, "torque per unit of control tau1"),
-        _p("K_q2", 1.0, "N m", 0.0, INF, "torque per unit of control tau2"),
-        _p("J_s_q1", v["J_s_q1"], "kg m^2", 1e-12, INF, "motor 1 rotor inertia reflected, gr^2 Ir"),
-        _p("J_s_q2", v["J_s_q2"], "kg m^2", 1e-12, INF, "motor 2 rotor inertia reflected, gr^2 Ir"),
-        *_compliance_parameters(*SOFT),
+        make_parameter("m1", v["m1"], "kg", 1e-6, INF, "link 1 mass"),
+        make_parameter("m2", v["m2"], "kg", 1e-6, INF, "link 2 mass (planar-equivalent, see mbfg.dfki)"),
+        make_parameter("l1", v["l1"], "m", 0.0, INF, "joint 1 to joint 2"),
+        make_parameter("r1", v["r1"], "m", 0.0, INF, "joint 1 to link 1 CoM"),
+        make_parameter("r2", v["r2"], "m", 0.0, INF, "joint 2 to link 2 CoM"),
+        make_parameter("J1", v["J1"], "kg m^2", 1e-9, INF, "link 1 inertia about its CoM (+ motor 2's rotor Ir)", True),
+        make_parameter("J2", v["J2"], "kg m^2", 1e-9, INF, "link 2 inertia about its CoM", True),
+        make_parameter("J_perp", 1e-3, "kg m^2", 1e-9, INF, "link inertias about the other two axes (not excited)"),
+        make_parameter("b1", v["b1"], "N m s/rad", 0.0, INF, "viscous friction of joint 1", True),
+        make_parameter("b2", v["b2"], "N m s/rad", 0.0, INF, "viscous friction of joint 2", True),
+        make_parameter("tau_c1", v["tau_c1"], "N m", 0.0, INF, "Coulomb friction torque of joint 1 (the lab's pi/2 cf1)", True),
+        make_parameter("tau_c2", v["tau_c2"], "N m", 0.0, INF, "Coulomb friction torque of joint 2 (the lab's pi/2 cf2)", True),
+        make_parameter("K_q1", 1.0, "N m", 0.0, INF, "torque per unit of control tau1"),
+        make_parameter("K_q2", 1.0, "N m", 0.0, INF, "torque per unit of control tau2"),
+        make_parameter("J_s_q1", v["J_s_q1"], "kg m^2", 1e-12, INF, "motor 1 rotor inertia reflected, gr^2 Ir"),
+        make_parameter("J_s_q2", v["J_s_q2"], "kg m^2", 1e-12, INF, "motor 2 rotor inertia reflected, gr^2 Ir"),
+        *compliance_parameters(*SOFT),
     ]
-    params = [q if q.name != "g" else _p("g", v["g"], "m/s^2", 0.0, INF, "gravitational acceleration")
+    params = [q if q.name != "g" else make_parameter("g", v["g"], "m/s^2", 0.0, INF, "gravitational acceleration")
               for q in params]
     links = [
         Link("link1", "q1", None, "m1", ("J_perp", "J1", "J_perp"), (0.0, 0.0, 0.0), "r1", "y", "b1", "tau1"),

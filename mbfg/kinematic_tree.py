@@ -108,23 +108,23 @@ def _skew(v: np.ndarray) -> np.ndarray:
 
 def load_tree(path: str | os.PathLike[str]) -> KinematicTree:
     """The kinematic tree of a URDF file (module docstring); ModelError naming the link or joint."""
-    from mbfg.urdf import _parse, _read
+    from mbfg.urdf import parse_urdf, read_urdf_bytes
 
     where = os.fspath(path)
-    return _build(_parse(_read(where), where).robot, where)
+    return _build(parse_urdf(read_urdf_bytes(where), where).robot, where)
 
 
 def tree_from_string(text: str, source: str = "<string>") -> KinematicTree:
     """:func:`load_tree` of URDF text; ``source`` stands for the path in messages."""
-    from mbfg.urdf import _parse
+    from mbfg.urdf import parse_urdf
 
-    return _build(_parse(text.encode("utf-8"), source).robot, source)
+    return _build(parse_urdf(text.encode("utf-8"), source).robot, source)
 
 
 def _build(robot: Any, where: str) -> KinematicTree:
-    from mbfg.urdf import _limits, _transform, _tree, link_groups
+    from mbfg.urdf import joint_tree, link_groups, origin_transform, urdf_limits
 
-    root, order = _tree(robot, where)
+    root, order = joint_tree(robot, where)
     # head: the moving link (or None: the base) that carries each link; T: the link's frame in its head's.
     head, T, moving = link_groups(root, order, None, where)
     index = {j.child: k for k, j in enumerate(moving)}
@@ -138,7 +138,7 @@ def _build(robot: Any, where: str) -> KinematicTree:
     for j in moving:
         h = head[j.parent]
         parent.append(-1 if h is None else index[h])
-        origins.append(T[j.parent] @ _transform(j.origin, f"joint {j.name!r}", where))
+        origins.append(T[j.parent] @ origin_transform(j.origin, f"joint {j.name!r}", where))
         axis = np.asarray(j.axis if j.axis is not None else (1.0, 0.0, 0.0), dtype=float).reshape(-1)
         if axis.shape != (3,) or not np.all(np.isfinite(axis)) or not np.linalg.norm(axis) > 1e-12:
             raise ModelError(f"{where}: joint {j.name!r}: <axis xyz> is {axis.tolist()}; expected a finite, nonzero "
@@ -148,13 +148,13 @@ def _build(robot: Any, where: str) -> KinematicTree:
         name=str(robot.name), joints=tuple(j.name for j in moving), links=tuple(j.child for j in moving),
         parent=np.array(parent, dtype=int), origin=np.array(origins), axis=np.array(axes),
         prismatic=np.array([j.type == "prismatic" for j in moving]), pi=pi,
-        limits={j.name: _limits(j) for j in moving},
+        limits={j.name: urdf_limits(j) for j in moving},
     )
 
 
 def _link_parameters(link: Any, where: str) -> np.ndarray:
     """(10,) standard parameters of one URDF link about its own frame (zeros without ``<inertial>``)."""
-    from mbfg.urdf import _transform
+    from mbfg.urdf import origin_transform
 
     inertial = link.inertial
     if inertial is None:
@@ -166,7 +166,7 @@ def _link_parameters(link: Any, where: str) -> np.ndarray:
     if not (np.isfinite(m) and m >= 0.0) or not np.all(np.isfinite(inertia)):
         raise ModelError(f"{where}: link {link.name!r}: <inertial> mass {m:g} kg or its <inertia> is not a finite, "
                          f"nonnegative number")
-    T = _transform(inertial.origin, f"link {link.name!r} <inertial>", where)
+    T = origin_transform(inertial.origin, f"link {link.name!r} <inertial>", where)
     return standard_parameters(m, T[:3, 3], T[:3, :3] @ inertia @ T[:3, :3].T)
 
 

@@ -151,7 +151,7 @@ _Yaml12Loader.add_constructor("tag:yaml.org,2002:int", _construct_int12)
 _YAML_DIRECTIVE = re.compile(r"^%YAML[ \t]+1\.[0-9]+[ \t]*$", re.MULTILINE)
 
 
-def _parse_yaml(text: str, source: str) -> Any:
+def parse_yaml(text: str, source: str) -> Any:
     # The directive only announces the version; the loader above implements the
     # 1.2 core schema whatever PyYAML thinks of "1.2" (line numbers are kept).
     text = _YAML_DIRECTIVE.sub("%YAML 1.1", text)
@@ -400,5 +400,5 @@ def load_mbse_yaml(path: str | os.PathLike[str], name: str | None = None) -> Pla
         raise ModelError(f"{source}: not a text (UTF-8) YAML file") from None
     except OSError as exc:
         raise ModelError(f"{source}: cannot read mechanism file ({exc.strerror or exc})") from None
-    doc = _parse_yaml(text, source)
+    doc = parse_yaml(text, source)
     return mechanism_from_mbse_dict(doc, file.stem if name is None else name, source=source)

@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 from mbfg._fields import checked_mapping
 from mbfg.errors import ModelError
 from mbfg.parameters import Parameter
-from mbfg.parts import _param_names
+from mbfg.parts import param_names
 from mbfg.rigid.model import DEFAULT_WEIGHT
 from mbfg.trees import AXIS_FRAMES, Link, hinged_tree
 
@@ -129,7 +129,7 @@ class _Reader:
         if not isinstance(value, str):
             return self.number(value, entry)
         try:
-            names = _param_names(value)
+            names = param_names(value)
         except ModelError as exc:
             raise self.error(entry, str(exc)) from None
         for name in names:
@@ -279,7 +279,7 @@ def load_model_file(path: str | os.PathLike[str]) -> RigidModel:
         ModelError: a missing or unreadable file, invalid YAML, or a bad entry
             (the message names the file and the entry).
     """
-    from mbfg.mbse_yaml import _parse_yaml
+    from mbfg.mbse_yaml import parse_yaml
 
     source = os.fspath(path)
     p = Path(source)
@@ -291,4 +291,4 @@ def load_model_file(path: str | os.PathLike[str]) -> RigidModel:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ModelError(f"{source}: cannot read the model file ({exc})") from None
-    return model_from_dict(_parse_yaml(text, source), p.stem, source=source)
+    return model_from_dict(parse_yaml(text, source), p.stem, source=source)

@@ -43,9 +43,9 @@ from mbfg.rigid import ParamLike as ParamLike  # importable from here as before 
 
 # The shared builder pieces live in mbfg.trees (model_file and urdf import them from there, which keeps
 # this module free to import both loaders at the top); they stay importable from here.
-from mbfg.trees import AXIS_FRAMES, INF, SOFT, Link, _compliance_parameters, _p, hinged_tree
+from mbfg.trees import AXIS_FRAMES, INF, SOFT, Link, compliance_parameters, hinged_tree, make_parameter
 from mbfg.trees import STIFF as STIFF
-from mbfg.trees import _plus as _plus
+from mbfg.trees import param_sum as param_sum
 
 # --------------------------------------------------------------------------- pendulum
 
@@ -63,24 +63,24 @@ def pendulum(friction: str = "viscous") -> RigidModel:
     if friction not in ("viscous", "dry", "stribeck"):
         raise ModelError(f"pendulum friction must be 'viscous', 'dry' or 'stribeck', got {friction!r}")
     params = [
-        _p("m", 0.2, "kg", 1e-6, INF, "mass"),
-        _p("J", 1.6e-3, "kg m^2", 1e-9, INF, "inertia about the hinge-parallel axis through the CoM", True),
-        _p("J_x", 1.6e-3, "kg m^2", 1e-9, INF, "inertia about the body x axis (not excited)"),
-        _p("J_z", 1e-5, "kg m^2", 1e-9, INF, "inertia about the body z axis (not excited)"),
-        _p("d", 0.12, "m", 0.0, INF, "hinge to CoM distance"),
-        _p("b", 2e-3, "N m s/rad", 0.0, INF, "viscous friction", True),
+        make_parameter("m", 0.2, "kg", 1e-6, INF, "mass"),
+        make_parameter("J", 1.6e-3, "kg m^2", 1e-9, INF, "inertia about the hinge-parallel axis through the CoM", True),
+        make_parameter("J_x", 1.6e-3, "kg m^2", 1e-9, INF, "inertia about the body x axis (not excited)"),
+        make_parameter("J_z", 1e-5, "kg m^2", 1e-9, INF, "inertia about the body z axis (not excited)"),
+        make_parameter("d", 0.12, "m", 0.0, INF, "hinge to CoM distance"),
+        make_parameter("b", 2e-3, "N m s/rad", 0.0, INF, "viscous friction", True),
     ]
     dry = stribeck = None
     if friction in ("dry", "stribeck"):
-        params.append(_p("mu_r", 2e-4, "m", 0.0, INF, "dry friction mu times internal distance r", True))
+        params.append(make_parameter("mu_r", 2e-4, "m", 0.0, INF, "dry friction mu times internal distance r", True))
         dry = "mu_r"
     if friction == "stribeck":
         params += [
-            _p("dmu_r", 2e-4, "m", 0.0, INF, "static minus kinetic dry friction (Stribeck)", True),
-            _p("omega_s", 0.5, "rad/s", 1e-6, INF, "Stribeck transition angular velocity", True),
+            make_parameter("dmu_r", 2e-4, "m", 0.0, INF, "static minus kinetic dry friction (Stribeck)", True),
+            make_parameter("omega_s", 0.5, "rad/s", 1e-6, INF, "Stribeck transition angular velocity", True),
         ]
         stribeck = ("dmu_r", "omega_s")
-    params += _compliance_parameters(*SOFT)
+    params += compliance_parameters(*SOFT)
     hinge = Hinge(
         "theta",
         a=Frame(WORLD, (0.0, 0.0, 0.0), AXIS_FRAMES["y"]),
@@ -113,30 +113,30 @@ def furuta(dry: bool = True) -> RigidModel:
         dry: include the hinges' dry friction ``mu_r1``, ``mu_r2`` (F.4).
     """
     params = [
-        _p("m_A", 0.095, "kg", 1e-6, INF, "arm mass"),
-        _p("m_B", 0.024, "kg", 1e-6, INF, "pendulum mass"),
-        _p("r_A", 0.04, "m", -INF, INF, "hinge 1 to arm CoM, along the arm"),
-        _p("L_A", 0.085, "m", 0.0, INF, "hinge 1 to hinge 2, along the arm"),
-        _p("r_B", 0.0645, "m", 0.0, INF, "hinge 2 to pendulum CoM"),
-        _p("J_Ax", 1e-6, "kg m^2", 1e-10, INF, "arm inertia about its long axis", True),
-        _p("J_Ay", 6e-5, "kg m^2", 1e-10, INF, "arm inertia about its horizontal cross axis", True),
-        _p("J_Az", 6e-5, "kg m^2", 1e-10, INF, "arm inertia about the vertical axis", True),
-        _p("J_Bx", 3.3e-5, "kg m^2", 1e-10, INF, "pendulum inertia about the hinge-2 axis", True),
-        _p("J_By", 3.3e-5, "kg m^2", 1e-10, INF, "pendulum inertia about its cross axis", True),
-        _p("J_Bz", 1e-7, "kg m^2", 1e-10, INF, "pendulum inertia about its long axis"),
-        _p("K", 0.04, "N m/V", 0.0, INF, "motor gain: torque per volt", True),
-        _p("J_s", 4e-6, "kg m^2", 1e-10, INF, "motor shaft inertia"),
-        _p("b_1", 5e-4, "N m s/rad", 0.0, INF, "viscous friction of hinge 1", True),
-        _p("b_2", 1e-5, "N m s/rad", 0.0, INF, "viscous friction of hinge 2", True),
+        make_parameter("m_A", 0.095, "kg", 1e-6, INF, "arm mass"),
+        make_parameter("m_B", 0.024, "kg", 1e-6, INF, "pendulum mass"),
+        make_parameter("r_A", 0.04, "m", -INF, INF, "hinge 1 to arm CoM, along the arm"),
+        make_parameter("L_A", 0.085, "m", 0.0, INF, "hinge 1 to hinge 2, along the arm"),
+        make_parameter("r_B", 0.0645, "m", 0.0, INF, "hinge 2 to pendulum CoM"),
+        make_parameter("J_Ax", 1e-6, "kg m^2", 1e-10, INF, "arm inertia about its long axis", True),
+        make_parameter("J_Ay", 6e-5, "kg m^2", 1e-10, INF, "arm inertia about its horizontal cross axis", True),
+        make_parameter("J_Az", 6e-5, "kg m^2", 1e-10, INF, "arm inertia about the vertical axis", True),
+        make_parameter("J_Bx", 3.3e-5, "kg m^2", 1e-10, INF, "pendulum inertia about the hinge-2 axis", True),
+        make_parameter("J_By", 3.3e-5, "kg m^2", 1e-10, INF, "pendulum inertia about its cross axis", True),
+        make_parameter("J_Bz", 1e-7, "kg m^2", 1e-10, INF, "pendulum inertia about its long axis"),
+        make_parameter("K", 0.04, "N m/V", 0.0, INF, "motor gain: torque per volt", True),
+        make_parameter("J_s", 4e-6, "kg m^2", 1e-10, INF, "motor shaft inertia"),
+        make_parameter("b_1", 5e-4, "N m s/rad", 0.0, INF, "viscous friction of hinge 1", True),
+        make_parameter("b_2", 1e-5, "N m s/rad", 0.0, INF, "viscous friction of hinge 2", True),
         Parameter("tilt", np.eye(3), "", free=True, kind=ROTATION,
                   description="rotation of the stand: gravity is tilt @ (0, 0, -g)"),
     ]
     if dry:
         params += [
-            _p("mu_r1", 1e-4, "m", 0.0, INF, "dry friction of hinge 1, mu times r", True),
-            _p("mu_r2", 2e-5, "m", 0.0, INF, "dry friction of hinge 2, mu times r", True),
+            make_parameter("mu_r1", 1e-4, "m", 0.0, INF, "dry friction of hinge 1, mu times r", True),
+            make_parameter("mu_r2", 2e-5, "m", 0.0, INF, "dry friction of hinge 2, mu times r", True),
         ]
-    params += _compliance_parameters(*SOFT)
+    params += compliance_parameters(*SOFT)
     common: dict[str, Any] = dict(eps_lin="eps_lin", eps_rot="eps_rot", tau="tau")
     hinge1 = Hinge(
         "theta", a=Frame(WORLD), b=Frame("arm", ("-r_A", 0.0, 0.0)), viscous="b_1",
@@ -171,24 +171,24 @@ def double_pendulum(torques: bool = False) -> RigidModel:
             ``K_q1 = K_q2 = 1`` N m per unit and small shaft inertias ``J_s_q1``, ``J_s_q2``).
     """
     params = [
-        _p("m1", 0.6, "kg", 1e-6, INF, "link 1 mass"),
-        _p("m2", 0.6, "kg", 1e-6, INF, "link 2 mass"),
-        _p("l1", 0.3, "m", 0.0, INF, "joint 1 to joint 2"),
-        _p("r1", 0.3, "m", 0.0, INF, "joint 1 to link 1 CoM"),
-        _p("r2", 0.2, "m", 0.0, INF, "joint 2 to link 2 CoM"),
-        _p("J1", 1e-3, "kg m^2", 1e-9, INF, "link 1 inertia about its CoM, joint axis", True),
-        _p("J2", 1e-3, "kg m^2", 1e-9, INF, "link 2 inertia about its CoM, joint axis", True),
-        _p("J_perp", 1e-3, "kg m^2", 1e-9, INF, "link inertias about the other two axes (not excited)"),
-        _p("b1", 1e-3, "N m s/rad", 0.0, INF, "viscous friction of joint 1", True),
-        _p("b2", 1e-3, "N m s/rad", 0.0, INF, "viscous friction of joint 2", True),
-        *_compliance_parameters(*SOFT),
+        make_parameter("m1", 0.6, "kg", 1e-6, INF, "link 1 mass"),
+        make_parameter("m2", 0.6, "kg", 1e-6, INF, "link 2 mass"),
+        make_parameter("l1", 0.3, "m", 0.0, INF, "joint 1 to joint 2"),
+        make_parameter("r1", 0.3, "m", 0.0, INF, "joint 1 to link 1 CoM"),
+        make_parameter("r2", 0.2, "m", 0.0, INF, "joint 2 to link 2 CoM"),
+        make_parameter("J1", 1e-3, "kg m^2", 1e-9, INF, "link 1 inertia about its CoM, joint axis", True),
+        make_parameter("J2", 1e-3, "kg m^2", 1e-9, INF, "link 2 inertia about its CoM, joint axis", True),
+        make_parameter("J_perp", 1e-3, "kg m^2", 1e-9, INF, "link inertias about the other two axes (not excited)"),
+        make_parameter("b1", 1e-3, "N m s/rad", 0.0, INF, "viscous friction of joint 1", True),
+        make_parameter("b2", 1e-3, "N m s/rad", 0.0, INF, "viscous friction of joint 2", True),
+        *compliance_parameters(*SOFT),
     ]
     if torques:
         params += [
-            _p("K_q1", 1.0, "N m", 0.0, INF, "torque per unit of control tau1"),
-            _p("K_q2", 1.0, "N m", 0.0, INF, "torque per unit of control tau2"),
-            _p("J_s_q1", 1e-6, "kg m^2", 1e-12, INF, "rotor inertia at joint 1"),
-            _p("J_s_q2", 1e-6, "kg m^2", 1e-12, INF, "rotor inertia at joint 2"),
+            make_parameter("K_q1", 1.0, "N m", 0.0, INF, "torque per unit of control tau1"),
+            make_parameter("K_q2", 1.0, "N m", 0.0, INF, "torque per unit of control tau2"),
+            make_parameter("J_s_q1", 1e-6, "kg m^2", 1e-12, INF, "rotor inertia at joint 1"),
+            make_parameter("J_s_q2", 1e-6, "kg m^2", 1e-12, INF, "rotor inertia at joint 2"),
         ]
     links = [
         Link("link1", "q1", None, "m1", ("J_perp", "J1", "J_perp"), (0.0, 0.0, 0.0), "r1", "y", "b1",
@@ -236,12 +236,12 @@ def particle() -> RigidModel:
     Berard and Trinkle (2008) steps it with h = 0.05 s.
     """
     params = ParameterSet([
-        _p("m", 1.0, "kg", 1e-6, INF, "mass"),
-        _p("mu", 0.2, "", 0.0, 1.0, "Coulomb friction coefficient", True),
-        _p("F_x", 5.0, "N", -INF, INF, "constant applied force along x"),
-        _p("eps", 1e-4, "m/N", 1e-14, INF, "contact compliance (soft: 1 mm under m g; estimation needs it)"),
-        _p("tau", 0.1, "s", 0.0, INF, "contact damping (relaxation time)"),
-        _p("g", 9.81, "m/s^2", 0.0, INF, "gravitational acceleration"),
+        make_parameter("m", 1.0, "kg", 1e-6, INF, "mass"),
+        make_parameter("mu", 0.2, "", 0.0, 1.0, "Coulomb friction coefficient", True),
+        make_parameter("F_x", 5.0, "N", -INF, INF, "constant applied force along x"),
+        make_parameter("eps", 1e-4, "m/N", 1e-14, INF, "contact compliance (soft: 1 mm under m g; estimation needs it)"),
+        make_parameter("tau", 0.1, "s", 0.0, INF, "contact damping (relaxation time)"),
+        make_parameter("g", 9.81, "m/s^2", 0.0, INF, "gravitational acceleration"),
     ])
     return RigidModel(
         "particle",
@@ -263,15 +263,15 @@ def particles(n: int, seed: int = 0) -> RigidModel:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ModelError(f"n: expected a whole number of particles >= 1, got {n!r}")
     rng = np.random.default_rng(seed)
-    params = [_p("m", 1.0, "kg", 1e-6, INF, "mass of each particle"),
-              _p("F_x", 5.0, "N", -INF, INF, "constant applied force along x"),
-              _p("eps", 1e-4, "m/N", 1e-14, INF, "contact compliance"),
-              _p("tau", 0.1, "s", 0.0, INF, "contact damping (relaxation time)"),
-              _p("g", 9.81, "m/s^2", 0.0, INF, "gravitational acceleration")]
+    params = [make_parameter("m", 1.0, "kg", 1e-6, INF, "mass of each particle"),
+              make_parameter("F_x", 5.0, "N", -INF, INF, "constant applied force along x"),
+              make_parameter("eps", 1e-4, "m/N", 1e-14, INF, "contact compliance"),
+              make_parameter("tau", 0.1, "s", 0.0, INF, "contact damping (relaxation time)"),
+              make_parameter("g", 9.81, "m/s^2", 0.0, INF, "gravitational acceleration")]
     bodies, contacts, applied = [], [], []
     for i in range(n):
         name = f"p{i}"
-        params.append(_p(f"mu_{i}", float(rng.uniform(1e-3, 0.5)), "", 0.0, 1.0,
+        params.append(make_parameter(f"mu_{i}", float(rng.uniform(1e-3, 0.5)), "", 0.0, 1.0,
                          f"Coulomb friction coefficient of particle {i}", True))
         bodies.append(Body(name, "m", (1e-3, 1e-3, 1e-3), position=(rng.uniform(-10, 10), 0.0, rng.uniform(0, 5))))
         contacts.append(Contact(f"ground{i}", name, mu=f"mu_{i}", eps="eps", tau="tau"))
@@ -300,14 +300,14 @@ def linear_stage() -> RigidModel:
     motion only fixes the ratios (M, F_v, F_c, F_0) / K_F, and M and J_r only their sum.
     """
     params = ParameterSet([
-        _p("M", 5.0, "kg", 1e-6, INF, "carriage mass", True),
-        _p("F_v", 20.0, "N s/m", 0.0, INF, "viscous friction", True),
-        _p("F_c", 8.0, "N", 0.0, INF, "Coulomb (dry) friction force", True),
-        _p("F_0", 0.0, "N", -INF, INF, "constant force offset along the axis", True),
-        _p("K_F", 150.0, "N/A", 0.0, INF, "motor force constant (motor torque constant x 2 pi / lead)"),
-        _p("J_r", 1.18, "kg", 1e-9, INF, "rotor and screw inertia reflected to the axis"),
-        _p("J_c", 0.01, "kg m^2", 1e-9, INF, "carriage inertia about its CoM (each axis; not excited)"),
-        *_compliance_parameters(*SOFT),
+        make_parameter("M", 5.0, "kg", 1e-6, INF, "carriage mass", True),
+        make_parameter("F_v", 20.0, "N s/m", 0.0, INF, "viscous friction", True),
+        make_parameter("F_c", 8.0, "N", 0.0, INF, "Coulomb (dry) friction force", True),
+        make_parameter("F_0", 0.0, "N", -INF, INF, "constant force offset along the axis", True),
+        make_parameter("K_F", 150.0, "N/A", 0.0, INF, "motor force constant (motor torque constant x 2 pi / lead)"),
+        make_parameter("J_r", 1.18, "kg", 1e-9, INF, "rotor and screw inertia reflected to the axis"),
+        make_parameter("J_c", 0.01, "kg m^2", 1e-9, INF, "carriage inertia about its CoM (each axis; not excited)"),
+        *compliance_parameters(*SOFT),
     ])
     slide = Prismatic("x", Frame(WORLD, (0.0, 0.0, 0.0), AXIS_FRAMES["x"]), Frame("carriage", (0.0, 0.0, 0.0),
                       AXIS_FRAMES["x"]), eps_lin="eps_lin", eps_rot="eps_rot", tau="tau", viscous="F_v",

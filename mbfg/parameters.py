@@ -349,7 +349,7 @@ def load_parameter_file(path: str | os.PathLike[str], model: Any | None = None) 
     A calibration result (the JSON of ``mbfg calibrate``) gives its whole parameter set,
     checked against ``model`` when one is given (:func:`result_changes`).
     """
-    from mbfg.mbse_yaml import _parse_yaml  # YAML 1.2 numbers (1e-4 is a number), duplicate keys rejected
+    from mbfg.mbse_yaml import parse_yaml  # YAML 1.2 numbers (1e-4 is a number), duplicate keys rejected
 
     if not isinstance(path, (str, os.PathLike)):
         raise ModelError(f"path: expected the path of a parameter file (str or Path), got {type(path).__name__}")
@@ -364,7 +364,7 @@ def load_parameter_file(path: str | os.PathLike[str], model: Any | None = None) 
     if path.endswith(".json"):
         doc = json_document(text, path)
     else:
-        doc = _parse_yaml(text, path)
+        doc = parse_yaml(text, path)
     if is_calibration_result(doc):
         return {name: change if isinstance(change, Mapping) else {"value": change}
                 for name, change in result_changes(doc, model, path).items()}

@@ -54,10 +54,9 @@ from mbfg.optional import require
 from mbfg.sweep_tasks import (
     COLUMNS,
     COMPLIANCE,
-    _row,
     calibration_task,
     crossval_task,
-    default_cache_dir,
+    empty_row,
     identified_values,
 )
 
@@ -67,7 +66,7 @@ if TYPE_CHECKING:
 
     from mbfg.rigid import RigidModel
 
-__all__ = ["COLUMNS", "COMPLIANCE", "SweepResult", "default_cache_dir", "identified_values", "read_results", "sweep"]
+__all__ = ["COLUMNS", "COMPLIANCE", "SweepResult", "identified_values", "read_results", "sweep"]
 
 _LOG = logging.getLogger("mbfg.sweep")
 
@@ -278,15 +277,15 @@ def sweep(
             rows = {k: r for k, r in rows.items() if r["status"] == "ok"}
     cells = [(name, hh if hh is not None else _period(log), w, e)
              for name, log in recordings.items() for hh in hs for w in ws for e in epss]
-    todo_cal = [c for c in cells if _key(_row("calibration", c[0], c[0], *c[1:])) not in rows]
+    todo_cal = [c for c in cells if _key(empty_row("calibration", c[0], c[0], *c[1:])) not in rows]
     todo_cv = [(c, other) for c in cells for other in recordings if crossval and other != c[0]
-               and _key(_row("crossval", c[0], other, *c[1:])) not in rows]
+               and _key(empty_row("crossval", c[0], other, *c[1:])) not in rows]
     computed = 0
     if todo_cal or todo_cv:
         computed = _run(model, recordings, todo_cal, todo_cv, rows, path, free, max_iterations, crossval_iterations,
                         simulate, cache_dir, scheduler, client, n_workers, quiet)
-    wanted = {_key(_row("calibration", c[0], c[0], *c[1:])) for c in cells} | {
-        _key(_row("crossval", c[0], o, *c[1:])) for c in cells for o in recordings if crossval and o != c[0]}
+    wanted = {_key(empty_row("calibration", c[0], c[0], *c[1:])) for c in cells} | {
+        _key(empty_row("crossval", c[0], o, *c[1:])) for c in cells for o in recordings if crossval and o != c[0]}
     frame = _frame(r for k, r in rows.items() if k in wanted)
     return SweepResult(frame, computed, time.perf_counter() - start)
 
@@ -332,12 +331,12 @@ def _run(model, recordings: dict[str, Log], todo_cal: list, todo_cv: list, rows:
             f = client.submit(calibration_task, shared, recordings[name], name, hh, w, e, free, cal_lm,
                               CalibrationOptions(), cache, pure=False, priority=1, **where)
             cal_futures[(name, hh, w, e)] = f
-            futures[f] = _row("calibration", name, name, hh, w, e)
+            futures[f] = empty_row("calibration", name, name, hh, w, e)
         for (name, hh, w, e), other in todo_cv:
-            source = cal_futures.get((name, hh, w, e)) or rows[_key(_row("calibration", name, name, hh, w, e))]
+            source = cal_futures.get((name, hh, w, e)) or rows[_key(empty_row("calibration", name, name, hh, w, e))]
             f = client.submit(crossval_task, shared, source, recordings[other], other, cv_lm, simulate, cache, free,
                               pure=False)
-            futures[f] = _row("crossval", name, other, hh, w, e)
+            futures[f] = empty_row("crossval", name, other, hh, w, e)
         for future in as_completed(list(futures)):
             try:
                 row = future.result()

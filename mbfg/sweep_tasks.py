@@ -40,15 +40,6 @@ COLUMNS = ("kind", "log", "scored_log", "h", "weight", "eps", "status", "error",
            "compile_s", "worker")
 
 
-def default_cache_dir() -> str:
-    """The compilation cache folder of this process, else ``$XDG_CACHE_HOME/mbfg/jax`` (``~/.cache/mbfg/jax``).
-    A sweep's workers choose theirs with :func:`mbfg.enable_compilation_cache`, which also reads
-    ``MBFG_CACHE_DIR``."""
-    from mbfg._jax import cache_dir, user_cache_dir
-
-    return cache_dir() or user_cache_dir()
-
-
 #: Per worker process: the compile-time counter (seconds) fed by JAX's monitoring events.
 _COMPILE_S = [0.0]
 _JAX_READY: dict[str, Any] = {}
@@ -135,7 +126,7 @@ def calibration_task(model: tuple[str, bytes], log: Log, name: str, h: float, we
             out[f"value:{p.name}"], out[f"std:{p.name}"] = p.value, p.std
         return out
 
-    return _run_task(_row("calibration", name, name, h, weight, eps), work)
+    return _run_task(empty_row("calibration", name, name, h, weight, eps), work)
 
 
 def crossval_task(model: tuple[str, bytes], calibration: Mapping[str, Any], log: Log, name: str, lm: LMConfig,
@@ -150,7 +141,7 @@ def crossval_task(model: tuple[str, bytes], calibration: Mapping[str, Any], log:
     """
     _setup_jax(cache_dir)
     eps = calibration["eps"]
-    row = _row("crossval", calibration["log"], name, calibration["h"], calibration["weight"], eps)
+    row = empty_row("crossval", calibration["log"], name, calibration["h"], calibration["weight"], eps)
 
     def work() -> dict[str, Any]:
         from mbfg.graphs.joint import cross_validation
@@ -205,7 +196,7 @@ def identified_values(model: RigidModel, row: Mapping[str, Any]) -> dict[str, An
     return values
 
 
-def _row(kind: str, log: str, scored: str, h: float, weight: float, eps: float | None) -> dict[str, Any]:
+def empty_row(kind: str, log: str, scored: str, h: float, weight: float, eps: float | None) -> dict[str, Any]:
     row: dict[str, Any] = {c: math.nan for c in COLUMNS}
     row.update(kind=kind, log=log, scored_log=scored, h=float(h), weight=float(weight),
                eps=math.nan if eps is None else float(eps), status="", error="", worker="", solve_status="",

@@ -42,17 +42,17 @@ RIGID = (1e-10, 1e-8, 2e-3)
 STIFF = {"eps_lin": 1e-8, "eps_rot": 1e-6}
 
 
-def _p(name: str, value: float, unit: str, lower: float = -INF, upper: float = INF, description: str = "",
-       free: bool = False) -> Parameter:
+def make_parameter(name: str, value: float, unit: str, lower: float = -INF, upper: float = INF,
+                   description: str = "", free: bool = False) -> Parameter:
     return Parameter(name, value, unit, lower, upper, free, description=description)
 
 
-def _compliance_parameters(eps_lin: float, eps_rot: float, tau: float) -> list[Parameter]:
+def compliance_parameters(eps_lin: float, eps_rot: float, tau: float) -> list[Parameter]:
     return [
-        _p("eps_lin", eps_lin, "m/N", 1e-14, INF, "compliance of the joints' translational rows"),
-        _p("eps_rot", eps_rot, "rad/(N m)", 1e-14, INF, "compliance of the joints' rotational rows"),
-        _p("tau", tau, "s", 0.0, INF, "constraint damping (relaxation time)"),
-        _p("g", 9.81, "m/s^2", 0.0, INF, "gravitational acceleration"),
+        make_parameter("eps_lin", eps_lin, "m/N", 1e-14, INF, "compliance of the joints' translational rows"),
+        make_parameter("eps_rot", eps_rot, "rad/(N m)", 1e-14, INF, "compliance of the joints' rotational rows"),
+        make_parameter("tau", tau, "s", 0.0, INF, "constraint damping (relaxation time)"),
+        make_parameter("g", 9.81, "m/s^2", 0.0, INF, "gravitational acceleration"),
     ]
 
 
@@ -85,7 +85,7 @@ class Link:
     motor: str | None = None
 
 
-def _plus(a: ParamLike, b: ParamLike) -> ParamLike:
+def param_sum(a: ParamLike, b: ParamLike) -> ParamLike:
     """``a + b`` as a number when both are numbers, else as an expression."""
     if isinstance(a, str) or isinstance(b, str):
         return f"{a} + {b}"
@@ -113,7 +113,7 @@ def hinged_tree(name: str, links: Sequence[Link], parameters: Sequence[Parameter
         elif link.parent in by_name:
             # The joint relative to the parent's CoM, which is com_parent below the parent's joint.
             ox, oy, oz = link.offset
-            a = Frame(link.parent, (ox, oy, _plus(oz, by_name[link.parent].com)), R)
+            a = Frame(link.parent, (ox, oy, param_sum(oz, by_name[link.parent].com)), R)
         else:
             raise ModelError(f"{name}: link {link.name!r} names unknown parent {link.parent!r}")
         motor = Motor(link.motor, f"K_{link.joint}", f"J_s_{link.joint}") if link.motor else None

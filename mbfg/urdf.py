@@ -43,7 +43,7 @@ from mbfg.errors import ModelError
 from mbfg.optional import require
 from mbfg.parameters import Parameter, ParameterSet
 from mbfg.rigid import WORLD, Body, Frame, Hinge, Motor, Prismatic, RigidModel
-from mbfg.trees import INF, SOFT, _compliance_parameters
+from mbfg.trees import INF, SOFT, compliance_parameters
 
 #: URDF joint types with one coordinate, and the part each becomes.
 MOVING: dict[str, type[Hinge] | type[Prismatic]] = {"revolute": Hinge, "continuous": Hinge, "prismatic": Prismatic}
@@ -68,27 +68,27 @@ def load_urdf(path: str | os.PathLike[str], *, motors: Sequence[str] = (), name:
             message starts with the path and names the link or joint.
     """
     where = os.fspath(path)
-    return _model(_parse(_read(where), where), where, motors, name)
+    return _model(parse_urdf(read_urdf_bytes(where), where), where, motors, name)
 
 
 def urdf_from_string(text: str, *, motors: Sequence[str] = (), name: str | None = None,
                      source: str = "<string>") -> RigidModel:
     """:func:`load_urdf` of URDF text; ``source`` stands for the path in messages and the description."""
-    return _model(_parse(text.encode("utf-8"), source), source, motors, name)
+    return _model(parse_urdf(text.encode("utf-8"), source), source, motors, name)
 
 
 def joint_limits(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
     """The ``<limit>`` of every moving joint that has one: joint name -> the given ones of ``effort``
     [N m or N], ``velocity`` [rad/s or m/s], ``lower``, ``upper`` [rad or m]. mbfg does not enforce them."""
     where = os.fspath(path)
-    robot = _parse(_read(where), where).robot
-    return {j.name: _limits(j) for j in robot.joints if j.type in MOVING and _limits(j)}
+    robot = parse_urdf(read_urdf_bytes(where), where).robot
+    return {j.name: urdf_limits(j) for j in robot.joints if j.type in MOVING and urdf_limits(j)}
 
 
 # --------------------------------------------------------------------------- reading
 
 
-def _read(path: str) -> bytes:
+def read_urdf_bytes(path: str) -> bytes:
     try:
         with open(path, "rb") as fh:
             return fh.read()
@@ -96,7 +96,7 @@ def _read(path: str) -> bytes:
         raise ModelError(f"{path}: cannot read URDF file ({exc.strerror})") from None
 
 
-def _parse(data: bytes, where: str) -> Any:
+def parse_urdf(data: bytes, where: str) -> Any:
     """The yourdfpy URDF of ``data``; ModelError for XML that is not well formed or not a URDF."""
     # lxml comes with yourdfpy (the urdf extra): both are loaded here, where a URDF is first read.
     etree = require("lxml.etree", f"{where}: reading a URDF")
@@ -140,7 +140,7 @@ def _refuse_macros(root: Any, where: str) -> None:
                              f"robot.urdf', and give mbfg the result")
 
 
-def _limits(joint: Any) -> dict[str, float]:
+def urdf_limits(joint: Any) -> dict[str, float]:
     if joint.limit is None:
         return {}
     return {k: float(v) for k in ("effort", "velocity", "lower", "upper")
@@ -150,7 +150,7 @@ def _limits(joint: Any) -> dict[str, float]:
 # --------------------------------------------------------------------------- tree
 
 
-def _tree(robot: Any, where: str) -> tuple[str, list[Any]]:
+def joint_tree(robot: Any, where: str) -> tuple[str, list[Any]]:
     """The root link and the joints parents-first (document order where the tree allows it)."""
     links = [link.name for link in robot.links]
     _unique("link", links, where)
@@ -218,7 +218,7 @@ def _cycle(link: str, parent_joint: dict[str, Any]) -> str:
     return " -> ".join([*reversed(cycle), cycle[-1]])
 
 
-def _transform(T: np.ndarray | None, what: str = "", where: str = "") -> np.ndarray:
+def origin_transform(T: np.ndarray | None, what: str = "", where: str = "") -> np.ndarray:
     """The 4x4 transform of an ``<origin>`` (identity for none); ModelError ``where: what ...`` when it is not
     finite (an xyz of 1e309 is inf) or its offset is beyond :data:`mbfg.limits.MAX_COORDINATE` [m]."""
     from mbfg.limits import MAX_COORDINATE
@@ -304,7 +304,7 @@ def _mass_properties(head: str, links: list[str], T: dict[str, np.ndarray], robo
         m = float(inertial.mass)
         if not (np.isfinite(m) and m >= 0.0):
             raise ModelError(f"{where}: link {name!r}: mass must be a finite number > 0 kg, got {m:g}")
-        T_hi = T[name] @ _transform(inertial.origin, f"link {name!r} <inertial>", where)
+        T_hi = T[name] @ origin_transform(inertial.origin, f"link {name!r} <inertial>", where)
         inertia = np.asarray(inertial.inertia, dtype=float)
         if not np.all(np.isfinite(inertia)):
             raise ModelError(f"{where}: link {name!r}: <inertia> has a value that is not finite; expected kg m^2")
@@ -338,7 +338,7 @@ def _mass_properties(head: str, links: list[str], T: dict[str, np.ndarray], robo
 # --------------------------------------------------------------------------- model
 
 
-def _ident(name: str) -> str:
+def identifier(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
@@ -368,7 +368,7 @@ def link_groups(root: str, order: Sequence[Any], root_head: Any, where: str
     """The URDF's links grouped by the moving joints: links welded by fixed joints ride on one head link.
 
     Args:
-        root, order: :func:`_tree`'s root link and joints in parents-first order.
+        root, order: :func:`joint_tree`'s root link and joints in parents-first order.
         root_head: what carries the root's group (the world, or None for "the base").
 
     Returns:
@@ -379,7 +379,7 @@ def link_groups(root: str, order: Sequence[Any], root_head: Any, where: str
     T: dict[str, np.ndarray] = {root: np.eye(4)}
     moving = []
     for j in order:
-        origin = _transform(j.origin, f"joint {j.name!r}", where)
+        origin = origin_transform(j.origin, f"joint {j.name!r}", where)
         if j.type == "fixed":
             head[j.child], T[j.child] = head[j.parent], T[j.parent] @ origin
         else:
@@ -391,7 +391,7 @@ def link_groups(root: str, order: Sequence[Any], root_head: Any, where: str
 
 
 def _build(robot: Any, where: str, motors: Sequence[str], name: str | None) -> RigidModel:
-    root, order = _tree(robot, where)
+    root, order = joint_tree(robot, where)
     motors = list(dict.fromkeys(motors))
     by_joint = {j.name: j for j in order}
     for m in motors:
@@ -412,7 +412,7 @@ def _build(robot: Any, where: str, motors: Sequence[str], name: str | None) -> R
     names: dict[str, str] = {}  # parameter name -> the URDF name it came from
 
     def pname(prefix: str, original: str, kind: str) -> str:
-        n = f"{prefix}_{_ident(original)}"
+        n = f"{prefix}_{identifier(original)}"
         if n in names and names[n] != original:
             raise ModelError(f"{where}: {kind}s {names[n]!r} and {original!r} both give the parameter name {n!r}; "
                              f"rename one (parameter names keep only A-Z, a-z, 0-9 and _)")
@@ -448,7 +448,7 @@ def _build(robot: Any, where: str, motors: Sequence[str], name: str | None) -> R
                              f"; expected its direction x y z")
         if not np.linalg.norm(axis) > 1e-12:
             raise ModelError(f"{where}: joint {j.name!r}: <axis xyz> has zero length; expected its direction")
-        given = _limits(j)
+        given = urdf_limits(j)
         for key, value in given.items():
             if not np.isfinite(value):
                 raise ModelError(f"{where}: joint {j.name!r}: <limit {key}> is {value:g}; expected a finite number")
@@ -458,7 +458,7 @@ def _build(robot: Any, where: str, motors: Sequence[str], name: str | None) -> R
         R_align = axis_rotation(axis)
         # Frame a: the joint frame (the URDF joint origin) in the parent's body; frame b: the child link
         # frame, which is the joint frame at zero coordinate.
-        T_hj = T[j.parent] @ _transform(j.origin, f"joint {j.name!r}", where)
+        T_hj = T[j.parent] @ origin_transform(j.origin, f"joint {j.name!r}", where)
         if head[j.parent] == WORLD:
             p = T_hj[:3, 3]
             a = Frame(WORLD, (float(p[0]), float(p[1]), float(p[2])), T_hj[:3, :3] @ R_align)
@@ -496,13 +496,13 @@ def _build(robot: Any, where: str, motors: Sequence[str], name: str | None) -> R
                           f"constraint and lets it move independently", stacklevel=4)
         joints.append(MOVING[j.type](j.name, a, b, eps_lin="eps_lin", eps_rot="eps_rot", tau="tau", viscous=bn,
                                      coulomb=coulomb, motor=motor))
-    params += _compliance_parameters(*SOFT)
+    params += compliance_parameters(*SOFT)
 
     merged_links = [f"{', '.join(mp.links[1:])} into {mp.links[0]}" for mp in props.values() if len(mp.links) > 1]
     welded = [k for k in head if head[k] == WORLD and k != root]
     limits = []
     for j in moving:
-        effort = _limits(j).get("effort")
+        effort = urdf_limits(j).get("effort")
         if effort is not None:
             limits.append(f"{j.name} {effort:g} {'N m' if MOVING[j.type] is Hinge else 'N'}")
     description = f"URDF {os.path.basename(where)}: {len(bodies)} {'body' if len(bodies) == 1 else 'bodies'}"

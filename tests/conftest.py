@@ -23,6 +23,7 @@ os.environ.setdefault("JAX_ENABLE_X64", "1")
 
 from compile_time import CompileTimes  # noqa: E402
 from crash_report import CrashReport  # noqa: E402
+from durations import RECORD, Durations  # noqa: E402
 
 import mbfg  # noqa: E402, F401  (before JAX starts its backend: mbfg._jax sets XLA's flags)
 from mbfg._jax import jax  # noqa: E402
@@ -30,7 +31,15 @@ from mbfg._jax import jax  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--store-durations", action="store_true",
+                     help=f"after a run of every test, write each test's seconds to {RECORD.name} (tests/durations.py)")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    # The order of the test files and the quick tier, from the recorded durations (tests/durations.py).
+    config.pluginmanager.register(Durations(RECORD if config.getoption("store_durations") else None),
+                                  "mbfg-durations")
     # The suite's JAX compile time in the summary (tests/compile_time.py).
     config.pluginmanager.register(CompileTimes(), "mbfg-compile-times")
     # A crashed worker's fault dump at the end of the log (tests/crash_report.py).
@@ -60,30 +69,3 @@ def mbse_dir() -> Path:
     if not MBSE.is_dir():
         pytest.fail(f"shared data missing: expected {MBSE} beside the repository")
     return MBSE
-
-
-#: Test files that take the longest, longest first (seconds of one run of the whole suite on 2 cores, fresh
-#: caches: `pytest --durations=0`, summed per file). With one file per xdist worker (--dist loadfile in
-#: pyproject, and --no-loadscope-reorder, without which xdist orders files by their number of tests
-#: instead), a long file started last keeps one worker busy while the other idles; longest first, each
-#: file to the worker that is free, ends both workers within a few seconds of each other.
-_LONGEST_FIRST = (
-    "test_notebooks.py",  # 344 s
-    "test_forward_dynamics.py",  # 117 s
-    "test_calibration.py",  # 104 s
-    "test_jacobian_battery.py",  # 101 s
-    "test_readme.py",  # 88 s
-    "test_rig_models.py",  # 75 s
-    "test_redundant_constraints.py",  # 73 s
-    "test_sweep.py",  # 68 s
-    "test_control.py",  # 63 s
-    "test_stiff_joints.py",  # 55 s
-    "test_stream.py",  # 45 s
-    "test_spook.py",  # 44 s
-    "test_vectorized.py",  # 39 s
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(_LONGEST_FIRST)))  # stable for the rest

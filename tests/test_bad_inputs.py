@@ -26,7 +26,7 @@ import pytest
 
 from mbfg import furuta, pendulum
 from mbfg.calibration import calibrate
-from mbfg.cli import _rigid_model, main
+from mbfg.cli import main, rigid_model
 from mbfg.errors import DataError, LimitError, MbfgError, ModelError
 from mbfg.logs import Log, write_log
 from mbfg.models import load_model
@@ -161,7 +161,7 @@ def test_smooth_with_a_wrong_header_leaves_an_existing_output_as_it_was(capsys, 
 
 @pytest.fixture(scope="module")
 def model():
-    return _rigid_model("pendulum")  # the object the commands above simulate: its stepper is compiled once
+    return rigid_model("pendulum")  # the object the commands above simulate: its stepper is compiled once
 
 
 @pytest.fixture(scope="module")
@@ -517,7 +517,7 @@ def _from_calibration(model, calibration):
 def _horizon(horizon):
     from mbfg.graphs.control import RecedingHorizon
 
-    return RecedingHorizon(_rigid_model("furuta-viscous"), 1e-3, horizon, rates={"theta": 1.0})
+    return RecedingHorizon(rigid_model("furuta-viscous"), 1e-3, horizon, rates={"theta": 1.0})
 
 
 def _forward(duration):
@@ -567,7 +567,7 @@ API_CASES = [
     pytest.param(lambda m: _from_calibration(m, json.loads(_calibration_with(weight=0))), ModelError,
                  ["'weight'", "got 0"], id="from-calibration-weight-zero"),
     pytest.param(lambda m: _horizon(10**6), LimitError, ["horizon 1e+06", "at most"], id="control-horizon-1e6"),
-    pytest.param(lambda m: _horizon(1).run(_rigid_model("furuta-viscous").initial_state(), 10**12), LimitError,
+    pytest.param(lambda m: _horizon(1).run(rigid_model("furuta-viscous").initial_state(), 10**12), LimitError,
                  ["steps 1e+12", "at most"], id="control-run-1e12-steps"),
     pytest.param(lambda m: _forward(1e12), LimitError, ["duration 1e+12", "dt 0.001", "1e+15 steps"],
                  id="forward-dynamics-1e12-s"),

@@ -20,7 +20,7 @@ import pytest
 
 from mbfg.calibration import CalibrationResult, ParameterEstimate
 from mbfg.cli import main
-from mbfg.cli.common import _json_safe
+from mbfg.cli.common import json_safe
 from mbfg.errors import MbfgError
 from mbfg.identifiability import Combination, base_combinations, base_parameters, combinations_json
 from mbfg.models import pendulum
@@ -176,7 +176,7 @@ def test_holding_a_determined_parameter_instead_of_one_of_the_sum_is_refused_nam
 def test_combinations_survive_strict_json_and_map_back_the_same() -> None:
     theta, info, _ = _sum_regressor()
     combos = base_combinations(["a", "b", "c"], theta, information=info)
-    doc = json.loads(json.dumps(_json_safe({"model": "m", "parameters": {}} | combinations_json(combos))))
+    doc = json.loads(json.dumps(json_safe({"model": "m", "parameters": {}} | combinations_json(combos))))
     assert doc["not_determined"] == ["a - b"] and doc["combinations"][-1]["std"] is None  # inf: strict JSON null
     back = base_parameters(doc, {"b": 0.7})
     direct = base_parameters(combos, {"b": 0.7})

@@ -4,7 +4,7 @@ The estimation factors compile once per model object, free-parameter set and
 log length (tens of seconds on a small machine), so every test here reuses the
 same two logs (the pendulum for 1 s at 1 ms, 1001 rows) and the same start
 file: the CLI keeps the built-in model with a given parameter file per process
-(``mbfg.cli._model_with_params``), so the second calibration from ``start.yaml``
+(``mbfg.cli.model_with_params``), so the second calibration from ``start.yaml``
 skips the compilation. The error cases fail before any compilation.
 """
 

@@ -15,7 +15,7 @@ from scipy import optimize
 
 from mbfg import control, spook
 from mbfg._jax import jax, jnp
-from mbfg.cli import _rigid_model, main
+from mbfg.cli import main, rigid_model
 from mbfg.errors import ModelError
 from mbfg.factors.control import horizon_residual, step_residual
 from mbfg.graphs.control import RecedingHorizon, solve_one_step
@@ -41,7 +41,7 @@ def test_seed_004_step_is_the_spook_step_and_its_gradients_match_jax_and_finite_
     #   step factor's residual (Q = 0, R_q = 0);
     # - dL/da by the direct and the adjoint method equals JAX's derivative of the Spook step and
     #   central differences (L is quadratic in a at a fixed state: exact up to round-off), to 1e-8.
-    model = _rigid_model(name)
+    model = rigid_model(name)
     p = model.parameters.arrays()
     n_a = len(model.controls)
     hol = control.constraint_rows(model)
@@ -88,13 +88,13 @@ def test_seed_004_step_is_the_spook_step_and_its_gradients_match_jax_and_finite_
 
 def test_models_with_dry_friction_are_refused_naming_the_joint():
     with pytest.raises(ModelError, match=r"joint 'theta' has dry friction.*furuta-viscous"):
-        RecedingHorizon(_rigid_model("furuta"), H, rates={"theta": 1.0})
+        RecedingHorizon(rigid_model("furuta"), H, rates={"theta": 1.0})
     with pytest.raises(ModelError, match="no controls"):
-        control.check_controllable(_rigid_model("double-pendulum"))
+        control.check_controllable(rigid_model("double-pendulum"))
     with pytest.raises(ModelError, match="unknown rate 'nope'"):
-        RecedingHorizon(_rigid_model("furuta-viscous"), H, rates={"nope": 1.0})
+        RecedingHorizon(rigid_model("furuta-viscous"), H, rates={"nope": 1.0})
     with pytest.raises(ModelError, match="unknown reaction 'theta.fw'"):
-        RecedingHorizon(_rigid_model("furuta-viscous"), H, forces={"theta.fw": 1.0})
+        RecedingHorizon(rigid_model("furuta-viscous"), H, forces={"theta.fw": 1.0})
 
 
 def test_one_step_solution_equals_the_closed_form_pseudo_inverse():
@@ -123,7 +123,7 @@ def test_null_variation_a_locked_velocity_does_not_make_the_activation_grow():
     # constraint prevents to do so". On the Furuta, the arm's vertical velocity is locked by the
     # motor hinge; its variation is of the order of the joints' compliance (the pendulum's
     # reaction bends the compliant hinge): 1000 times stiffer joints, hundreds of times less.
-    model = _rigid_model("furuta-viscous")
+    model = rigid_model("furuta-viscous")
     values = model.parameters.arrays()
     x = _state(model, np.random.default_rng(7))
 
@@ -148,7 +148,7 @@ def test_null_variation_a_locked_velocity_does_not_make_the_activation_grow():
 
 @pytest.mark.slow
 def test_receding_horizon_drives_the_furuta_arm_and_a_simulation_with_the_controls_reaches_it():
-    model = _rigid_model("furuta-viscous")  # the CLI's instance: the CLI test reuses the compiled factor
+    model = rigid_model("furuta-viscous")  # the CLI's instance: the CLI test reuses the compiled factor
     x0 = model.initial_state()
     loop = RecedingHorizon(model, H, 1, rates={"theta": 2.0}, lower=[-10.0], upper=[10.0]).run(x0, 30)
     assert loop.controls[0, 0] == 10.0  # saturated while the arm speeds up
@@ -167,7 +167,7 @@ def test_receding_horizon_follows_a_stream_estimate_of_quantized_encoders():
     """The loop closed through the encoders: the controller sees only the stream estimator's filtered
     state, from 4096-count encoders at 1 kHz (one count per sample is 1.5 rad/s of rate), and the true arm
     rate of the simulated plant still holds its target to a few mrad/s."""
-    model = _rigid_model("furuta-viscous")
+    model = rigid_model("furuta-viscous")
     estimator = StreamEstimator(model, period=H, lag=0.05, ppr=4096)
     loop = RecedingHorizon(model, H, 1, rates={"theta": 2.0}, lower=[-10.0], upper=[10.0]).run(
         model.initial_state(), 150, estimator=estimator)
@@ -184,7 +184,7 @@ def test_receding_horizon_follows_a_stream_estimate_of_quantized_encoders():
 
 @pytest.mark.slow
 def test_receding_horizon_holds_a_double_pendulum_hinge_reaction():
-    model = _rigid_model("double-pendulum-torque")
+    model = rigid_model("double-pendulum-torque")
     x0 = model.initial_state()
     target = 2.0  # N along world x on link 1, from the top hinge
     loop = RecedingHorizon(model, H, 1, forces={"q1.fx": target}, lower=[-5.0, -5.0], upper=[5.0, 5.0]).run(x0, 20)
@@ -245,7 +245,7 @@ def test_linearized_horizons_saturated_plans_are_the_bvls_optimum_of_its_least_s
     scipy's BVLS on the same rows (the weighted targets over Gamma, the rate and effort rows, the ridge), built
     here in NumPy from :func:`linearized_horizon`, gives the same plan, with some activations on their bounds
     and some inside, and the KKT conditions hold (gradient zero inside, multipliers of the right sign)."""
-    model = _rigid_model("furuta-viscous")
+    model = rigid_model("furuta-viscous")
     p = model.parameters.arrays()
     rng = np.random.default_rng(11)
     N, saturated = 6, 0
@@ -284,7 +284,7 @@ def test_linearized_horizon_is_exact_for_one_step_and_first_order_over_the_horiz
     """Gamma against JAX's Jacobian of the nonlinear horizon residual (the LM's factor): for one step the
     linearization is the step's own derivative; over N steps the model is frozen at x_0, so its error is of
     the order of the motion over the horizon (here up to 3 rad/s for 4 ms: 1 %) and halves with h."""
-    model = _rigid_model("furuta-viscous")
+    model = rigid_model("furuta-viscous")
     p = model.parameters.arrays()
     x = _state(model, np.random.default_rng(5))
     a_bar = jnp.asarray([0.3])
@@ -320,7 +320,7 @@ def test_linearized_horizon_is_exact_for_one_step_and_first_order_over_the_horiz
 def test_linearized_horizon_applies_the_converged_lms_activations_in_closed_loop():
     """The real-time scheme (one linearization and one box solve per step) and the LM solved to convergence
     drive the Furuta arm to the same rate with the same applied voltages, saturated start included."""
-    model = _rigid_model("furuta-viscous")
+    model = rigid_model("furuta-viscous")
     x0 = model.initial_state()
     targets = dict(rates={"theta": 2.0}, lower=[-10.0], upper=[10.0])
     fast = LinearizedHorizon(model, H, 5, **targets).run(x0, 30)

@@ -127,13 +127,13 @@ def test_coulomb_and_viscous_swing_follows_the_labs_ode_with_its_friction():
 
 
 def test_cli_params_accepts_the_labs_yaml(tmp_path):
-    from mbfg.cli import _model_with_params
+    from mbfg.cli import model_with_params
 
     lab = _lab_file()
-    v = _model_with_params("dfki-double-pendulum", str(LAB_FILE)).parameters.numpy_values()
+    v = model_with_params("dfki-double-pendulum", str(LAB_FILE)).parameters.numpy_values()
     assert v == load_model("dfki-double-pendulum").parameters.numpy_values()
     changed = tmp_path / "lab.yml"
     changed.write_text(LAB_FILE.read_text().replace(f"cf1: {lab['cf1']}", "cf1: 0.186"))
-    w = _model_with_params("dfki-double-pendulum", str(changed)).parameters.numpy_values()
+    w = model_with_params("dfki-double-pendulum", str(changed)).parameters.numpy_values()
     np.testing.assert_allclose(w["tau_c1"], 2 * v["tau_c1"], rtol=1e-12)
 

@@ -125,7 +125,7 @@ def check_names(args: argparse.Namespace) -> None:
     (or an AssertionError) names what is wrong."""
     from mbfg.cli import control as control_cli
     from mbfg.cli import smooth as smooth_cli
-    from mbfg.cli.common import _parse_free
+    from mbfg.cli.common import parse_free
     from mbfg.datasets import builtin_mechanisms
     from mbfg.models import BUILTIN, load_model
 
@@ -142,7 +142,7 @@ def check_names(args: argparse.Namespace) -> None:
         return  # no model, or a model file the example does not ship
     model = load_model(names[0])
     if getattr(args, "free", None):
-        _parse_free(model, args.free)
+        parse_free(model, args.free)
     for option in ("prior", "hold"):
         text = getattr(args, option, None)
         if isinstance(text, str):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from mbfg.cli import main
-from mbfg.cli.common import _rigid_model
+from mbfg.cli.common import rigid_model
 from mbfg.cli.recordings import read_recording
 from mbfg.datasets.rigs import DFKI_PERIOD, find_gaps, load_dfki_double_pendulum, load_qube, resample_uniform
 from mbfg.errors import DataError
@@ -56,7 +56,7 @@ def test_dfki_without_resample_is_refused_with_its_gap_count(name, capsys):
     gaps = find_gaps(load_dfki_double_pendulum(path), DFKI_PERIOD)
     assert len(gaps) == 10  # the count the message must give (checked independently of mbfg.cli)
     with pytest.raises(DataError) as info:
-        read_recording(path, _rigid_model(name))
+        read_recording(path, rigid_model(name))
     message = str(info.value)
     assert message.startswith(path) and "DFKI double pendulum" in message, message
     assert "10 of its 4992 sample intervals are irregular" in message and "10 gaps" in message, message
@@ -73,14 +73,14 @@ def test_a_recording_for_another_model_is_refused_naming_the_format(file, model,
     path = _need(file)
     fmt = "DFKI double pendulum recording" if file == DFKI else "QUBE-Servo recording"
     with pytest.raises(DataError) as info:
-        read_recording(path, _rigid_model(model), resample=0.002)  # refused before any resampling
+        read_recording(path, rigid_model(model), resample=0.002)  # refused before any resampling
     message = str(info.value)
     assert message.startswith(path) and f"a {fmt} (recognised by its columns" in message, message
     assert expects in message, message
 
 
 def test_a_standard_log_reads_exactly_as_before(tmp_path, capsys):
-    model = _rigid_model("double-pendulum-torque")
+    model = rigid_model("double-pendulum-torque")
     path = tmp_path / "log.csv"
     # Irregular times and a missing reading: what read_log accepts passes through untouched (the estimation,
     # not the reader, judges a standard log's sampling).
@@ -101,23 +101,23 @@ def test_a_standard_log_reads_exactly_as_before(tmp_path, capsys):
 
 def test_dfki_resampled_equals_resample_uniform_of_the_loader(capsys):
     path = _need(DFKI)
-    log = read_recording(path, _rigid_model("dfki-double-pendulum"), resample=0.002, command="mbfg calibrate")
+    log = read_recording(path, rigid_model("dfki-double-pendulum"), resample=0.002, command="mbfg calibrate")
     _same(log, resample_uniform(load_dfki_double_pendulum(path), 0.002))
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"mbfg calibrate: {path}: read 4993 rows as a DFKI double"), err
     assert "10 gaps" in err and "--resample 0.002" in err and "uniform 0.002 s grid" in err, err
     assert err.rstrip().endswith(f"{len(log.t)} rows") and len(log.t) == 5000, err
-    read_recording(path, _rigid_model("dfki-double-pendulum"), resample=0.002, quiet=True)
+    read_recording(path, rigid_model("dfki-double-pendulum"), resample=0.002, quiet=True)
     assert capsys.readouterr().err == ""
 
 
 def test_qube_is_recognised_and_read_as_load_qube(capsys):
     path = _need(QUBE)
-    log = read_recording(path, _rigid_model("furuta"))
+    log = read_recording(path, rigid_model("furuta"))
     _same(log, load_qube(path))
     err = capsys.readouterr().err
     assert "10000 rows as a QUBE-Servo recording" in err and "alpha = pi - alpha_file" in err, err
-    read_recording(path, _rigid_model("furuta"), quiet=True)
+    read_recording(path, rigid_model("furuta"), quiet=True)
     assert capsys.readouterr().err == ""
 
 
@@ -125,7 +125,7 @@ def test_a_file_with_a_lab_format_and_the_standard_columns_is_refused(tmp_path):
     path = tmp_path / "both.csv"
     path.write_text("t,theta,alpha,plant_input,u\n0,0,0,0,0\n0.002,0,0,0,0\n0.004,0,0,0,0\n", encoding="utf-8")
     with pytest.raises(DataError, match="QUBE-Servo recording .* and those of a standard log .* cannot tell"):
-        read_recording(str(path), _rigid_model("furuta"))
+        read_recording(str(path), rigid_model("furuta"))
 
 
 def _run(capsys, *argv: object) -> tuple[int, str, str]:

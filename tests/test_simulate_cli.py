@@ -4,7 +4,7 @@ Every simulation here reuses a few (model, step count) pairs, because the
 stepper compiles once per model object and chunk shape (1-5 s each): the
 pendulum for 0.5 s at 1 ms, the Furuta pendulum for 0.2 s at 1 ms, the double
 pendulum for 0.2 s at 2 ms. The CLI keeps built-in models per process
-(``mbfg.cli._rigid_model``), and the direct references use those same objects.
+(``mbfg.cli.rigid_model``), and the direct references use those same objects.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 import mbfg.datasets
-from mbfg.cli import _rigid_model, main
+from mbfg.cli import main, rigid_model
 from mbfg.errors import DataError, ModelError
 from mbfg.logs import add_noise, quantize, read_log, write_log
 from mbfg.model_file import load_model_file
@@ -48,7 +48,7 @@ def _fails(capsys, *argv: object) -> str:
 @pytest.fixture(scope="module")
 def pendulum_reference():
     """The pendulum from theta = 1 rad for 0.5 s at 1 ms, straight from :func:`mbfg.spook.simulate`."""
-    model = _rigid_model("pendulum")
+    model = rigid_model("pendulum")
     return simulate(model, 0.5, 0.001, initial=model.initial_state({"theta": 1.0})).to_dataframe()
 
 
@@ -94,7 +94,7 @@ def test_simulate_to_stdout(capsys):
 
 
 def test_simulate_furuta_controls_zero_order_hold(capsys, tmp_path):
-    model = _rigid_model("furuta")
+    model = rigid_model("furuta")
     # Row times off the 1 ms step grid: the step starting at t_k takes the last row with t <= t_k.
     t_rows = np.array([0.0, 0.0125, 0.0505, 0.1003, 0.1507, 0.25])
     u_rows = np.array([1.5, -0.5, 2.0, 0.0, -1.0, 3.0])
@@ -147,7 +147,7 @@ def test_simulate_linear_stage_reads_a_linear_encoder(capsys, tmp_path):
     assert "x = 0.1 m" in err and "quantized to 1e-06 m per count" in err
     log = pd.read_csv(tmp_path / "stage.csv")
     assert list(log.columns) == ["t", "x", "current"]
-    model = _rigid_model("linear-stage")
+    model = rigid_model("linear-stage")
     held = np.where(np.arange(300) * 0.001 < 0.1, 0.3, -0.2)[:, None]
     x = simulate(model, 0.3, 0.001, initial=model.initial_state({"x": 0.1}), controls=held).observations[:, 0]
     counts = log["x"].to_numpy() / 1e-6
@@ -181,7 +181,7 @@ def test_simulate_params_file_changes_the_trajectory(capsys, tmp_path, pendulum_
     code, _, err = _run(capsys, *PENDULUM_ARGS, "--params", params, "--out", tmp_path / "p.csv")
     assert code == 0, err
     assert f"parameters from {params}" in err
-    model = _rigid_model("pendulum")
+    model = rigid_model("pendulum")
     changed = model.with_parameters({"d": 0.2, "b": 0.01})
     reference = simulate(model, 0.5, 0.001, initial=changed.initial_state({"theta": 1.0}),
                          parameters=changed.parameters.arrays()).to_dataframe()

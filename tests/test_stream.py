@@ -26,7 +26,7 @@ from mbfg import keys
 from mbfg.calibration_options import CalibrationOptions, calibration_lm
 from mbfg.cli import main
 from mbfg.graphs.joint import build_joint_problem, solve
-from mbfg.graphs.stream import VELOCITY_PRIOR_SIGMA, StreamEstimator, StreamWarning, _ISAM2Window, joint_coordinates
+from mbfg.graphs.stream import VELOCITY_PRIOR_SIGMA, ISAM2Window, StreamEstimator, StreamWarning, joint_coordinates
 from mbfg.lm_config import LMConfig
 from mbfg.logs import Log, quantize
 from mbfg.models import furuta, pendulum
@@ -255,7 +255,7 @@ def _slice(log: Log, n: int) -> Log:
 def test_isam2_window_hands_factor_callbacks_its_own_values_not_a_copy() -> None:
     """GTSAM's binding copies the whole linearization point into each callback unless a Python object
     already wraps it; the window holds one, so its callbacks must receive that very object."""
-    window = _ISAM2Window(1.0, gtsam.ISAM2Params())
+    window = ISAM2Window(1.0, gtsam.ISAM2Params())
     seen = []
 
     def callback(_: gtsam.CustomFactor, values: gtsam.Values, H: list | None) -> np.ndarray:
@@ -334,10 +334,10 @@ def test_a_restart_that_fails_at_once_starts_again_without_the_velocity_it_carri
     restart starts from the readings alone, and the stream recovers."""
     import dataclasses
 
-    from mbfg.graphs.stream.growth import _GraphGrowth
+    from mbfg.graphs.stream.growth import GraphGrowth
 
     _, log, q_true, _ = truth
-    extend, updates = _GraphGrowth._extend, []
+    extend, updates = GraphGrowth._extend, []
 
     def diverged_once(self, pending):
         updates.append(len(updates))
@@ -346,7 +346,7 @@ def test_a_restart_that_fails_at_once_starts_again_without_the_velocity_it_carri
             raise RuntimeError("an injected failure")
         return extend(self, pending)
 
-    monkeypatch.setattr(_GraphGrowth, "_extend", diverged_once)
+    monkeypatch.setattr(GraphGrowth, "_extend", diverged_once)
     est = StreamEstimator(model, lag=LAG, h=H, ppr=PPR, on_warning=lambda m: None)
     flags = [est.push(log.t[i], [log.y[i, 0]]).flags for i in range(len(log.t))]
     failed = [i for i, f in enumerate(flags) if "solver_failure" in f]

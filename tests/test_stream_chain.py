@@ -19,8 +19,8 @@ import pytest
 from mbfg import keys
 from mbfg.errors import ModelError
 from mbfg.graphs.stream import StreamEstimator
-from mbfg.graphs.stream.chain import ChainError, _ChainWindow, _eliminate_regular
-from mbfg.graphs.stream.growth import _GraphGrowth
+from mbfg.graphs.stream.chain import ChainError, ChainWindow, eliminate_regular
+from mbfg.graphs.stream.growth import GraphGrowth
 from mbfg.lie import pose3_retract_np
 from mbfg.logs import quantize
 from mbfg.models import furuta, pendulum
@@ -76,7 +76,7 @@ def test_fixed_lag_smoothing_of_a_linear_chain_is_the_batch_least_squares_soluti
     moved with it): on a linear chain the solution must not change."""
     n_states, lag = 13, 4.0
     unary, binary = _linear_chain(n_states)
-    window = _ChainWindow(lag, velocity_threshold=threshold)
+    window = ChainWindow(lag, velocity_threshold=threshold)
     start = 0
     for stop in [1, *range(1 + per_update, n_states + 1, per_update)]:
         values, factors, stamps = gtsam.Values(), [], {}
@@ -95,7 +95,7 @@ def test_fixed_lag_smoothing_of_a_linear_chain_is_the_batch_least_squares_soluti
 
 
 def test_a_factor_skipping_a_state_or_an_undetermined_state_is_refused() -> None:
-    window = _ChainWindow(10.0)
+    window = ChainWindow(10.0)
     values = gtsam.Values()
     for k in range(3):
         values.insert(keys.V(k), np.zeros(DIM))
@@ -105,7 +105,7 @@ def test_a_factor_skipping_a_state_or_an_undetermined_state_is_refused() -> None
                                               gtsam.noiseModel.Isotropic.Sigma(DIM, 1.0)))
     with pytest.raises(ChainError, match=r"states \[0, 2\]"):
         window.update(skipping, values, stamps)
-    window = _ChainWindow(10.0)
+    window = ChainWindow(10.0)
     # x_0 -> x_1 is missing: x_1 and x_2 are known only relative to each other.
     undetermined = [_unary_factor(0, np.zeros(DIM), 1.0), _binary_factor(1, np.zeros(DIM), np.ones(DIM))]
     with pytest.raises(ChainError, match="undetermined"):
@@ -190,7 +190,7 @@ def test_the_compiled_elimination_scan_is_the_dense_least_squares_solution() -> 
     carried = np.hstack([R_0, rng.normal(size=(n, 1))])
     A, b = rng.normal(size=(L, n, 2 * n)), rng.normal(size=(L, n))
     A_u, b_u = rng.normal(size=(L, m_u, n)), rng.normal(size=(L, m_u))
-    G, a, _, R_f, ok = (np.asarray(x) for x in _eliminate_regular(carried, A, b, A_u, b_u))
+    G, a, _, R_f, ok = (np.asarray(x) for x in eliminate_regular(carried, A, b, A_u, b_u))
     assert ok.all()
     deltas = [np.linalg.solve(R_f[:, :n], R_f[:, n])]
     for i in range(L - 1, -1, -1):
@@ -252,7 +252,7 @@ def test_the_fused_update_of_a_driven_two_body_stream_is_the_factor_by_factor_up
     out = {}
     for fused in (True, False):
         if not fused:
-            monkeypatch.setattr(_GraphGrowth, "_extend_regular", _GraphGrowth._extend_factors)
+            monkeypatch.setattr(GraphGrowth, "_extend_regular", GraphGrowth._extend_factors)
         settings = {} if threshold is None else {"relinearize_threshold": threshold}
         est = StreamEstimator(model, lag=LAG, h=H, period=H, ppr=PPR, smoother="chain", update_every=5, **settings)
         filtered, smoothed = {}, {}

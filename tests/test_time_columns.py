@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from mbfg.cli import main
-from mbfg.cli.common import _check_time_step, _rigid_model
+from mbfg.cli.common import check_time_step, rigid_model
 from mbfg.cli.recordings import read_recording
 from mbfg.errors import DataError
 from mbfg.graphs.joint import time_step
@@ -80,7 +80,7 @@ def test_jitter_beyond_the_tolerance_is_refused_with_the_count_of_off_grid_rows(
     assert log.t.tolist() == t.tolist()
     with pytest.raises(DataError, match=rf"rig.csv: {off} of its {N} rows are off the uniform grid .* 0.001 s"):
         time_step(log, None)
-    model = _rigid_model("linear-stage")
+    model = rigid_model("linear-stage")
     with pytest.raises(DataError, match=rf"{off} of its {N} rows are off the uniform grid.*--resample 0.001"):
         read_recording(str(path), model)
 
@@ -99,7 +99,7 @@ def test_resample_at_its_own_period_interpolates_readings_and_keeps_each_rows_co
                                                                                         capsys) -> None:
     path = tmp_path / "rig.csv"
     t, x, current = _stage_log(path, 3e-8)
-    model = _rigid_model("linear-stage")
+    model = rigid_model("linear-stage")
     log = read_recording(str(path), model, resample=0.001, command="mbfg calibrate")
     assert "put on its own uniform grid" in capsys.readouterr().err
     grid = PERIOD * np.arange(N)
@@ -107,17 +107,17 @@ def test_resample_at_its_own_period_interpolates_readings_and_keeps_each_rows_co
     # numpy's own interpolation at the grid times as the reference (an end time outside the samples: the end one)
     np.testing.assert_allclose(log.y[:, 0], np.interp(grid, t, x), rtol=0, atol=1e-15)
     np.testing.assert_array_equal(log.u[:, 0], current)  # each row's control, none shifted to its neighbour
-    _check_time_step(log, 0.002, "--dt 0.002")
+    check_time_step(log, 0.002, "--dt 0.002")
     assert time_step(log, 0.002) == (0.002, 2)
 
 
 def test_snapped_log_takes_dt_multiples_on_the_command_line(tmp_path: Path, capsys) -> None:
     path = tmp_path / "fine.csv"
     _stage_log(path, 3e-10)
-    log = read_recording(str(path), _rigid_model("linear-stage"), command="mbfg calibrate")
+    log = read_recording(str(path), rigid_model("linear-stage"), command="mbfg calibrate")
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "mbfg calibrate: " in err and "snapped onto the uniform grid" in err, err
-    _check_time_step(log, 0.002, "--dt 0.002")  # refused before the snapping: 0.000999984 s was the period
+    check_time_step(log, 0.002, "--dt 0.002")  # refused before the snapping: 0.000999984 s was the period
     assert time_step(log, 0.002) == (0.002, 2)
 
 

@@ -268,7 +268,7 @@ def test_stream_readout_of_a_slider_on_a_turning_link_equals_observe_and_its_rat
     respect to the GTSAM tangent (Pose3: R Exp(dw), t + R dt; V as is) equal central differences."""
     from mbfg import quaternion as quat
     from mbfg.graphs.stream import joint_coordinates
-    from mbfg.graphs.stream.readout import _Readout
+    from mbfg.graphs.stream.readout import Readout
 
     arm = load_urdf(ARM)
     # The slide's frame a moved off the axis through the upper link's CoM, so that every term counts.
@@ -283,7 +283,7 @@ def test_stream_readout_of_a_slider_on_a_turning_link_equals_observe_and_its_rat
                                                               model.parameters.arrays())), atol=1e-14)
     np.testing.assert_allclose(qd[0], [rates[name] for name in model.observations], atol=1e-14)
 
-    readout = _Readout(model)
+    readout = Readout(model)
     R = quat.to_matrix_np(np.asarray(x.e))
     r = np.asarray(x.r)
     vel = np.concatenate([x.v, x.w], axis=1).reshape(-1)

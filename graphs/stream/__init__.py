@@ -98,7 +98,7 @@ as a program; later collections then walk only what the stream made.
 
 from mbfg.graphs.stream.config import DEFAULT_RELINEARIZE_THRESHOLD, StreamConfig, read_calibration
 from mbfg.graphs.stream.estimator import StreamEstimator
-from mbfg.graphs.stream.readout import _hinge_angles, _Readout, _wrap, joint_coordinates  # noqa: F401 - private ones for tests
+from mbfg.graphs.stream.readout import Readout, hinge_angles, joint_coordinates, wrap_angles  # noqa: F401 - private ones for tests
 from mbfg.graphs.stream.results import (
     DEFAULT_SIGMA,
     VELOCITY_PRIOR_SIGMA,
@@ -108,7 +108,7 @@ from mbfg.graphs.stream.results import (
     StreamStep,
     StreamWarning,
 )
-from mbfg.graphs.stream.window import _ISAM2Window  # noqa: F401 - for tests
+from mbfg.graphs.stream.window import ISAM2Window  # noqa: F401 - for tests
 
 __all__ = [
     "DEFAULT_RELINEARIZE_THRESHOLD",

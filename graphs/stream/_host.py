@@ -1,6 +1,6 @@
 """What the mixins of :class:`StreamEstimator` use of each other and of the estimator, for the type checker.
 
-:class:`_StreamHost` lists the estimator's state (set by ``StreamEstimator.__init__`` and
+:class:`StreamHost` lists the estimator's state (set by ``StreamEstimator.__init__`` and
 ``_reset_stream``) and the methods one part calls in another. The mixins derive from it only while
 type checking (``if TYPE_CHECKING``): at run time they derive from ``object`` and this module is not
 imported. Not a Protocol: mypy takes a mixin's ``self._filtered = None`` as redefining a protocol member.
@@ -15,12 +15,12 @@ import gtsam
 import numpy as np
 
 from mbfg.factors._rigid import Variables
-from mbfg.graphs.stream.readout import _Readout
+from mbfg.graphs.stream.readout import Readout
 from mbfg.graphs.stream.results import Estimate, StreamStatus, StreamStep
 from mbfg.rigid import RigidModel
 
 
-class _StreamHost:
+class StreamHost:
     # Settings (StreamEstimator.__init__).
     model: RigidModel
     period: float
@@ -45,7 +45,7 @@ class _StreamHost:
     _refine_prior: tuple[np.ndarray, np.ndarray] | None
     _obs_noise: gtsam.noiseModel.Base
     _imp_noise: gtsam.noiseModel.Base
-    _readout: _Readout
+    _readout: Readout
     _make_smoother: Callable[[], Any]
 
     # The stream's state (StreamEstimator._reset_stream).

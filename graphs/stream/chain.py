@@ -12,7 +12,7 @@ newest to oldest, gives every window state (one banded triangular solve over the
 window's conditionals, :mod:`mbfg.graphs.stream.band`). Marginalizing the states a lag back
 is dropping their conditionals: what they knew already sits in the later ones.
 The stream's regular updates (a sample for each of N new states, no gap) take
-:meth:`_ChainWindow.update_regular` instead: the prediction of the new states,
+:meth:`ChainWindow.update_regular` instead: the prediction of the new states,
 their linearization and the elimination in one compiled program
 (:mod:`mbfg.graphs.stream.fused`).
 
@@ -21,7 +21,7 @@ state's factors are linearized where the state entered (its prediction), the new
 states are relinearized at their solution while their update exceeds the
 threshold (``relinearize_threshold``, at most ``max_passes`` times) together with
 the frontier they extend (its square-root information and the conditional before it
-moved with its point, :meth:`_ChainWindow._move_frontier`), and an older state is not
+moved with its point, :meth:`ChainWindow._move_frontier`), and an older state is not
 relinearized again (first-estimate linearization: between updates a state moves by the
 smoothing correction, orders below the threshold). The frontier must move: the impulse
 factor between it and the first new state holds the joints' rows, 1/eps heavy, whose
@@ -29,7 +29,7 @@ linearization over a state's correction is wrong by far more than the noise at s
 than normal equations, as the iSAM2 window: the impulse rows carry weights ~1e3
 times the observations' and would square into the conditioning.
 
-The interface is that of :class:`~mbfg.graphs.stream.window._ISAM2Window` used by
+The interface is that of :class:`~mbfg.graphs.stream.window.ISAM2Window` used by
 the estimator (``update``, ``calculateEstimatePose3``, ``calculateEstimateVector``, and
 ``estimates`` for whole states at once);
 it takes the new factors as a list of :class:`~mbfg.adapter.FactorGroup` (evaluated
@@ -90,7 +90,7 @@ class _Block:
 
 def _regular_rows(blocks: Sequence[_Block], first: int, last: int, frontier: np.ndarray | None
                   ) -> tuple[np.ndarray, ...] | None:
-    """The arrays of :func:`_eliminate_regular` when the update is a plain extension of the chain: a
+    """The arrays of :func:`eliminate_regular` when the update is a plain extension of the chain: a
     frontier on state ``first``, one binary row set (the same rows, at least a state's dimension of
     them) between each pair of consecutive states and at most one unary row set (the same rows, missing
     ones as zeros) on each newer state. None otherwise (a start, a factor on the frontier state, several
@@ -121,7 +121,7 @@ def _regular_rows(blocks: Sequence[_Block], first: int, last: int, frontier: np.
 
 
 @jax.jit
-def _eliminate_regular(carried: jnp.ndarray, A: jnp.ndarray, b: jnp.ndarray, A_u: jnp.ndarray, b_u: jnp.ndarray
+def eliminate_regular(carried: jnp.ndarray, A: jnp.ndarray, b: jnp.ndarray, A_u: jnp.ndarray, b_u: jnp.ndarray
                        ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     """QR elimination along the chain in one compiled scan (the regular case of :func:`_regular_rows`).
 
@@ -160,7 +160,7 @@ def _eliminate_regular(carried: jnp.ndarray, A: jnp.ndarray, b: jnp.ndarray, A_u
     return G, a, R, R_f, jnp.concatenate([ok, determined(R_f, M_f)[None]])
 
 
-class _ChainWindow:
+class ChainWindow:
     """Fixed-lag smoother over a chain of states (module docstring).
 
     Args:
@@ -396,7 +396,7 @@ class _ChainWindow:
             raise ChainError("the window's states differ in size")
         regular = _regular_rows(blocks, first, last, frontier)
         if regular is not None:
-            self._accept(first, *_eliminate_regular(*regular))
+            self._accept(first, *eliminate_regular(*regular))
             return
         rows: dict[int, list[np.ndarray]] = {}  # state j -> rows [A_j | A_j+1 | b], zero-padded
         for block in blocks:
@@ -431,7 +431,7 @@ class _ChainWindow:
     def _accept(self, first: int, G: jnp.ndarray, a: jnp.ndarray, R: jnp.ndarray, R_f: jnp.ndarray,
                 ok: jnp.ndarray) -> None:
         """The conditionals of the states ``first`` .. newest-1 and the frontier, from
-        :func:`_eliminate_regular` (its G, a, R, R_f, ok); a state left undetermined is refused by name."""
+        :func:`eliminate_regular` (its G, a, R, R_f, ok); a state left undetermined is refused by name."""
         bad = np.flatnonzero(~np.asarray(ok))
         if bad.size:
             j = first + int(bad[0])

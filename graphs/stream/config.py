@@ -248,12 +248,12 @@ def _positive(name: str, value: Any) -> float:
 
 
 
-def _usable(value: Any) -> TypeGuard[float]:
+def usable_value(value: Any) -> TypeGuard[float]:
     """A positive finite number in a calibration JSON (not a bool, not null)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
-def _decimals(x: float) -> int:
+def decimal_places(x: float) -> int:
     """The decimals of x as written (0.001 -> 3, 1.899 -> 3, 2.0 -> 0; at most 12): output times are rounded to
     those of the sample period and the first time, so that the integer step index times h prints as the
     input's times do (no 1.8990000000000018 next to 1.899)."""

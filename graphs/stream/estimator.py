@@ -19,22 +19,22 @@ from mbfg.errors import DeclarationError, ModelError
 from mbfg.factors._rigid import fixed_values, variables_for
 from mbfg.graphs.stream.config import (
     StreamConfig,
-    _decimals,
-    _usable,
     calibration_warnings,
+    decimal_places,
     read_calibration,
+    usable_value,
 )
-from mbfg.graphs.stream.faults import _FaultGate
-from mbfg.graphs.stream.growth import _GraphGrowth
-from mbfg.graphs.stream.readout import _Readout
-from mbfg.graphs.stream.replay import _Replay
+from mbfg.graphs.stream.faults import FaultGate
+from mbfg.graphs.stream.growth import GraphGrowth
+from mbfg.graphs.stream.readout import Readout
+from mbfg.graphs.stream.replay import Replay
 from mbfg.graphs.stream.results import DEFAULT_SIGMA, Estimate, StreamStatus, StreamStep, StreamWarning
 from mbfg.graphs.stream.smoothers import relinearize_thresholds, smoother_factory
 from mbfg.graphs.stream.window_readout import WindowReadout
 from mbfg.rigid import RigidModel, State
 
 
-class StreamEstimator(_FaultGate, _GraphGrowth, _Replay, WindowReadout):
+class StreamEstimator(FaultGate, GraphGrowth, Replay, WindowReadout):
     """Fixed-lag smoother of a rigid-body model over a stream of encoder samples (module docstring).
 
     Args:
@@ -230,7 +230,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay, WindowReadout):
 
         self._obs_noise = noise_model(self.sigma_observation, n_obs)
         self._imp_noise = noise_model(self.sigma_impulse, 12 * model.nb)
-        self._readout = _Readout(model)
+        self._readout = Readout(model)
         self._fused: Callable[..., Any] | None = None  # the chain's regular update program (graphs/stream/fused.py)
         self._make_smoother = smoother_factory(config, relinearize_thresholds(model, config), self._window_lag,
                                                model.nb, len(refine))
@@ -304,13 +304,13 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay, WindowReadout):
             raise ModelError(f"{where}: {exc}") from None
         settings: dict[str, Any] = {}
         for key in ("h", "period", "weight"):  # period: the calibration log's sample period (newer files)
-            if _usable(doc.get(key)):
+            if usable_value(doc.get(key)):
                 settings[key] = float(doc[key])
         sigma = doc.get("sigma_observation")
-        if _usable(sigma):
+        if usable_value(sigma):
             settings["calibration_sigma"] = float(sigma)
         sigma_p = doc.get("sigma_impulse")
-        if _usable(sigma_p) and kwargs.get("weight") is None and kwargs.get("sigma_impulse") is None:
+        if usable_value(sigma_p) and kwargs.get("weight") is None and kwargs.get("sigma_impulse") is None:
             settings["sigma_impulse"] = float(sigma_p)
         stds = {}
         for name, entry in doc["parameters"].items():
@@ -379,7 +379,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay, WindowReadout):
                 st.waiting += 1
                 return StreamStep(t, tuple(flags + ["waiting"]), None, None)
             self._t0 = t
-            self._t_decimals = max(_decimals(self.period), _decimals(t))
+            self._t_decimals = max(decimal_places(self.period), decimal_places(t))
         j_float = (t - self._t0) / self.period
         j = int(round(j_float))
         if self._last_j >= 0 and abs(j - self._last_j) > self._max_gap_slots:
@@ -388,7 +388,7 @@ class StreamEstimator(_FaultGate, _GraphGrowth, _Replay, WindowReadout):
                 return dropped
             if j <= self._last_j:  # a clock set back: the grid re-based, so that state indices keep growing
                 self._t0 = t - (self._last_j + 1) * self.period
-                self._t_decimals = max(_decimals(self.period), _decimals(t))
+                self._t_decimals = max(decimal_places(self.period), decimal_places(t))
                 j_float = (t - self._t0) / self.period
                 j = self._last_j + 1
         else:

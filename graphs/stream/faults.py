@@ -12,17 +12,17 @@ import numpy as np
 from mbfg.graphs.stream.results import StreamStep, StreamWarning
 
 if TYPE_CHECKING:  # the estimator's attributes and methods the mixin uses
-    from mbfg.graphs.stream._host import _StreamHost
+    from mbfg.graphs.stream._host import StreamHost
 else:
-    _StreamHost = object
+    StreamHost = object
 
 
 def _wrap_angle(x: float) -> float:
-    """An angle [rad] wrapped to (-pi, pi], a Python float (:func:`~mbfg.graphs.stream.readout._wrap` for arrays)."""
+    """An angle [rad] wrapped to (-pi, pi], a Python float (:func:`~mbfg.graphs.stream.readout.wrap_angles` for arrays)."""
     return math.atan2(math.sin(x), math.cos(x))
 
 
-class _FaultGate(_StreamHost):
+class FaultGate(StreamHost):
     """The fault handling of :class:`StreamEstimator` (a mixin): warnings once per kind, dropped samples,
     encoder unwrapping and the jump gate."""
 

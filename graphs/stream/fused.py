@@ -9,9 +9,9 @@ linearizations and the elimination scan, with NumPy and GTSAM round trips betwee
 update is bound by those fixed costs, not by arithmetic (``python benchmarks/stream.py --only
 timing``), so here they are one program: the same prediction (:func:`mbfg.spook.step`), the same
 vmapped linearizations (:meth:`mbfg.adapter.FactorType._vmapped`, whitened by the noise sigmas),
-the same elimination (:func:`~mbfg.graphs.stream.chain._eliminate_regular`). The chain keeps the
+the same elimination (:func:`~mbfg.graphs.stream.chain.eliminate_regular`). The chain keeps the
 linearization points, the conditionals and the back-substitution
-(:meth:`~mbfg.graphs.stream.chain._ChainWindow.update_regular`); ``tests/test_stream_chain.py``
+(:meth:`~mbfg.graphs.stream.chain.ChainWindow.update_regular`); ``tests/test_stream_chain.py``
 checks that both ways give the same estimates. The traced program is kept on disk
 (:class:`mbfg._programs.PersistentJit`), so a stream's start in a new process does not trace it again.
 """
@@ -31,7 +31,7 @@ from mbfg.errors import MbfgError
 from mbfg.factors._rigid import Variables
 from mbfg.factors.impulse import impulse_type
 from mbfg.factors.observation import observation_type
-from mbfg.graphs.stream.chain import _eliminate_regular
+from mbfg.graphs.stream.chain import eliminate_regular
 from mbfg.lie import so3_exp
 from mbfg.rigid import State
 from mbfg.spook import step
@@ -60,7 +60,7 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndarr
         binary_sigmas (12 nb,), unary_sigmas (n_obs,): the noise sigmas that whiten the rows.
     Returns (NumPy arrays, from the program's one output):
         T_new (N, nb, 4, 4), v_new (N, 6 nb): the new states' linearization points; and
-        :func:`~mbfg.graphs.stream.chain._eliminate_regular`'s G, a, R, R_f, ok.
+        :func:`~mbfg.graphs.stream.chain.eliminate_regular`'s G, a, R, R_f, ok.
     """
     if keys.parameter_keys(variables):
         raise MbfgError("the fused stream update takes fixed parameters only (the chain does not refine)")
@@ -81,7 +81,7 @@ def _regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndar
     def predict(T_est: jnp.ndarray, v_est: jnp.ndarray, us: jnp.ndarray, fixed: Any, h: jnp.ndarray
                 ) -> tuple[jnp.ndarray, jnp.ndarray]:
         """The new states from the frontier's estimate: poses (N, nb, 4, 4) and velocities (N, 6 nb). As
-        :meth:`~mbfg.graphs.stream.growth._GraphGrowth._predict`: one state at constant velocity (the
+        :meth:`~mbfg.graphs.stream.growth.GraphGrowth._predict`: one state at constant velocity (the
         Spook position update, q + h v, the rotation by Exp(h omega)), several by Spook steps."""
         V = v_est.reshape(nb, 6)
         if us.shape[0] == 1:
@@ -117,7 +117,7 @@ def _regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndar
         state_new = (*(T_new[:, i] for i in range(nb)), v_new)
         A, b = rows(linearize_binary((*state_prev, *state_new), (fixed, us, h)), binary_sigmas, binary_order)
         A_u, b_u = rows(linearize_unary(state_new, (fixed, ys, mask)), unary_sigmas, unary_order)
-        outputs = (T_new, v_new, *_eliminate_regular(carried, A, b, A_u, b_u))
+        outputs = (T_new, v_new, *eliminate_regular(carried, A, b, A_u, b_u))
         # One array out: each output array is a device-to-host conversion of its own on the way back.
         return jnp.concatenate([jnp.ravel(x).astype(T_new.dtype) for x in outputs])
 

@@ -18,18 +18,18 @@ from mbfg.factors.initial_state import initial_state_type
 from mbfg.factors.observation import observation_factor, observation_keys, observation_type
 from mbfg.graph_builder import GraphBuilder
 from mbfg.graphs.joint import initial_states
-from mbfg.graphs.stream.chain import _ChainWindow
+from mbfg.graphs.stream.chain import ChainWindow
 from mbfg.graphs.stream.fused import regular_update_program
 from mbfg.graphs.stream.results import VELOCITY_PRIOR_SIGMA, Estimate
 from mbfg.rigid import State
 
 if TYPE_CHECKING:  # the estimator's attributes and methods the mixin uses
-    from mbfg.graphs.stream._host import _StreamHost
+    from mbfg.graphs.stream._host import StreamHost
 else:
-    _StreamHost = object
+    StreamHost = object
 
 
-class _GraphGrowth(_StreamHost):
+class GraphGrowth(StreamHost):
     """The graph growth of :class:`StreamEstimator` (a mixin): new smoothers, predictions, updates."""
 
     def _state_keys(self, k: int) -> list[int]:
@@ -101,7 +101,7 @@ class _GraphGrowth(_StreamHost):
             moved = [gtsam.Pose3(pose.rotation().compose(gtsam.Rot3.Expmap(w[i] * self.h)),  # omega: body frame
                                  pose.translation() + v[i] * self.h) for i, pose in enumerate(poses)]
             return [(moved, vel)]
-        from mbfg.spook import _compiled_scan
+        from mbfg.spook import compiled_scan
 
         V = vel.reshape(nb, 6)
         x = State(np.stack([p.translation() for p in poses]),
@@ -112,7 +112,7 @@ class _GraphGrowth(_StreamHost):
         padded = np.concatenate([u, np.repeat(u[-1:], chunks * N - len(u), axis=0)])
         h = np.asarray(self.h, dtype=float)
         if self._rollout is None:
-            self._rollout = _compiled_scan(self.model, x, padded[:N], self.fixed, h)[0]
+            self._rollout = compiled_scan(self.model, x, padded[:N], self.fixed, h)[0]
         out = []
         for c in range(chunks):
             x, (xs, _, _) = self._rollout(x, padded[c * N : (c + 1) * N], self.fixed, h)
@@ -144,7 +144,7 @@ class _GraphGrowth(_StreamHost):
     def _update_smoother(self, factors: GraphBuilder, values: gtsam.Values, stamps: dict[int, float]) -> None:
         """One smoother update with the new ``factors``: the chain window takes factor groups as they are
         (evaluated vectorized, no GTSAM callbacks); GTSAM's smoothers get their factors in a graph."""
-        if isinstance(self._smoother, _ChainWindow):
+        if isinstance(self._smoother, ChainWindow):
             self._smoother.update(factors.items, values, stamps)
             return
         self._smoother.update(factors.graph, values, stamps)
@@ -175,7 +175,7 @@ class _GraphGrowth(_StreamHost):
                 y, u = samples[kk]
                 ref = np.where(np.isfinite(y), y, ref)
             self._refs[kk] = ref
-        if isinstance(self._smoother, _ChainWindow) and k_end - k_last == len(pending) == self.update_every:
+        if isinstance(self._smoother, ChainWindow) and k_end - k_last == len(pending) == self.update_every:
             self._extend_regular(pending, controls)
         else:
             self._extend_factors(pending, controls)
@@ -230,7 +230,7 @@ class _GraphGrowth(_StreamHost):
                 stamps[key] = (kk + 1) * self.h
         for kk, (poses, vel) in zip(range(k_last + 1, k_end + 1), self._predict(k_last, controls)):
             self._insert_state(values, kk, poses, vel)
-        grouped = self.update_every > 1 or isinstance(self._smoother, _ChainWindow)
+        grouped = self.update_every > 1 or isinstance(self._smoother, ChainWindow)
         # The impulse type's own Jacobian passes (one per state part and the parameters).
         factors.add_group(impulse_type(self.variables), [impulse_keys(self.variables, kk) for kk in steps],
                           self._imp_noise, self.fixed, PerFactor(np.asarray(controls, dtype=float)), float(self.h),

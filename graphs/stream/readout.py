@@ -11,18 +11,18 @@ from mbfg._jax import jax
 from mbfg.rigid import WORLD, Hinge, Prismatic, RigidModel, State, resolve
 
 
-def _wrap(x: np.ndarray | float) -> np.ndarray:
+def wrap_angles(x: np.ndarray | float) -> np.ndarray:
     return np.arctan2(np.sin(x), np.cos(x))
 
 
-def _hinge_angles(R_a: np.ndarray, R_b: np.ndarray) -> np.ndarray:
+def hinge_angles(R_a: np.ndarray, R_b: np.ndarray) -> np.ndarray:
     """NumPy twin of :func:`mbfg.rigid.hinge_angle` over a leading axis: rotations (n, 3, 3) of frames a
     and b; the rotation of b about a's z axis (n,) [rad]."""
     R_ab = np.einsum("nji,njk->nik", R_a, R_b)
     return np.arctan2(R_ab[:, 1, 0] - R_ab[:, 0, 1], R_ab[:, 0, 0] + R_ab[:, 1, 1])
 
 
-class _Readout:
+class Readout:
     """Coordinates, rates and their Jacobians from states, in NumPy (no JAX call per sample).
 
     For each observation: a hinge angle (from the bodies' rotations, as
@@ -69,7 +69,7 @@ class _Readout:
                 R_world_a = np.broadcast_to(np.eye(3), (n, 3, 3)) if ia is None else R_world_body[:, ia]
                 R_world_fa = R_world_a @ R_a_frame
                 axis = R_world_fa[:, :, 2]  # the hinge axis in the world
-                q[:, c] = _hinge_angles(R_world_fa, R_world_body[:, ib] @ R_b_frame)
+                q[:, c] = hinge_angles(R_world_fa, R_world_body[:, ib] @ R_b_frame)
                 w_rel = w_world[:, ib] - (0.0 if ia is None else w_world[:, ia])
                 qd[:, c] = np.einsum("ni,ni->n", axis, w_rel)
                 if jacobians:
@@ -144,4 +144,4 @@ def joint_coordinates(model: RigidModel, states: State) -> tuple[np.ndarray, np.
     # One vmapped call: a JAX call per state and body costs more than the read-out itself.
     R_world_body = np.asarray(jax.vmap(quat.to_matrix)(np.asarray(states.e).reshape(-1, 4))).reshape(n, -1, 3, 3)
     vel = np.concatenate([np.asarray(states.v), np.asarray(states.w)], axis=2).reshape(n, -1)
-    return _Readout(model)(R_world_body, np.asarray(states.r), vel)
+    return Readout(model)(R_world_body, np.asarray(states.r), vel)

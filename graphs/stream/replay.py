@@ -15,12 +15,12 @@ from mbfg.progress import Progress
 from mbfg.rigid import State
 
 if TYPE_CHECKING:  # the estimator's attributes and methods the mixin uses
-    from mbfg.graphs.stream._host import _StreamHost
+    from mbfg.graphs.stream._host import StreamHost
 else:
-    _StreamHost = object
+    StreamHost = object
 
 
-class _Replay(_StreamHost):
+class Replay(StreamHost):
     """Replays and the end-of-stream window of :class:`StreamEstimator` (a mixin)."""
 
     # ------------------------------------------------------------------ whole logs, end of stream

@@ -17,9 +17,9 @@ import numpy as np
 
 from mbfg import keys
 from mbfg.graphs.restarts import soft_start_factors
-from mbfg.graphs.stream.chain import _ChainWindow
+from mbfg.graphs.stream.chain import ChainWindow
 from mbfg.graphs.stream.config import StreamConfig
-from mbfg.graphs.stream.window import _ISAM2Window
+from mbfg.graphs.stream.window import ISAM2Window
 from mbfg.rigid import RigidModel
 
 __all__ = ["relinearize_thresholds", "smoother_factory", "threshold_map"]
@@ -57,7 +57,7 @@ def smoother_factory(config: StreamConfig, thresholds: Mapping[str, float], wind
     (:func:`relinearize_thresholds`); ``nb`` bodies, ``n_refined`` refined parameters (kept in the window)."""
     kind = config.smoother_kind
     if kind == "chain":
-        return lambda: _ChainWindow(window_lag(), thresholds["pose"], thresholds["velocity"])
+        return lambda: ChainWindow(window_lag(), thresholds["pose"], thresholds["velocity"])
     if kind in ("incremental", "gtsam-incremental"):
         params = gtsam.ISAM2Params()
         params.setRelinearizeThreshold(threshold_map(thresholds, nb, n_refined))
@@ -70,7 +70,7 @@ def smoother_factory(config: StreamConfig, thresholds: Mapping[str, float], wind
         # Reuse the slots of marginalized factors, or the factor arrays grow with the stream.
         params.findUnusedFactorSlots = True
         if kind == "incremental":
-            return lambda: _ISAM2Window(window_lag(), params, [keys.P()])
+            return lambda: ISAM2Window(window_lag(), params, [keys.P()])
         return lambda: gtsam.IncrementalFixedLagSmoother(window_lag(), params)
     lm = gtsam.LevenbergMarquardtParams()
     lm.setMaxIterations(int(config.max_iterations))

@@ -9,7 +9,7 @@ import gtsam
 import numpy as np
 
 
-class _ISAM2Window:
+class ISAM2Window:
     """iSAM2 over a sliding window: GTSAM's IncrementalFixedLagSmoother, with the newest state eliminated last.
 
     The same marginalization as ``gtsam.IncrementalFixedLagSmoother`` (keys

@@ -13,18 +13,18 @@ import gtsam
 import numpy as np
 
 from mbfg import keys
-from mbfg.graphs.stream.readout import _wrap
+from mbfg.graphs.stream.readout import wrap_angles
 from mbfg.graphs.stream.results import Estimate
 
 if TYPE_CHECKING:  # the estimator's attributes and methods the mixin uses
-    from mbfg.graphs.stream._host import _StreamHost
+    from mbfg.graphs.stream._host import StreamHost
 else:
-    _StreamHost = object
+    StreamHost = object
 
 __all__ = ["WindowReadout"]
 
 
-class WindowReadout(_StreamHost):
+class WindowReadout(StreamHost):
     """The window's bookkeeping and read-out of :class:`~mbfg.graphs.stream.StreamEstimator` (a mixin)."""
 
     def _window_lag(self) -> float:
@@ -51,7 +51,7 @@ class WindowReadout(_StreamHost):
         unread = np.full(q.shape[1], np.nan)  # (once: a default argument is built whether it is needed or not)
         refs = np.array([self._refs.get(k, unread) for k in ks])
         # Angles next to the encoder's turn count (states without a reference keep (-pi, pi]).
-        q = np.where(self.hinge & np.isfinite(refs), refs + _wrap(q - refs), q)
+        q = np.where(self.hinge & np.isfinite(refs), refs + wrap_angles(q - refs), q)
         estimates = []
         for j, k in enumerate(ks):
             q_std = qd_std = None

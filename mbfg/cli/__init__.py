@@ -56,7 +56,7 @@ from mbfg.cli import (
     torques,
 )
 from mbfg.cli.args import BLANCO_CLARACO_2021, CONTROL_NOTE, MARKLUND_2025
-from mbfg.cli.common import _eprint, _model_with_params, _rigid_model  # noqa: F401  (tests import these from here)
+from mbfg.cli.common import eprint, model_with_params, rigid_model  # noqa: F401  (tests import these from here)
 from mbfg.errors import MbfgError
 from mbfg.progress import log_to_stderr
 
@@ -158,13 +158,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except MbfgError as exc:
-        _eprint(f"mbfg: error: {exc}")
+        eprint(f"mbfg: error: {exc}")
         return EXIT_USER_ERROR
     except FileNotFoundError as exc:
-        _eprint(f"mbfg: error: {exc.filename or exc}: file not found")
+        eprint(f"mbfg: error: {exc.filename or exc}: file not found")
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
-        _eprint("mbfg: interrupted")
+        eprint("mbfg: interrupted")
         return 130
     except BrokenPipeError:  # '--out -' piped into e.g. head, which stopped reading
         try:

@@ -51,7 +51,7 @@ CONTROL_NOTE = """\
   activations, target-velocity and target-constraint-force costs"""
 
 
-def _finite_float(text: str) -> float:
+def finite_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -61,23 +61,23 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _positive_float(text: str) -> float:
-    value = _finite_float(text)
+def positive_float(text: str) -> float:
+    value = finite_float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
     return value
 
 
-def _nonnegative_float(text: str) -> float:
-    value = _finite_float(text)
+def nonnegative_float(text: str) -> float:
+    value = finite_float(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
     return value
 
 
-def _gravity(text: str) -> float:
+def gravity_value(text: str) -> float:
     """Gravity [m/s^2]: a finite number of magnitude at most :data:`mbfg.limits.MAX_GRAVITY`."""
-    value = _finite_float(text)
+    value = finite_float(text)
     if abs(value) > MAX_GRAVITY:
         raise argparse.ArgumentTypeError(f"expected a gravity of magnitude at most {MAX_GRAVITY:g} m/s^2 (1,000 g), "
                                          f"got {text!r}")
@@ -87,7 +87,7 @@ def _gravity(text: str) -> float:
 def add_resample_option(parser: argparse.ArgumentParser) -> None:
     """``--resample H`` (:data:`RESAMPLE_HELP`) on ``parser``: ``args.resample``, None or a time-step > 0 [s];
     and ``--columns`` (:data:`COLUMNS_HELP`): ``args.columns``, None or the log's column names to read."""
-    parser.add_argument("--resample", type=_positive_float, default=None, metavar="H", help=RESAMPLE_HELP)
+    parser.add_argument("--resample", type=positive_float, default=None, metavar="H", help=RESAMPLE_HELP)
     parser.add_argument("--columns", type=_column_list, default=None, metavar="T,NAMES...", help=COLUMNS_HELP)
 
 
@@ -108,7 +108,7 @@ def _column_list(text: str) -> list[str]:
     return names
 
 
-def _whole_number(minimum: int, what: str, too_small: str) -> Callable[[str], int]:
+def whole_number(minimum: int, what: str, too_small: str) -> Callable[[str], int]:
     """An argparse type: an int >= ``minimum``; "expected {what}, got 'x'" / "expected {too_small}, got 0"."""
 
     def parse(text: str) -> int:
@@ -123,19 +123,19 @@ def _whole_number(minimum: int, what: str, too_small: str) -> Callable[[str], in
     return parse
 
 
-_counts = _whole_number(1, "a whole number of counts per revolution", "at least 1 count per revolution")
-_seed = _whole_number(0, "a whole number >= 0", "a whole number >= 0")
-_positive_int = _whole_number(1, "a whole number of steps", "at least 1 step")
-_iterations = _whole_number(1, "a whole number of iterations", "at least 1 iteration")
-_samples = _whole_number(0, "a whole number of samples", "0 samples or more")
-_halvings = _whole_number(0, "a whole number of halvings", "0 halvings or more")
+counts_per_revolution = whole_number(1, "a whole number of counts per revolution", "at least 1 count per revolution")
+seed_value = whole_number(0, "a whole number >= 0", "a whole number >= 0")
+positive_steps = whole_number(1, "a whole number of steps", "at least 1 step")
+iteration_count = whole_number(1, "a whole number of iterations", "at least 1 iteration")
+sample_count = whole_number(0, "a whole number of samples", "0 samples or more")
+halving_count = whole_number(0, "a whole number of halvings", "0 halvings or more")
 
 
 #: Largest joint coordinate ``--init`` takes [rad or m] (:data:`mbfg.limits.MAX_COORDINATE`).
 MAX_COORDINATE = _MAX_COORDINATE
 
 
-def _assignment(text: str) -> tuple[str, float]:
+def assignment(text: str) -> tuple[str, float]:
     name, sep, value = text.partition("=")
     name = name.strip()
     if not sep or not name:

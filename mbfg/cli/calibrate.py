@@ -22,28 +22,28 @@ from mbfg.cli.args import (
     MARKLUND_2025,
     MODEL_HELP,
     Subparsers,
-    _halvings,
-    _iterations,
-    _positive_float,
-    _samples,
     add_resample_option,
+    halving_count,
+    iteration_count,
+    positive_float,
+    sample_count,
 )
 from mbfg.cli.common import (
-    _check_figure,
-    _check_output,
-    _check_outputs,
-    _check_time_step,
-    _compile_notice,
-    _eprint,
-    _json_safe,
-    _model_input,
-    _model_with_params,
-    _parse_free,
-    _sample_period,
-    _save_figure,
-    _start,
-    _wall,
-    _write_json,
+    check_figure,
+    check_output,
+    check_outputs,
+    check_time_step,
+    compile_notice,
+    eprint,
+    json_safe,
+    log_sample_period,
+    model_input,
+    model_with_params,
+    parse_free,
+    save_figure,
+    start_clock,
+    wall_seconds,
+    write_json,
 )
 from mbfg.errors import DataError, MbfgError, ModelError
 
@@ -215,7 +215,7 @@ def add_parser(sub: Subparsers) -> None:
         help="Gaussian priors on free parameters at their initial values, standard deviation SIGMA [their unit]",
     )
     cal.add_argument(
-        "--dt", type=_positive_float, default=None, metavar="H",
+        "--dt", type=positive_float, default=None, metavar="H",
         help="estimation time-step [s], a whole multiple of the log's sample period (default: the period)",
     )
     cal.add_argument(
@@ -226,29 +226,29 @@ def add_parser(sub: Subparsers) -> None:
              "(mbfg.noise_weight.estimate_weight), reported with the reading and impulse noise it implies",
     )
     cal.add_argument(
-        "--restart-weight", type=_positive_float, default=None, metavar="W2",
+        "--restart-weight", type=positive_float, default=None, metavar="W2",
         help="after the LM, solve again at this w from a free simulation of the result (contacts at large "
              "noise: a small --weight first, then a large W2; see CalibrationOptions.restart_weight)",
     )
     cal.add_argument(
-        "--restart-search", type=_samples, default=0, metavar="N",
+        "--restart-search", type=sample_count, default=0, metavar="N",
         help="with --restart-weight: also free-simulate N parameter vectors spread over the free parameters' "
              "bounds and restart from the two closest to the log too, keeping the lowest cost (a contact the "
              "first solve left in the wrong mode; see CalibrationOptions.restart_search)",
     )
     cal.add_argument(
-        "--backtracking", type=_halvings, default=None, metavar="N",
+        "--backtracking", type=halving_count, default=None, metavar="N",
         help="halve a rejected LM step up to N times along its direction before raising the damping (default: "
              "8 for a model with contacts, whose impulse residuals steepen where a contact engages, else 0; see "
              "LMConfig.backtracking)",
     )
     cal.add_argument(
-        "--soft-start", type=_positive_float, default=None, metavar="F",
+        "--soft-start", type=positive_float, default=None, metavar="F",
         help="solve first with every joint compliance F times softer (e.g. 100), then the model's own from that "
              "solution: for stiff joints, eps_lin of 1e-8 m/N and less (see CalibrationOptions.soft_start)",
     )
     cal.add_argument(
-        "--max-iterations", type=_iterations, default=20, metavar="N",
+        "--max-iterations", type=iteration_count, default=20, metavar="N",
         help="Levenberg-Marquardt iterations at most (default: %(default)s)",
     )
     cal.add_argument(
@@ -275,7 +275,7 @@ def add_parser(sub: Subparsers) -> None:
 
 def _weight(text: str) -> float | str:
     """``--weight``: a number > 0, or ``estimate``."""
-    return "estimate" if text.strip() == "estimate" else _positive_float(text)
+    return "estimate" if text.strip() == "estimate" else positive_float(text)
 
 
 def _parse_priors(model: RigidModel, names: list[str], text: str) -> dict[str, float]:
@@ -294,7 +294,7 @@ def _parse_priors(model: RigidModel, names: list[str], text: str) -> dict[str, f
         if name in priors:
             raise ModelError(f"--prior {text}: parameter {name!r} is given twice")
         try:
-            priors[name] = _positive_float(value)
+            priors[name] = positive_float(value)
         except argparse.ArgumentTypeError:
             message = f"--prior {text}: the sigma of {name!r} must be a positive number, got {value!r}"
             raise ModelError(message) from None
@@ -394,19 +394,19 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.progress import silenced
     from mbfg.roles import weight_unit
 
-    _start(args)
+    start_clock(args)
     if args.out == "-":
         raise DataError("--out -: use --json to print the result on standard output")
-    inputs = [_model_input(args.model), ("LOG", args.log), ("--params", args.params)]
+    inputs = [model_input(args.model), ("LOG", args.log), ("--params", args.params)]
     if args.out:
-        _check_output(args.out, "JSON", inputs=inputs)
+        check_output(args.out, "JSON", inputs=inputs)
     plot = args.plot
     if plot:
-        _check_output(plot, "figure", "--plot", inputs=inputs)
-        _check_outputs([("--out", args.out), ("--plot", plot)])
-        _check_figure(plot, "plotting a calibration")  # a missing matplotlib is said now, not after the fit
-    model = _model_with_params(args.model, args.params)
-    free = _parse_free(model, args.free) if args.free is not None else None
+        check_output(plot, "figure", "--plot", inputs=inputs)
+        check_outputs([("--out", args.out), ("--plot", plot)])
+        check_figure(plot, "plotting a calibration")  # a missing matplotlib is said now, not after the fit
+    model = model_with_params(args.model, args.params)
+    free = parse_free(model, args.free) if args.free is not None else None
     names = free if free is not None else list(model.parameters.free)
     if not names:
         raise ModelError(
@@ -417,20 +417,20 @@ def run(args: argparse.Namespace) -> int:
     _check_restarts(args, model, names)
     hold = _parse_hold(model, names, args.hold) if args.hold is not None else None
     log = read_recording(args.log, model, args.resample, args.quiet, "mbfg calibrate", args.columns)
-    _check_time_step(log, args.dt, f"--dt {args.dt:g}" if args.dt is not None else "")
+    check_time_step(log, args.dt, f"--dt {args.dt:g}" if args.dt is not None else "")
     estimate = None
     if args.weight == "estimate":
         from mbfg.noise_weight import estimate_weight
         from mbfg.roles import noise_units
 
-        with _compile_notice("calibrate", args.quiet):
+        with compile_notice("calibrate", args.quiet):
             estimate = estimate_weight(model, log, free=free, h=args.dt, priors=priors, quiet=args.quiet)
-        _eprint(f"mbfg calibrate: --weight estimate: {estimate.summary((weight_unit(model), *noise_units(model)))}")
+        eprint(f"mbfg calibrate: --weight estimate: {estimate.summary((weight_unit(model), *noise_units(model)))}")
     weight = model.weight if args.weight is None else estimate.weight if estimate is not None else args.weight
     if not args.quiet:
-        period = _sample_period(log)
+        period = log_sample_period(log)
         h = args.dt if args.dt is not None else period
-        _eprint(
+        eprint(
             f"mbfg calibrate: {model.name}, free {', '.join(names)}; {len(log.t)} rows of {args.log} "
             f"(sample period {period:.6g} s), h = {h:.6g} s, weight {weight:g} {weight_unit(model)}"
             + (f"; start from {args.params}" if args.params else "; start from the model's values")
@@ -439,7 +439,7 @@ def run(args: argparse.Namespace) -> int:
                         **({} if args.backtracking is None else {"backtracking": args.backtracking}))
     options = CalibrationOptions(bias=args.bias, restart_weight=args.restart_weight, soft_start=args.soft_start,
                                  restart_search=args.restart_search)
-    with _compile_notice("calibrate", args.quiet), silenced() if args.quiet else contextlib.nullcontext():
+    with compile_notice("calibrate", args.quiet), silenced() if args.quiet else contextlib.nullcontext():
         result = calibrate(model, log, free=free, h=args.dt, weight=weight, priors=priors, lm=lm, options=options)
     # Which held parameters pin down the others is known only now; a --hold that leaves one free is an error,
     # raised once the calibration's own table and file are out (it is not lost with the mapping).
@@ -449,11 +449,11 @@ def run(args: argparse.Namespace) -> int:
             base = result.base_parameters(hold)
         except MbfgError as exc:
             base_error = exc
-    doc = _json_safe({**result.to_dict(), "log": args.log, "params": args.params, "priors": priors or {}}
+    doc = json_safe({**result.to_dict(), "log": args.log, "params": args.params, "priors": priors or {}}
                      | ({"base": base.to_dict()} if base is not None else {})
                      | ({"weight_estimate": _estimate_json(estimate)} if estimate is not None else {}))
     if args.out:
-        _write_json(doc, args.out)
+        write_json(doc, args.out)
     if args.json:
         print(json.dumps(doc))
     else:
@@ -462,15 +462,15 @@ def run(args: argparse.Namespace) -> int:
             print(base.table())
     sys.stdout.flush()
     if plot:
-        _save_figure(result.plot(log), plot)
+        save_figure(result.plot(log), plot)
     written = [path for path in (args.out, plot) if path]
     if result.status == "not_converged" and result.message.startswith("iteration limit"):
         outcome = f"NOT converged ({result.message}; {why_not_converged(result.history, result.model.layout.n_B > 0)})"
     else:
         outcome = result.outcome
-    _eprint(
+    eprint(
         f"mbfg calibrate: {result.iterations} LM iterations, {outcome}"
-        + f", cost {result.cost:.4g} per step; {_wall(args):.1f} s wall in all "
+        + f", cost {result.cost:.4g} per step; {wall_seconds(args):.1f} s wall in all "
         f"(calibration {result.wall_s:.1f} s, compiling included)"
         + (f"; wrote {' and '.join(written)}" if written else "")
     )

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mbfg._programs import BoundedCache
 from mbfg.errors import DataError, MbfgError, ModelError
 
 if TYPE_CHECKING:
@@ -31,25 +32,25 @@ if TYPE_CHECKING:
     from mbfg.rigid import RigidModel
 
 
-def _eprint(*parts: object) -> None:
+def eprint(*parts: object) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
-def _start(args: argparse.Namespace) -> None:
+def start_clock(args: argparse.Namespace) -> None:
     """Start the command's clock, unless :func:`mbfg.cli.main` started it (before it parsed the arguments)."""
     if getattr(args, "started", None) is None:
         args.started = time.perf_counter()
 
 
-def _wall(args: argparse.Namespace) -> float:
-    """The command's wall time so far [s], from :func:`_start`: imports, reading, building, compiling,
+def wall_seconds(args: argparse.Namespace) -> float:
+    """The command's wall time so far [s], from :func:`start_clock`: imports, reading, building, compiling,
     solving and writing included (what a summary line reports as "wall in all")."""
-    _start(args)
+    start_clock(args)
     return time.perf_counter() - args.started
 
 
-def _check_output(out: str, kind: str = "CSV", option: str = "--out",
-                  inputs: Sequence[tuple[str, str | None]] = ()) -> None:
+def check_output(out: str, kind: str = "CSV", option: str = "--out",
+                 inputs: Sequence[tuple[str, str | None]] = ()) -> None:
     """Fail before the (possibly long) solve if the output file (of ``option``) cannot be written, or is one of
     the command's ``inputs`` ((option or argument name, path) pairs; None and '-' skipped): the same resolved
     path or the same inode, so that a run never truncates what it reads (``--output in.csv`` read its own
@@ -87,7 +88,7 @@ def _is_standard_input(path: str) -> bool:
     return stat.S_ISREG(given.st_mode) and (given.st_dev, given.st_ino) == (target.st_dev, target.st_ino)
 
 
-def _check_outputs(outputs: Sequence[tuple[str, str | None]]) -> None:
+def check_outputs(outputs: Sequence[tuple[str, str | None]]) -> None:
     """No two of a command's output files ((option, path) pairs) are one file: the second would overwrite
     the first."""
     from mbfg.atomic import same_file
@@ -100,14 +101,14 @@ def _check_outputs(outputs: Sequence[tuple[str, str | None]]) -> None:
                                 f"own file name")
 
 
-def _model_input(name: str) -> tuple[str, str | None]:
+def model_input(name: str) -> tuple[str, str | None]:
     """The ("MODEL", path) input pair of a MODEL argument, path None for a built-in model name."""
     from mbfg.models import BUILTIN
 
     return ("MODEL", None if name in BUILTIN else name)
 
 
-def _check_figure(path: str, what: str, option: str = "--plot") -> None:
+def check_figure(path: str, what: str, option: str = "--plot") -> None:
     """Fail before the (possibly long) computation if the figure cannot be written: ``path`` in a folder that
     exists, named with a format matplotlib writes (.png, .pdf, .svg ...), and matplotlib installed (the
     optional extra ``mbfg[plot]``; ``what`` names the feature in the message)."""
@@ -115,7 +116,7 @@ def _check_figure(path: str, what: str, option: str = "--plot") -> None:
 
     if path == "-":
         raise DataError(f"{option} -: a figure is written to a file, e.g. {option} fit.png")
-    _check_output(path, "figure", option)
+    check_output(path, "figure", option)
     try:
         pyplot(what)
     except MbfgError as exc:
@@ -130,7 +131,7 @@ def _check_figure(path: str, what: str, option: str = "--plot") -> None:
         )
 
 
-def _save_figure(fig: Any, path: str, option: str = "--plot") -> None:
+def save_figure(fig: Any, path: str, option: str = "--plot") -> None:
     """Write a figure drawn without a path to ``path`` and close it (a command draws one figure)."""
     from mbfg.atomic import replacing_path
     from mbfg.plots import pyplot, save
@@ -144,7 +145,7 @@ def _save_figure(fig: Any, path: str, option: str = "--plot") -> None:
         pyplot().close(fig)
 
 
-def _write_csv(frame: pd.DataFrame, out: str) -> None:
+def write_csv(frame: pd.DataFrame, out: str) -> None:
     """``frame`` as CSV to ``out`` ('-': standard output), written whole or not at all (:mod:`mbfg.atomic`)."""
     from mbfg.atomic import replacing
 
@@ -159,7 +160,7 @@ def _write_csv(frame: pd.DataFrame, out: str) -> None:
         raise DataError(f"--out {out}: cannot write the CSV file ({exc.strerror or exc})") from None
 
 
-def _write_json(doc: Any, out: str, option: str = "--out") -> None:
+def write_json(doc: Any, out: str, option: str = "--out") -> None:
     """``doc`` as indented JSON to ``out``, written whole or not at all: a killed run leaves the old file."""
     from mbfg.atomic import replacing
 
@@ -176,14 +177,14 @@ def _write_json(doc: Any, out: str, option: str = "--out") -> None:
 # --------------------------------------------------------------------------------------
 
 
-def _max_phi(mech: PlanarMechanism, q: np.ndarray) -> float:
+def max_phi(mech: PlanarMechanism, q: np.ndarray) -> float:
     """Largest constraint residual max |Phi(q)| over the rows of q (n_rows, n)."""
     if mech.m == 0 or len(q) == 0:
         return 0.0
     return float(max(np.max(np.abs(mech.phi(row))) for row in q))
 
 
-def _describe(name: str, mech: PlanarMechanism) -> str:
+def describe_mechanism(name: str, mech: PlanarMechanism) -> str:
     coords = ", ".join(mech.coordinate_names)
     rank = f" (rank {mech.rank})" if mech.rank < mech.m else ""
     return f"{name}: {mech.n} coordinates [{coords}], {mech.m} constraints{rank}, {mech.dof} dof"
@@ -200,7 +201,7 @@ def _describe(name: str, mech: PlanarMechanism) -> str:
 _MODEL_CACHE: dict[str, RigidModel] = {}
 
 
-def _rigid_model(name: str) -> RigidModel:
+def rigid_model(name: str) -> RigidModel:
     from mbfg.models import BUILTIN, load_model
 
     if name in BUILTIN:
@@ -210,18 +211,18 @@ def _rigid_model(name: str) -> RigidModel:
     return load_model(name)  # a model file, read afresh every time
 
 
-#: Built-in models with a parameter file applied, by (name, the file's changes). The
-#: estimation factors compile once per model object (and log length), so calibrating
-#: again from the same start in one process (a notebook, the tests) skips the compilation.
-_PARAMETRIZED_CACHE: dict[tuple[str, str], RigidModel] = {}
+#: Built-in models with a parameter file applied, by (name, the file's changes), the 16 most recently used:
+#: calibrating again from the same start in one process (a notebook, the tests) reuses the model object
+#: and what it holds; a process that reads parameter file after parameter file keeps a bounded number.
+_PARAMETRIZED_CACHE: BoundedCache[tuple[str, str], RigidModel] = BoundedCache(16)
 
 
-def _model_with_params(name: str, params: str | None) -> RigidModel:
+def model_with_params(name: str, params: str | None) -> RigidModel:
     """The model ``name`` with the values, bounds and free flags of the parameter file ``params``."""
     from mbfg.models import BUILTIN
     from mbfg.parameters import load_parameter_file
 
-    model = _rigid_model(name)
+    model = rigid_model(name)
     if not params:
         return model
     changes = load_parameter_file(params, model)
@@ -247,7 +248,7 @@ def _model_with_params(name: str, params: str | None) -> RigidModel:
     return model
 
 
-def _parse_free(model: RigidModel, text: str) -> list[str]:
+def parse_free(model: RigidModel, text: str) -> list[str]:
     """The parameter names of ``--free NAME,...``, each checked against the model."""
     items = [item.strip() for item in text.split(",")]
     known = ", ".join(model.parameters)
@@ -265,14 +266,14 @@ def _parse_free(model: RigidModel, text: str) -> list[str]:
     return items
 
 
-def _sample_period(log: Log) -> float:
+def log_sample_period(log: Log) -> float:
     """The log's sample period [s], exact to the decimals of its times (:func:`mbfg.logs.sample_period`)."""
     from mbfg.logs import sample_period
 
     return sample_period(log.t)
 
 
-def _compile_notice(command: str, quiet: bool) -> contextlib.AbstractContextManager[None]:
+def compile_notice(command: str, quiet: bool) -> contextlib.AbstractContextManager[None]:
     """Around an estimation (``mbfg calibrate``, ``mbfg crossval``): unless ``quiet``, a "compiling ..." line on
     stderr before each LM compiles its JAX programs and "compiled in S s" after, the words of ``mbfg smooth``'s
     warm-up. On a first run that is seconds to tens of seconds that would otherwise pass without a line."""
@@ -282,18 +283,18 @@ def _compile_notice(command: str, quiet: bool) -> contextlib.AbstractContextMana
 
     def report(label: str, seconds: float | None) -> None:
         if seconds is None:
-            _eprint(f"mbfg {command}: compiling [{label}] (JAX) ...")
+            eprint(f"mbfg {command}: compiling [{label}] (JAX) ...")
         else:
-            _eprint(f"mbfg {command}: compiled in {seconds:.1f} s")
+            eprint(f"mbfg {command}: compiled in {seconds:.1f} s")
 
     return reporting_compiles(report)
 
 
-def _check_time_step(log: Log, h: float | None, what: str) -> None:
+def check_time_step(log: Log, h: float | None, what: str) -> None:
     """``h`` (from option ``what``) is a whole multiple of the log's sample period (the library's rule)."""
     if h is None or len(log.t) < 3:
         return  # the library reports short logs
-    period = _sample_period(log)
+    period = log_sample_period(log)
     stride = int(round(h / period))
     if stride < 1 or abs(stride * period - h) > 1e-6 * h:
         raise DataError(
@@ -302,12 +303,12 @@ def _check_time_step(log: Log, h: float | None, what: str) -> None:
         )
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """``value`` with NumPy scalars as Python numbers and NaN/inf as None (strict JSON)."""
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):
@@ -317,7 +318,7 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _calibration_settings(path: str) -> dict[str, Any]:
+def calibration_settings(path: str) -> dict[str, Any]:
     """h, weight, model and the estimated parameters' names (``free``) recorded in a calibration JSON
     (``mbfg calibrate --out``); {} for other files."""
     from mbfg.parameters import check_calibration_settings, json_document

@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mbfg.cli.args import CONTROL_NOTE, Subparsers, _assignment, _iterations, _positive_float, _positive_int
+from mbfg.cli.args import CONTROL_NOTE, Subparsers, assignment, iteration_count, positive_float, positive_steps
 from mbfg.cli.common import (
-    _calibration_settings,
-    _check_output,
-    _eprint,
-    _model_input,
-    _model_with_params,
-    _start,
-    _wall,
+    calibration_settings,
+    check_output,
+    eprint,
+    model_input,
+    model_with_params,
+    start_clock,
+    wall_seconds,
 )
 from mbfg.errors import ModelError
 from mbfg.lm_config import LMConfig
@@ -124,28 +124,28 @@ def add_parser(sub: Subparsers) -> None:
     p.add_argument("--target", type=_target, action="extend", required=True, metavar="NAME=VALUE",
                    help="a rate (JOINT=RAD_PER_S, BODY=RAD_PER_S, BODY.vx=M_PER_S ...) or a reaction "
                         "(JOINT.fx=N, .fy, .fz); repeatable")
-    p.add_argument("--duration", type=_positive_float, default=0.5, metavar="T",
+    p.add_argument("--duration", type=positive_float, default=0.5, metavar="T",
                    help="closed-loop time [s] (default: %(default)s)")
-    p.add_argument("--dt", type=_positive_float, default=None, metavar="H",
+    p.add_argument("--dt", type=positive_float, default=None, metavar="H",
                    help="time-step [s] (default: the calibration's h, else 0.001)")
-    p.add_argument("--horizon", type=_positive_int, default=10, metavar="N",
+    p.add_argument("--horizon", type=positive_steps, default=10, metavar="N",
                    help="steps of the receding horizon (1: the one-step problem of the control note; "
                         "default: %(default)s)")
     p.add_argument("--bounds", metavar="LO:HI", help="bounds of every control, or NAME=LO:HI,... per control "
                    "(a negative LO needs the '=' form: --bounds=-10:10)")
-    p.add_argument("--limit", type=_positive_float, default=None, metavar="U",
+    p.add_argument("--limit", type=positive_float, default=None, metavar="U",
                    help="bound every control to [-U, U] (the same as --bounds=-U:U)")
-    p.add_argument("--rate-sigma", type=_positive_float, default=None, metavar="S",
+    p.add_argument("--rate-sigma", type=positive_float, default=None, metavar="S",
                    help="std of the control change per step (default: no rate cost)")
-    p.add_argument("--effort-sigma", type=_positive_float, default=None, metavar="S",
+    p.add_argument("--effort-sigma", type=positive_float, default=None, metavar="S",
                    help="std of a zero-mean prior on the controls (default: none)")
-    p.add_argument("--velocity-sigma", type=_positive_float, default=1.0, metavar="S",
+    p.add_argument("--velocity-sigma", type=positive_float, default=1.0, metavar="S",
                    help="sigma of the rate targets [rad/s or m/s] (default: %(default)s)")
-    p.add_argument("--force-sigma", type=_positive_float, default=1.0, metavar="S",
+    p.add_argument("--force-sigma", type=positive_float, default=1.0, metavar="S",
                    help="sigma of the reaction targets [N] (default: %(default)s)")
-    p.add_argument("--init", type=_assignment, nargs="+", action="extend", default=[], metavar="JOINT=ANGLE",
+    p.add_argument("--init", type=assignment, nargs="+", action="extend", default=[], metavar="JOINT=ANGLE",
                    help="initial hinge angle [rad] by joint name (default: 0, at rest)")
-    p.add_argument("--max-iterations", type=_iterations, default=20, metavar="N",
+    p.add_argument("--max-iterations", type=iteration_count, default=20, metavar="N",
                    help="Levenberg-Marquardt iterations per solve at most (default: %(default)s)")
     p.add_argument("--linearized", action="store_true",
                    help="the real-time scheme: each solve linearizes one step at the current state and solves the "
@@ -193,11 +193,11 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.limits import MAX_HORIZON, check_count, steps_of
     from mbfg.logs import write_log
 
-    _start(args)
-    _check_output(args.out, inputs=[_model_input(args.model), ("--params", args.params)])
-    model = _model_with_params(args.model, args.params)
+    start_clock(args)
+    check_output(args.out, inputs=[model_input(args.model), ("--params", args.params)])
+    model = model_with_params(args.model, args.params)
     control.check_controllable(model)
-    h = args.dt or (_calibration_settings(args.params).get("h") if args.params else None) or 1e-3
+    h = args.dt or (calibration_settings(args.params).get("h") if args.params else None) or 1e-3
     n_steps = int(round(steps_of(args.duration, h, "--duration", "--dt")))
     check_count("--horizon", args.horizon, MAX_HORIZON, "each solve is a least squares over every step of it")
     if n_steps < 1:
@@ -238,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         targets = ", ".join(f"{k} = {v:g}" for k, v in {**rates, **forces}.items())
         scheme = "linearized" if args.linearized else "LM"
-        _eprint(f"mbfg control: {model.name}, {n_steps} steps of {h:g} s, horizon {args.horizon} ({scheme}); "
+        eprint(f"mbfg control: {model.name}, {n_steps} steps of {h:g} s, horizon {args.horizon} ({scheme}); "
                 f"targets {targets}")
     loop = controller.run(x0, n_steps)
     held = np.vstack([loop.controls, loop.controls[-1:]])
@@ -250,8 +250,8 @@ def run(args: argparse.Namespace) -> int:
             e = np.abs(err[:, i])
             parts.append(f"{name}: |error| after the last step {e[-1]:.3g}{unit}, median {np.median(e):.3g}{unit}")
     solve_ms = 1e3 * loop.solve_s
-    _eprint(f"mbfg control: {n_steps} steps; " + "; ".join(parts)
+    eprint(f"mbfg control: {n_steps} steps; " + "; ".join(parts)
             + f"; solve {np.median(solve_ms):.3g} ms median (first {solve_ms[0]:.3g} ms, with compilation), "
             f"{np.mean(loop.iterations):.3g} iterations mean, {np.sum(loop.solve_s):.3g} s solving; "
-            f"{_wall(args):.1f} s wall in all" + ("" if args.out == "-" else f"; wrote {args.out}"))
+            f"{wall_seconds(args):.1f} s wall in all" + ("" if args.out == "-" else f"; wrote {args.out}"))
     return 0

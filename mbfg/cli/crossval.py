@@ -20,24 +20,24 @@ from mbfg.cli.args import (
     MARKLUND_2025,
     MODEL_HELP,
     Subparsers,
-    _iterations,
-    _positive_float,
     add_resample_option,
+    iteration_count,
+    positive_float,
 )
 from mbfg.cli.common import (
-    _calibration_settings,
-    _check_output,
-    _check_outputs,
-    _check_time_step,
-    _compile_notice,
-    _eprint,
-    _json_safe,
-    _model_input,
-    _model_with_params,
-    _rigid_model,
-    _start,
-    _wall,
-    _write_json,
+    calibration_settings,
+    check_output,
+    check_outputs,
+    check_time_step,
+    compile_notice,
+    eprint,
+    json_safe,
+    model_input,
+    model_with_params,
+    rigid_model,
+    start_clock,
+    wall_seconds,
+    write_json,
 )
 from mbfg.errors import DataError
 from mbfg.validation import DRIFT_FRACTION
@@ -131,20 +131,20 @@ def add_parser(sub: Subparsers) -> None:
         help="the parameters to score: the JSON of 'mbfg calibrate --out', or any parameter file",
     )
     cv.add_argument(
-        "--dt", type=_positive_float, default=None, metavar="H",
+        "--dt", type=positive_float, default=None, metavar="H",
         help="estimation time-step [s] (default: the calibration's h, else the log's sample period)",
     )
     cv.add_argument(
-        "--weight", type=_positive_float, default=None, metavar="W",
+        "--weight", type=positive_float, default=None, metavar="W",
         help="state error weight w [m^2/(N s)^2 for a slider, rad^2/(N m s)^2 for a hinge: 'mbfg models MODEL'] "
              "(default: the calibration's w, else the model's)",
     )
     cv.add_argument(
-        "--max-iterations", type=_iterations, default=50, metavar="N",  # graphs.joint.STATE_ESTIMATION_ITERATIONS
+        "--max-iterations", type=iteration_count, default=50, metavar="N",  # graphs.joint.STATE_ESTIMATION_ITERATIONS
         help="iteration limit of the state estimation (default: 50); unconverged at the limit: exit status 1",
     )
     cv.add_argument(
-        "--simulate", type=_positive_float, default=None, metavar="S",
+        "--simulate", type=positive_float, default=None, metavar="S",
         help="also free-simulate the calibrated model over the first S seconds of LOG and report the RMS error "
              "and the time until it exceeds its drift threshold, per observed coordinate",
     )
@@ -168,7 +168,7 @@ def add_parser(sub: Subparsers) -> None:
 def _thresholds(text: str) -> float | dict[str, float]:
     """``--drift-threshold``: one number > 0, or NAME=VALUE items separated by commas, each VALUE > 0."""
     if "=" not in text:
-        return _positive_float(text)
+        return positive_float(text)
     out: dict[str, float] = {}
     for item in text.split(","):
         name, sep, value = (part.strip() for part in item.partition("="))
@@ -178,7 +178,7 @@ def _thresholds(text: str) -> float | dict[str, float]:
         if name in out:
             raise argparse.ArgumentTypeError(f"coordinate {name!r} is given twice")
         try:
-            out[name] = _positive_float(value)
+            out[name] = positive_float(value)
         except argparse.ArgumentTypeError as exc:
             raise argparse.ArgumentTypeError(f"the threshold of {name!r}: {exc}") from None
     return out
@@ -191,23 +191,23 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.roles import weight_unit
     from mbfg.solvers import status_words
 
-    _start(args)
+    start_clock(args)
     for option, value in (("--drift-threshold", args.drift_threshold), ("--simulation-out", args.simulation_out)):
         if value is not None and args.simulate is None:
             raise DataError(f"{option}: is for the free simulation; give --simulate S too")
     for option, value in (("--out", args.out), ("--simulation-out", args.simulation_out)):
         if value == "-":
             raise DataError(f"{option} -: give a file name (--json prints the result on standard output)")
-    inputs = [_model_input(args.model), ("LOG", args.log), ("--params", args.params)]
+    inputs = [model_input(args.model), ("LOG", args.log), ("--params", args.params)]
     for option, value, kind in (("--out", args.out, "JSON"), ("--simulation-out", args.simulation_out, "CSV")):
         if value:
-            _check_output(value, kind, option, inputs=inputs)
-    _check_outputs([("--out", args.out), ("--simulation-out", args.simulation_out)])
-    model = _rigid_model(args.model)
-    fitted = _model_with_params(args.model, args.params)
-    recorded = _calibration_settings(args.params)
+            check_output(value, kind, option, inputs=inputs)
+    check_outputs([("--out", args.out), ("--simulation-out", args.simulation_out)])
+    model = rigid_model(args.model)
+    fitted = model_with_params(args.model, args.params)
+    recorded = calibration_settings(args.params)
     if recorded.get("model") not in (None, model.name):
-        _eprint(
+        eprint(
             f"mbfg crossval: note: {args.params} is a calibration of model {recorded['model']!r}, "
             f"scored here with {model.name!r}"
         )
@@ -218,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
         h = recorded.get("h")
         what = f"h = {h:g} s, the time-step recorded in {args.params} (choose another with --dt)" if h else ""
     weight = args.weight if args.weight is not None else recorded.get("weight", model.weight)
-    _check_time_step(log, h, what)
+    check_time_step(log, h, what)
     if args.simulate is not None and len(log.t) and args.simulate > log.t[-1] - log.t[0]:
         raise DataError(f"--simulate {args.simulate:g}: {args.log} spans only {log.t[-1] - log.t[0]:.6g} s")
     if args.simulate is not None:
@@ -234,27 +234,27 @@ def run(args: argparse.Namespace) -> int:
     step, stride = time_step(log, h)
     n = len(range(0, len(log.t), stride))
     if not args.quiet:
-        _eprint(
+        eprint(
             f"mbfg crossval: {model.name} with the parameters of {args.params}; state estimation over "
             f"{len(log.t)} rows of {args.log}, h = {step:.6g} s, weight {weight:g} {weight_unit(model)}"
         )
     start = time.perf_counter()
     # The calibration's free parameters held at their values: its factor types, so its compiled programs.
     free = [name for name in recorded.get("free", []) if name in model.parameters]
-    with _compile_notice("crossval", args.quiet):
+    with compile_notice("crossval", args.quiet):
         score, estimate = cross_validation(model, log, fitted.parameters.numpy_values(), h=step, weight=weight,
                                            quiet=args.quiet, free=free,
                                            lm=state_estimation_lm(model, max_iterations=args.max_iterations))
     wall = time.perf_counter() - start
     if not estimate.converged:  # not converged (a limit) or failed: the message says which, and why
-        _eprint(f"mbfg crossval: warning: {not_converged_message(log, estimate, '--max-iterations')}")
+        eprint(f"mbfg crossval: warning: {not_converged_message(log, estimate, '--max-iterations')}")
     simulation = None
     if args.simulate is not None:
         from mbfg.validation import free_simulation, log_at_step
 
         # The stepper compiles on a first run: seconds that would otherwise pass without a line.
         if not args.quiet:
-            _eprint(f"mbfg crossval: compiling the {model.name} stepper (JAX) and simulating the first "
+            eprint(f"mbfg crossval: compiling the {model.name} stepper (JAX) and simulating the first "
                     f"{args.simulate:g} s ...")
         started = time.perf_counter()
         # The thresholds of the whole log's range (checked above), not of the span simulated.
@@ -262,15 +262,15 @@ def run(args: argparse.Namespace) -> int:
         simulation = free_simulation(fitted, log_at_step(log, step), seconds=args.simulate, threshold=thresholds)
         simulation = replace(simulation, threshold_source=source)
         if not args.quiet:
-            _eprint(f"mbfg crossval: compiled and simulated in {time.perf_counter() - started:.1f} s")
+            eprint(f"mbfg crossval: compiled and simulated in {time.perf_counter() - started:.1f} s")
     doc = {"score": score, "log": args.log, "model": model.name, "params": args.params, "h": step,
            "weight": weight, "n": n, "iterations": estimate.iterations, "converged": estimate.converged,
            "status": estimate.status, "message": estimate.message}
     if simulation is not None:
         doc["simulation"] = simulation.to_dict()
-    doc = _json_safe(doc)
+    doc = json_safe(doc)
     if args.out:
-        _write_json(doc, args.out)
+        write_json(doc, args.out)
     if args.simulation_out and simulation is not None:
         from mbfg.logs import write_log
 
@@ -287,10 +287,10 @@ def run(args: argparse.Namespace) -> int:
                 print(f"simulate {name} rms {rms:.6g} drift_time {simulation.drift_time[name]:.6g} "
                       f"threshold {simulation.threshold[name]:.6g}")
     sys.stdout.flush()
-    _eprint(
+    eprint(
         f"mbfg crossval: score {score:.4g} per time-step over {n} time-steps of {step:.6g} s "
         f"(weight {weight:g}), state estimation {estimate.iterations} iterations, "
-        f"{status_words(estimate.status, estimate.message)}; {_wall(args):.1f} s wall in all (state "
+        f"{status_words(estimate.status, estimate.message)}; {wall_seconds(args):.1f} s wall in all (state "
         f"estimation {wall:.1f} s, compiling included)"
     )
     return 0 if estimate.converged else 1

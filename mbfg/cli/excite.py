@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from mbfg.cli.args import Subparsers, _iterations, _positive_float, _seed, _whole_number
-from mbfg.cli.common import _check_output, _check_outputs, _eprint, _start, _wall, _write_csv
+from mbfg.cli.args import Subparsers, iteration_count, positive_float, seed_value, whole_number
+from mbfg.cli.common import check_output, check_outputs, eprint, start_clock, wall_seconds, write_csv
 
 DESCRIPTION = """\
 An exciting trajectory for a fixed-base URDF robot: a finite Fourier series
@@ -48,8 +48,8 @@ examples:
   mbfg excite panda.urdf --duration 20 --harmonics 4 --base-frequency 0.1 --seed 3
 """
 
-_harmonics = _whole_number(1, "a whole number of harmonics", "at least 1 harmonic")
-_sample_count = _whole_number(2, "a whole number of samples", "at least 2 samples")
+_harmonics = whole_number(1, "a whole number of harmonics", "at least 1 harmonic")
+_sample_count = whole_number(2, "a whole number of samples", "at least 2 samples")
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -62,16 +62,16 @@ def add_parser(sub: Subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     cmd.add_argument("robot", metavar="ROBOT.urdf", help="the robot's URDF file (fixed base)")
-    cmd.add_argument("--duration", type=_positive_float, required=True, metavar="T", help="duration [s]")
+    cmd.add_argument("--duration", type=positive_float, required=True, metavar="T", help="duration [s]")
     cmd.add_argument("--harmonics", type=_harmonics, required=True, metavar="N", help="harmonics per joint")
-    cmd.add_argument("--base-frequency", type=_positive_float, default=None, metavar="F",
+    cmd.add_argument("--base-frequency", type=positive_float, default=None, metavar="F",
                      help="base frequency [Hz] (default 1/T)")
     cmd.add_argument("--samples", type=_sample_count, default=150, metavar="S",
                      help="sample times of the regressor and the torque limits (default 150)")
-    cmd.add_argument("--dt", type=_positive_float, default=0.001, metavar="H",
+    cmd.add_argument("--dt", type=positive_float, default=0.001, metavar="H",
                      help="time step of the output files [s] (default 0.001)")
-    cmd.add_argument("--max-iterations", type=_iterations, default=100, metavar="N", help="of L-BFGS-B (default 100)")
-    cmd.add_argument("--seed", type=_seed, default=0, metavar="S", help="of the random start (default 0)")
+    cmd.add_argument("--max-iterations", type=iteration_count, default=100, metavar="N", help="of L-BFGS-B (default 100)")
+    cmd.add_argument("--seed", type=seed_value, default=0, metavar="S", help="of the random start (default 0)")
     cmd.add_argument("--out-trajectory", default=None, metavar="REF.csv", help="the trajectory ('-': standard output)")
     cmd.add_argument("--out-controls", default=None, metavar="TORQUES.csv",
                      help="its joint torques ('-': standard output)")
@@ -88,14 +88,14 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.excitation import ExcitationOptions, check_limits, excite
     from mbfg.kinematic_tree import load_tree
 
-    _start(args)
+    start_clock(args)
     outputs = [("--out-trajectory", args.out_trajectory), ("--out-controls", args.out_controls)]
     if args.out_trajectory == "-" and args.out_controls == "-":
         raise DataError("--out-trajectory and --out-controls: both are '-'; at most one may go to standard output")
     for option, path in outputs:
         if path is not None:
-            _check_output(path, option=option, inputs=[("ROBOT.urdf", args.robot)])
-    _check_outputs(outputs)
+            check_output(path, option=option, inputs=[("ROBOT.urdf", args.robot)])
+    check_outputs(outputs)
     if args.dt >= args.duration:
         raise DataError(f"--dt {args.dt:g}: expected a step shorter than --duration {args.duration:g} s")
     options = ExcitationOptions(duration=args.duration, harmonics=args.harmonics, base_frequency=args.base_frequency,
@@ -105,24 +105,24 @@ def run(args: argparse.Namespace) -> int:
     t = np.arange(int(np.floor(args.duration / args.dt + 1e-9)) + 1) * args.dt
     q, _, tau = check_limits(tree, result.trajectory, t, options)
     if args.out_trajectory is not None:
-        _write_csv(pd.DataFrame({"t": t, **{j: q[:, k] for k, j in enumerate(tree.joints)}}), args.out_trajectory)
+        write_csv(pd.DataFrame({"t": t, **{j: q[:, k] for k, j in enumerate(tree.joints)}}), args.out_trajectory)
     if args.out_controls is not None:
-        _write_csv(pd.DataFrame({"t": t, **{_control_name(j): tau[:, k] for k, j in enumerate(tree.joints)}}),
-                   args.out_controls)
+        write_csv(pd.DataFrame({"t": t, **{_control_name(j): tau[:, k] for k, j in enumerate(tree.joints)}}),
+                  args.out_controls)
     figures = (f"condition number {result.condition:.4g} (optimized) vs {result.random_condition:.4g} (random "
                f"Fourier start, seed {args.seed})")
     if "-" not in (args.out_trajectory, args.out_controls):
         print(figures)
     if not args.quiet:
-        _eprint(f"mbfg excite: {tree.name}, {tree.n} joints, {result.base_rank} base parameters, {args.harmonics} "
+        eprint(f"mbfg excite: {tree.name}, {tree.n} joints, {result.base_rank} base parameters, {args.harmonics} "
                 f"harmonics at {options.frequency:g} Hz over {args.duration:g} s; {figures}; L-BFGS-B {result.iterations} "
-                f"iterations ({result.message}); limits held every {args.dt:g} s; wall in all {_wall(args):.1f} s")
+                f"iterations ({result.message}); limits held every {args.dt:g} s; wall in all {wall_seconds(args):.1f} s")
     return 0
 
 
 def _control_name(joint: str) -> str:
     """The control of a motor on ``joint`` as :func:`mbfg.urdf.load_urdf` names it: ``u_`` and the joint's name
     with characters outside A-Z, a-z, 0-9 and _ replaced."""
-    from mbfg.urdf import _ident
+    from mbfg.urdf import identifier
 
-    return f"u_{_ident(joint)}"
+    return f"u_{identifier(joint)}"

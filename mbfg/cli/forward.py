@@ -17,11 +17,11 @@ from mbfg.cli.args import (
     GRAVITY_HELP,
     MECHANISM_HELP,
     Subparsers,
-    _gravity,
-    _positive_float,
-    _positive_int,
+    gravity_value,
+    positive_float,
+    positive_steps,
 )
-from mbfg.cli.common import _check_output, _describe, _eprint, _max_phi, _start, _wall, _write_csv
+from mbfg.cli.common import check_output, describe_mechanism, eprint, max_phi, start_clock, wall_seconds, write_csv
 from mbfg.errors import ModelError
 
 DESCRIPTION = """\
@@ -75,11 +75,11 @@ def add_parser(sub: Subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     fwd.add_argument("mechanism", metavar="MECHANISM", help=MECHANISM_HELP)
-    fwd.add_argument("--dt", type=_positive_float, default=0.001, help="time step [s] (default: %(default)s)")
-    fwd.add_argument("--duration", type=_positive_float, default=5.0, help="simulated time [s] (default: %(default)s)")
+    fwd.add_argument("--dt", type=positive_float, default=0.001, help="time step [s] (default: %(default)s)")
+    fwd.add_argument("--duration", type=positive_float, default=5.0, help="simulated time [s] (default: %(default)s)")
     horizon = fwd.add_mutually_exclusive_group()
     horizon.add_argument(
-        "--lag", type=_positive_int, default=2, metavar="N",
+        "--lag", type=positive_steps, default=2, metavar="N",
         help="fixed-lag smoother window, in time steps (default: %(default)s)",
     )
     horizon.add_argument(
@@ -99,7 +99,7 @@ def add_parser(sub: Subparsers) -> None:
         help="fixed-lag smoother: iSAM2-based (incremental) or Levenberg-Marquardt in the window (batch) "
         "(default: %(default)s)",
     )
-    fwd.add_argument("--gravity", type=_gravity, default=9.81, help=GRAVITY_HELP)
+    fwd.add_argument("--gravity", type=gravity_value, default=9.81, help=GRAVITY_HELP)
     fwd.add_argument("--velocities", action="store_true", help="also write the velocities d<name>")
     fwd.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV ('-' for standard output)")
     fwd.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
@@ -112,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.graphs import simulate_forward
     from mbfg.limits import steps_of
 
-    _start(args)
-    _check_output(args.out, inputs=[("MECHANISM", args.mechanism)])
+    start_clock(args)
+    check_output(args.out, inputs=[("MECHANISM", args.mechanism)])
     mech = load_mechanism(args.mechanism)
     window = None if args.batch else args.lag
     n_steps = int(round(steps_of(args.duration, args.dt, "--duration", "--dt")))
@@ -121,8 +121,8 @@ def run(args: argparse.Namespace) -> int:
         raise ModelError(f"--duration {args.duration} s is shorter than one time step --dt {args.dt} s")
     if not args.quiet:
         how = "batch over the whole horizon" if window is None else f"fixed-lag window {window} steps, {args.smoother}"
-        _eprint(
-            f"mbfg forward: {_describe(mech.name, mech)}; {n_steps} steps of {args.dt:g} s, "
+        eprint(
+            f"mbfg forward: {describe_mechanism(mech.name, mech)}; {n_steps} steps of {args.dt:g} s, "
             f"{args.coords} coordinates, {how}, g = {args.gravity:g} m/s^2"
         )
     start = time.perf_counter()
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     frame = result.to_dataframe()
     if not args.velocities:
         frame = frame[["t", *result.coordinate_names]]
-    _write_csv(frame, args.out)
+    write_csv(frame, args.out)
     simulated = float(result.t[-1] - result.t[0])
     if window is None:  # one solve: its count, and whether it converged (0: the start was a minimum)
         per = "iterations (batch solve)"
@@ -149,14 +149,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         per = "mean solver iterations per step"
         iterations = "n/a" if not result.iterations else f"{np.mean(result.iterations):.2f}"
-    _eprint(
-        f"mbfg forward: {len(result.t) - 1} steps, {simulated:g} s simulated in {_wall(args):.2f} s wall in all "
+    eprint(
+        f"mbfg forward: {len(result.t) - 1} steps, {simulated:g} s simulated in {wall_seconds(args):.2f} s wall in all "
         f"(solve {wall:.2f} s, {simulated / wall if wall > 0 else float('inf'):.3g} simulated s per wall s), "
-        f"{per} {iterations}, max |Phi(q)| = {_max_phi(mech, result.q):.2e}"
+        f"{per} {iterations}, max |Phi(q)| = {max_phi(mech, result.q):.2e}"
         + ("" if args.out == "-" else f"; wrote {args.out}")
     )
     if result.converged is False:
-        _eprint(
+        eprint(
             f"mbfg forward: warning: the batch solve did not converge in {result.iterations[0]} iterations "
             f"(its Gauss-Newton model still predicts a decrease); the trajectory written is not a solution. "
             f"Use the fixed-lag smoother (drop --batch) or a shorter --duration"

@@ -19,17 +19,17 @@ from mbfg.cli.args import (
     GRAVITY_HELP,
     MECHANISM_HELP,
     Subparsers,
-    _finite_float,
-    _gravity,
+    finite_float,
+    gravity_value,
 )
 from mbfg.cli.common import (
-    _check_output,
-    _describe,
-    _eprint,
-    _max_phi,
-    _start,
-    _wall,
-    _write_csv,
+    check_output,
+    describe_mechanism,
+    eprint,
+    max_phi,
+    start_clock,
+    wall_seconds,
+    write_csv,
 )
 from mbfg.errors import DataError, ModelError
 
@@ -110,12 +110,12 @@ def add_parser(sub: Subparsers) -> None:
     )
     inv.add_argument(
         "--until",
-        type=_finite_float,
+        type=finite_float,
         default=None,
         metavar="T",
         help="use only the trajectory rows with t <= T [s] (default: all rows)",
     )
-    inv.add_argument("--gravity", type=_gravity, default=9.81, help=GRAVITY_HELP)
+    inv.add_argument("--gravity", type=gravity_value, default=9.81, help=GRAVITY_HELP)
     inv.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV ('-' for standard output)")
     inv.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
     inv.set_defaults(handler=run)
@@ -166,8 +166,8 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.datasets import load_mechanism
     from mbfg.graphs import solve_inverse_dynamics
 
-    _start(args)
-    _check_output(args.out, inputs=[("MECHANISM", args.mechanism), ("TRAJECTORY", args.trajectory)])
+    start_clock(args)
+    check_output(args.out, inputs=[("MECHANISM", args.mechanism), ("TRAJECTORY", args.trajectory)])
     mech = load_mechanism(args.mechanism)
     imposed = _parse_coordinates(mech, args.coordinate)
     names = [mech.coordinate_names[i] for i in imposed]
@@ -192,24 +192,24 @@ def run(args: argparse.Namespace) -> int:
             f"{len(imposed)} coordinate(s) ({', '.join(names)}); expected one column per imposed coordinate"
         )
     if not args.quiet:
-        _eprint(
-            f"mbfg inverse: {_describe(mech.name, mech)}; {len(t)} samples from {source}, "
+        eprint(
+            f"mbfg inverse: {describe_mechanism(mech.name, mech)}; {len(t)} samples from {source}, "
             f"imposed {', '.join(names)}, g = {args.gravity:g} m/s^2"
         )
     start = time.perf_counter()
     result = solve_inverse_dynamics(mech, t, values, imposed, g=args.gravity, quiet=args.quiet)
     wall = time.perf_counter() - start
-    _write_csv(result.to_dataframe(), args.out)
-    _eprint(
-        f"mbfg inverse: {len(result.t)} samples, {float(t[-1] - t[0]):g} s in {_wall(args):.2f} s wall in all "
+    write_csv(result.to_dataframe(), args.out)
+    eprint(
+        f"mbfg inverse: {len(result.t)} samples, {float(t[-1] - t[0]):g} s in {wall_seconds(args):.2f} s wall in all "
         f"(solve {wall:.2f} s), "
         f"Gauss-Newton iterations per stage {result.stage_iterations}, "
-        f"max |Phi(q)| = {_max_phi(mech, result.q):.2e}"
+        f"max |Phi(q)| = {max_phi(mech, result.q):.2e}"
         + ("" if args.out == "-" else f"; wrote {args.out}")
     )
     if not result.converged:
         failed = [str(stage) for stage, ok in enumerate(result.stage_converged, start=1) if not ok]
-        _eprint(
+        eprint(
             f"mbfg inverse: warning: Gauss-Newton stage(s) {', '.join(failed)} of 4 did not converge in "
             f"{result.stage_iterations[int(failed[0]) - 1]} iterations; the forces written are not a solution. "
             "Check that --coordinate determines the configuration and that the trajectory is smooth and "

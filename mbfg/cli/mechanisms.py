@@ -11,7 +11,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from mbfg.cli.args import MECHANISM_HELP, Subparsers
-from mbfg.cli.common import _describe
+from mbfg.cli.common import describe_mechanism
 
 if TYPE_CHECKING:  # mbfg.planar loads JAX: not at every command's start
     from mbfg.planar import PlanarMechanism
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if args.mechanism:
         for name in args.mechanism:
             mech = load_mechanism(name)
-            print(_describe(name, mech))
+            print(describe_mechanism(name, mech))
             if mech.redundant_rows:
                 print(f"  {_redundancy(mech)}")
         return 0

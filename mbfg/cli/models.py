@@ -11,7 +11,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from mbfg.cli.args import MODEL_HELP, Subparsers
-from mbfg.cli.common import _rigid_model
+from mbfg.cli.common import rigid_model
 
 if TYPE_CHECKING:
     from mbfg.rigid import RigidModel
@@ -70,11 +70,11 @@ def run(args: argparse.Namespace) -> int:
         for i, name in enumerate(args.model):
             if i:
                 print()
-            print(describe(_rigid_model(name)))
+            print(describe(rigid_model(name)))
         return 0
     print("built-in models (use the name wherever a MODEL is asked for; 'mbfg models NAME' for its parameters):")
     width = max(len(name) for name in BUILTIN)
     for name in BUILTIN:
-        model = _rigid_model(name)
+        model = rigid_model(name)
         print(f"  {name:<{width}}  {model.description}")
     return 0

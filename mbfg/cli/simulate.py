@@ -20,13 +20,13 @@ from mbfg.cli.args import (
     MAX_COORDINATE,
     MODEL_HELP,
     Subparsers,
-    _assignment,
-    _counts,
-    _nonnegative_float,
-    _positive_float,
-    _seed,
+    assignment,
+    counts_per_revolution,
+    nonnegative_float,
+    positive_float,
+    seed_value,
 )
-from mbfg.cli.common import _check_output, _eprint, _model_input, _rigid_model, _start, _wall
+from mbfg.cli.common import check_output, eprint, model_input, rigid_model, start_clock, wall_seconds
 from mbfg.errors import DataError, ModelError
 
 if TYPE_CHECKING:
@@ -108,8 +108,8 @@ def add_parser(sub: Subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sim.add_argument("model", metavar="MODEL", help=MODEL_HELP)
-    sim.add_argument("--duration", type=_positive_float, required=True, metavar="T", help="simulated time [s]")
-    sim.add_argument("--dt", type=_positive_float, required=True, metavar="H",
+    sim.add_argument("--duration", type=positive_float, required=True, metavar="T", help="simulated time [s]")
+    sim.add_argument("--dt", type=positive_float, required=True, metavar="H",
                      help=f"time step [s], smaller than T and at most {MAX_DT:g} s; T must be a whole number of steps")
     sim.add_argument(
         "--params", metavar="FILE", help="parameter file (YAML or JSON) overriding the model's parameter values"
@@ -129,18 +129,18 @@ def add_parser(sub: Subparsers) -> None:
         "or m/s] after a colon, e.g. --init q1=1.0 q2=-0.3:2.0 (default: 0 for every joint, at rest)",
     )
     sim.add_argument(
-        "--noise", type=_nonnegative_float, default=0.0, metavar="SIGMA",
+        "--noise", type=nonnegative_float, default=0.0, metavar="SIGMA",
         help="standard deviation of Gaussian noise on the observations [rad or m] (default: none)",
     )
     sim.add_argument(
-        "--ppr", type=_counts, default=None, metavar="N",
+        "--ppr", type=counts_per_revolution, default=None, metavar="N",
         help="quantize the hinge angles to an encoder of N counts per revolution (after the noise)",
     )
     sim.add_argument(
-        "--resolution", type=_positive_float, default=None, metavar="M",
+        "--resolution", type=positive_float, default=None, metavar="M",
         help="quantize the slider displacements to a linear encoder of M metres per count (after the noise)",
     )
-    sim.add_argument("--seed", type=_seed, default=None, metavar="S", help="seed of the noise (default: random)")
+    sim.add_argument("--seed", type=seed_value, default=None, metavar="S", help="seed of the noise (default: random)")
     sim.add_argument("--out", required=True, metavar="LOG.csv", help="output log ('-' for standard output)")
     sim.add_argument("--quiet", action="store_true", help="no progress lines (the summary line is still printed)")
     sim.set_defaults(handler=run)
@@ -149,7 +149,7 @@ def add_parser(sub: Subparsers) -> None:
 def _initial(text: str) -> tuple[str, float, float | None]:
     """``--init JOINT=VALUE[:RATE]``: (joint, coordinate [rad or m], rate [rad/s or m/s] or None for at rest)."""
     head, colon, rate_text = text.partition(":")
-    name, value = _assignment(head)
+    name, value = assignment(head)
     if not colon:
         return name, value, None
     try:
@@ -224,10 +224,10 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.parameters import load_parameter_file
     from mbfg.spook import simulate, unwrap_angles
 
-    _start(args)
-    _check_output(args.out, inputs=[_model_input(args.model), ("--params", args.params),
+    start_clock(args)
+    check_output(args.out, inputs=[model_input(args.model), ("--params", args.params),
                                     ("--controls", args.controls)])
-    model = _rigid_model(args.model)
+    model = rigid_model(args.model)
     values = model.parameters
     if args.params:
         changes = load_parameter_file(args.params, model)
@@ -280,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
         start_note = ", ".join(f"{k} = {v:g} {unit(k)}" + (f" at {rates[k]:g} {unit(k)}/s" if k in rates else "")
                                for k, v in init.items()) or ("all joint coordinates 0" if joint_names
                                                              else "its built-in pose")
-        _eprint(
+        eprint(
             f"mbfg simulate: {model.name}, {n_steps} steps of {args.dt:g} s, from "
             f"{'' if rates else 'rest with ' if init or joint_names else 'rest in '}{start_note}; "
             f"{controls_note}" + (f"; parameters from {args.params}" if args.params else "")
@@ -316,8 +316,8 @@ def run(args: argparse.Namespace) -> int:
     simulated = float(trajectory.t[-1])
     stepping = trajectory.wall_s - trajectory.compile_s
     rate = simulated / stepping if stepping > 0 else float("inf")
-    _eprint(
-        f"mbfg simulate: {n_steps} steps, {simulated:g} s simulated in {_wall(args):.2f} s wall in all "
+    eprint(
+        f"mbfg simulate: {n_steps} steps, {simulated:g} s simulated in {wall_seconds(args):.2f} s wall in all "
         f"(stepping {trajectory.wall_s:.2f} s, of which compile {trajectory.compile_s:.2f} s; "
         f"{rate:.3g} simulated s per wall s after compile); "
         + "; ".join([controls_note, *notes])

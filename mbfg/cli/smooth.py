@@ -36,8 +36,8 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
-from mbfg.cli.args import Subparsers, _counts, _nonnegative_float, _positive_float, _whole_number
-from mbfg.cli.common import _check_output, _eprint, _model_input, _rigid_model, _start, _wall
+from mbfg.cli.args import Subparsers, counts_per_revolution, nonnegative_float, positive_float, whole_number
+from mbfg.cli.common import check_output, eprint, model_input, rigid_model, start_clock, wall_seconds
 from mbfg.errors import DataError, ModelError
 
 if TYPE_CHECKING:
@@ -119,25 +119,25 @@ def add_parser(sub: Subparsers) -> None:
     p.add_argument("model", metavar="MODEL", help="built-in model name (see 'mbfg models') or path of a model file")
     p.add_argument("--params", required=True, metavar="CALIB.json",
                    help="calibration result (the JSON of 'mbfg calibrate --out'): parameters, h, noise estimates")
-    p.add_argument("--lag", type=_positive_float, default=0.1, metavar="S",
+    p.add_argument("--lag", type=positive_float, default=0.1, metavar="S",
                    help="smoother lag [s]: the smoothed estimate is of the state S back (default: %(default)s)")
-    p.add_argument("--ppr", type=_counts, default=None, metavar="N",
+    p.add_argument("--ppr", type=counts_per_revolution, default=None, metavar="N",
                    help="encoders of N counts per revolution: their quantization is the observation noise "
                         "(default: the calibration's noise estimate)")
     p.add_argument("--counts", action="store_true",
                    help="hinge readings are raw encoder counts, not radians (needs --ppr)")
-    p.add_argument("--wrap", type=_counts, default=None, metavar="COUNTS",
+    p.add_argument("--wrap", type=counts_per_revolution, default=None, metavar="COUNTS",
                    help="the encoder counter wraps around after COUNTS counts, e.g. 65536 (needs --counts)")
-    p.add_argument("--dt", type=_positive_float, default=None, metavar="H",
+    p.add_argument("--dt", type=positive_float, default=None, metavar="H",
                    help="model time-step [s] (default: the calibration's h)")
-    p.add_argument("--period", type=_positive_float, default=None, metavar="P",
+    p.add_argument("--period", type=positive_float, default=None, metavar="P",
                    help="sample period of the input [s] (default: the calibration log's, as its JSON says; "
                         "else the time-step)")
-    p.add_argument("--weight", type=_positive_float, default=None, metavar="W",
+    p.add_argument("--weight", type=positive_float, default=None, metavar="W",
                    help="state error weight: impulse noise sigma_y / sqrt(W) instead of the calibration's "
                         "estimate of it")
     p.add_argument("--std", action="store_true", help="add marginal standard deviations (slower)")
-    samples = _whole_number(1, "a whole number of samples", "at least 1 sample")
+    samples = whole_number(1, "a whole number of samples", "at least 1 sample")
     p.add_argument("--update-every", type=samples, default=1, metavar="N",
                    help="update the smoother once every N state-time samples, all N at once: faster, the "
                         "estimates N - 1 samples later (the lines in between repeat the last ones, flag "
@@ -149,10 +149,10 @@ def add_parser(sub: Subparsers) -> None:
     p.add_argument("--columns", type=_column_names, default=None, metavar="t,NAMES...",
                    help="the input's columns, for a stream without a header line (a header line, if one comes, "
                         "must name the same)")
-    p.add_argument("--max-gap", type=_positive_float, default=0.25, metavar="S",
+    p.add_argument("--max-gap", type=positive_float, default=0.25, metavar="S",
                    help="longest gap in the times bridged by the dynamics [s]; a time further than this from the "
                         "last is dropped as a leap (default: %(default)s)")
-    p.add_argument("--max-fault-rate", type=_nonnegative_float, default=1.0, metavar="PERCENT",
+    p.add_argument("--max-fault-rate", type=nonnegative_float, default=1.0, metavar="PERCENT",
                    help="exit with status 1 at the end when the solver restarts, or the jumps (readings left "
                         "out), are more than PERCENT %% of the samples: the estimates left the readings "
                         "(default: %(default)s)")
@@ -381,12 +381,12 @@ def _check_sizes(args: argparse.Namespace) -> None:
     """--update-every, --lag and --max-gap against the stream's limits (:mod:`mbfg.limits`), named as options,
     before the calibration's model is built and compiled (the estimator checks the same under its arguments'
     names)."""
-    from mbfg.cli.common import _calibration_settings
+    from mbfg.cli.common import calibration_settings
     from mbfg.limits import MAX_STEPS, MAX_UPDATE_EVERY, check_count, check_window
 
     check_count("--update-every", args.update_every, MAX_UPDATE_EVERY, "each update compiles a scan of that many "
                 "steps; the lines between updates wait for it")
-    settings = _calibration_settings(args.params)
+    settings = calibration_settings(args.params)
     h = args.dt if args.dt is not None else settings.get("h")
     if h is not None:
         check_window(args.lag, h, "--lag", "--dt" if args.dt is not None else "the calibration's h =")
@@ -400,11 +400,11 @@ def run(args: argparse.Namespace) -> int:
     """The ``smooth`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.graphs.stream import StreamEstimator
 
-    _start(args)
+    start_clock(args)
     # A missing folder, or the output being an input, is reported before the compile.
-    _check_output(args.output, "CSV", "--output",
-                  inputs=[_model_input(args.model), ("--params", args.params), ("--input", args.input)])
-    model = _rigid_model(args.model)
+    check_output(args.output, "CSV", "--output",
+                 inputs=[model_input(args.model), ("--params", args.params), ("--input", args.input)])
+    model = rigid_model(args.model)
     if args.counts and args.ppr is None:
         raise ModelError("--counts needs --ppr N, the encoder's counts per revolution")
     if args.wrap is not None and not args.counts:
@@ -414,7 +414,7 @@ def run(args: argparse.Namespace) -> int:
         model, args.params, lag=args.lag, ppr=args.ppr, counts=args.counts, counter_modulus=args.wrap, h=args.dt,
         weight=args.weight, max_gap=args.max_gap,
         period=args.period, covariance=args.std, smoother=args.smoother, update_every=args.update_every,
-        on_warning=lambda message: _eprint(f"mbfg smooth: warning: {message}"),
+        on_warning=lambda message: eprint(f"mbfg smooth: warning: {message}"),
     )
     source = "standard input" if args.input == "-" else args.input
     columns: list[str] | None = getattr(args, "columns", None)
@@ -429,10 +429,10 @@ def run(args: argparse.Namespace) -> int:
     n = len(model.observations)
     # Compile before the first sample: in a live pipe, seconds of compiling would build a backlog.
     if not args.quiet:
-        _eprint(f"mbfg smooth: compiling the {model.name} stream (JAX) before reading {source} ...")
+        eprint(f"mbfg smooth: compiling the {model.name} stream (JAX) before reading {source} ...")
     warm = estimator.warm_up()
     if not args.quiet:
-        _eprint(f"mbfg smooth: compiled in {warm:.1f} s")
+        eprint(f"mbfg smooth: compiled in {warm:.1f} s")
     start = time.perf_counter()
     last_report = start
     lines = 0
@@ -442,7 +442,7 @@ def run(args: argparse.Namespace) -> int:
 
     def begin(names: list[str], where: str) -> tuple[int, list[int], list[int]]:
         if not args.quiet:
-            _eprint(f"mbfg smooth: {model.name}, lag {estimator.lag:g} s ({estimator.m} steps of "
+            eprint(f"mbfg smooth: {model.name}, lag {estimator.lag:g} s ({estimator.m} steps of "
                     f"{estimator.h:g} s), reading {source}")
         return _columns(where, names, model)
 
@@ -523,7 +523,7 @@ def run(args: argparse.Namespace) -> int:
             now = time.perf_counter()
             if not args.quiet and now - last_report > 5.0:
                 last_report = now
-                _eprint(f"[smooth {model.name}] {lines} samples, {now - start:.1f} s wall")
+                eprint(f"[smooth {model.name}] {lines} samples, {now - start:.1f} s wall")
         if header is None:
             raise _empty(source)
         output()  # a header and no samples: the output's header, as for any log
@@ -545,10 +545,10 @@ def run(args: argparse.Namespace) -> int:
     limit = args.max_fault_rate / 100.0
     over = st.over_rate(limit)
     if over:
-        _eprint(f"mbfg smooth: error: the stream's estimates left the readings: {st.rate_summary(limit)}; "
+        eprint(f"mbfg smooth: error: the stream's estimates left the readings: {st.rate_summary(limit)}; "
                 "check the calibration (the warnings above name parameters its log did not fit) and the model")
-    _eprint(f"mbfg smooth: {'interrupted; ' if interrupted else ''}{st.summary()}; {st.rate_summary(limit)}; "
-            f"{_wall(args):.1f} s wall in all (compile {warm:.1f} s; reading and estimating {wall:.1f} s{rate})")
+    eprint(f"mbfg smooth: {'interrupted; ' if interrupted else ''}{st.summary()}; {st.rate_summary(limit)}; "
+            f"{wall_seconds(args):.1f} s wall in all (compile {warm:.1f} s; reading and estimating {wall:.1f} s{rate})")
     if interrupted:
         return 130
     return 1 if over else 0

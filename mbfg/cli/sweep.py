@@ -18,18 +18,18 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from mbfg.cli.args import MARKLUND_2025, Subparsers, _iterations, _positive_float, _whole_number, add_resample_option
+from mbfg.cli.args import MARKLUND_2025, Subparsers, add_resample_option, iteration_count, positive_float, whole_number
 from mbfg.cli.common import (
-    _check_figure,
-    _check_output,
-    _check_outputs,
-    _check_time_step,
-    _model_input,
-    _model_with_params,
-    _parse_free,
-    _save_figure,
-    _start,
-    _wall,
+    check_figure,
+    check_output,
+    check_outputs,
+    check_time_step,
+    model_input,
+    model_with_params,
+    parse_free,
+    save_figure,
+    start_clock,
+    wall_seconds,
 )
 
 if TYPE_CHECKING:
@@ -139,17 +139,17 @@ def add_parser(sub: Subparsers) -> None:
                    help="global compliances for every compliance parameter (default: the model's own)")
     p.add_argument("--free", metavar="NAME,...", help="parameters to estimate (default: the model's free ones)")
     p.add_argument("--params", metavar="FILE", help="parameter file: initial values, bounds, free flags")
-    p.add_argument("--max-iterations", type=_iterations, default=20, metavar="N",
+    p.add_argument("--max-iterations", type=iteration_count, default=20, metavar="N",
                    help="Levenberg-Marquardt iterations at most, per calibration (default: %(default)s)")
-    p.add_argument("--crossval-iterations", type=_iterations, default=None, metavar="N",  # None: sweep()'s default
+    p.add_argument("--crossval-iterations", type=iteration_count, default=None, metavar="N",  # None: sweep()'s default
                    help="Levenberg-Marquardt iterations at most, per cross-validation's state estimation (default: "
                         "50, as 'mbfg crossval')")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--scheduler", type=_address, metavar="ADDR", help="address of a running Dask scheduler, e.g. tcp://host:8786")
-    where.add_argument("--workers", type=_whole_number(1, "a whole number of workers", "at least 1 worker"),
+    where.add_argument("--workers", type=whole_number(1, "a whole number of workers", "at least 1 worker"),
                        default=None, metavar="N", help="worker processes of the local cluster (default: one per core)")
     p.add_argument("--no-crossval", action="store_true", help="calibrations only, no cross-validation matrix")
-    p.add_argument("--simulate", type=_positive_float, default=None, metavar="S",
+    p.add_argument("--simulate", type=positive_float, default=None, metavar="S",
                    help="also free-simulate each tuned model over the first S seconds of every other recording "
                         "(columns sim_rms:NAME [rad] and sim_drift:NAME [s] of the cross-validation rows)")
     p.add_argument("--retry-failed", action="store_true", help="run the failed rows of --out again")
@@ -174,16 +174,16 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.optional import require
     from mbfg.sweep import sweep
 
-    _start(args)
+    start_clock(args)
     require("distributed", "mbfg sweep")  # the sweep extra: said before anything is read
-    inputs = [_model_input(args.model), ("--params", args.params), *(("LOG", path) for path in args.logs)]
-    _check_output(args.out, inputs=inputs)  # the results file is read too (resumed), but never a recording
+    inputs = [model_input(args.model), ("--params", args.params), *(("LOG", path) for path in args.logs)]
+    check_output(args.out, inputs=inputs)  # the results file is read too (resumed), but never a recording
     if args.plot:
-        _check_output(args.plot, "figure", "--plot", inputs=[*inputs, ("--out", args.out)])
-        _check_outputs([("--out", args.out), ("--plot", args.plot)])
-        _check_figure(args.plot, "plotting a sweep")  # a missing matplotlib is said now, not after the sweep
-    model = _model_with_params(args.model, args.params)
-    free = _parse_free(model, args.free) if args.free is not None else None
+        check_output(args.plot, "figure", "--plot", inputs=[*inputs, ("--out", args.out)])
+        check_outputs([("--out", args.out), ("--plot", args.plot)])
+        check_figure(args.plot, "plotting a sweep")  # a missing matplotlib is said now, not after the sweep
+    model = model_with_params(args.model, args.params)
+    free = parse_free(model, args.free) if args.free is not None else None
     if not (free if free is not None else list(model.parameters.free)):
         raise ModelError(f"{model.name} marks no parameter free; name those to estimate with --free "
                          f"(its parameters: {', '.join(model.parameters)})")
@@ -196,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     for h in args.dt or []:
         # An h no recording can use is a user error (exit 2); one that only some can use fails their cells.
         if all(_fails(log, h) for log in logs.values()):
-            _check_time_step(next(iter(logs.values())), h, f"--dt {h:g}")
+            check_time_step(next(iter(logs.values())), h, f"--dt {h:g}")
     print(f"mbfg sweep: {model.name}, {len(logs)} recordings x {len(args.dt or [None])} h x "
           f"{len(args.weight or [None])} w x "
           f"{len(args.eps or [None])} eps; " + (f"scheduler {args.scheduler}" if args.scheduler
@@ -217,10 +217,10 @@ def run(args: argparse.Namespace) -> int:
             print(result.matrix().to_string(float_format=lambda x: f"{x:.4g}"))
         sys.stdout.flush()
     if args.plot:
-        _save_figure(result.plot(), args.plot)
+        save_figure(result.plot(), args.plot)
     written = " and ".join([args.out, *([args.plot] if args.plot else [])])
     print(f"mbfg sweep: {len(frame)} rows ({result.computed} computed now, {len(frame) - result.computed} from "
-          f"{args.out}), {failed} failed; {_wall(args):.1f} s wall in all (sweep {result.wall_s:.1f} s, cluster "
+          f"{args.out}), {failed} failed; {wall_seconds(args):.1f} s wall in all (sweep {result.wall_s:.1f} s, cluster "
           f"start included); wrote {written}", file=sys.stderr, flush=True)
     if failed and not args.allow_failures:
         print(f"mbfg sweep: {failed} of {len(frame)} rows failed (their 'error' column says why; --retry-failed runs "
@@ -233,7 +233,7 @@ def _fails(log: Log, h: float) -> bool:
     from mbfg.errors import DataError
 
     try:
-        _check_time_step(log, h, "")
+        check_time_step(log, h, "")
     except DataError:
         return True
     return False

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from mbfg.cli.args import Subparsers, _finite_float
-from mbfg.cli.common import _check_output, _eprint, _start, _wall, _write_csv
+from mbfg.cli.args import Subparsers, finite_float
+from mbfg.cli.common import check_output, eprint, start_clock, wall_seconds, write_csv
 
 DESCRIPTION = """\
 Inverse dynamics of a fixed-base URDF robot along a recorded trajectory: the
@@ -57,7 +57,7 @@ def add_parser(sub: Subparsers) -> None:
     )
     cmd.add_argument("robot", metavar="ROBOT.urdf", help="the robot's URDF file (fixed base)")
     cmd.add_argument("log", metavar="LOG.csv", help="log: t and one angle column per moving joint")
-    cmd.add_argument("--smoothing", type=_finite_float, default=None, metavar="LAM",
+    cmd.add_argument("--smoothing", type=finite_float, default=None, metavar="LAM",
                      help="the smoothing spline's penalty LAM (>= 0; 0 interpolates); default: chosen by "
                      "generalized cross-validation, per joint")
     cmd.add_argument("--out", default="-", metavar="TORQUES.csv", help="output CSV ('-', the default: standard output)")
@@ -75,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
     from mbfg.kinematic_tree import load_tree
     from mbfg.logs import read_log
 
-    _start(args)
-    _check_output(args.out, inputs=[("ROBOT.urdf", args.robot), ("LOG.csv", args.log)])
+    start_clock(args)
+    check_output(args.out, inputs=[("ROBOT.urdf", args.robot), ("LOG.csv", args.log)])
     if args.smoothing is not None and args.smoothing < 0.0:
         raise DataError(f"--smoothing {args.smoothing:g}: expected a number >= 0")
     tree = load_tree(args.robot)
@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
     q, qd, qdd = joint_derivatives(log.t, log.y, tree.joints, DerivativeOptions(args.smoothing))
     tau = inverse_dynamics(tree, q, qd, qdd)
     frame = pd.DataFrame({"t": log.t, **{f"tau_{j}": tau[:, k] for k, j in enumerate(tree.joints)}})
-    _write_csv(frame, args.out)
+    write_csv(frame, args.out)
     if not args.quiet:
-        _eprint(f"mbfg torques: {tree.name}, {tree.n} joints, {len(log)} samples of {args.log}; "
-                f"wall in all {_wall(args):.1f} s")
+        eprint(f"mbfg torques: {tree.name}, {tree.n} joints, {len(log)} samples of {args.log}; "
+                f"wall in all {wall_seconds(args):.1f} s")
     return 0
