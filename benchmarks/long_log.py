@@ -19,12 +19,17 @@ phases it calls:
 - ``build_s``: building the joint problems (initial states, factor groups, GTSAM values);
 - ``other_s``: the rest (wall minus the above).
 
+With ``--general``, the same again with the LM's linear solve on the general path (GTSAM's elimination of a
+factor graph built per linearization, :mod:`mbfg.lm_systems`) instead of the banded one (:mod:`mbfg.banded`), as
+it was before the banded path: the same estimates, and the time the banded path saves, in one run.
+
 Beside it, per parameter: the value, the error against the truth [%], the standard deviation; iterations and
 converged. The peer: classic inverse-dynamics least squares on the same log (positions filtered by a zero-phase
 second-order Butterworth at ``--cutoff`` Hz, differentiated twice by central differences, samples slower than
 1 mm/s left out, ``K_F i - J_r a = M a + F_v v + F_c sign(v) - F_0`` regressed), its errors and wall time.
 
     python benchmarks/long_log.py                       # about 5 min on two shared cores
+    python benchmarks/long_log.py --general             # and the general path: 10 min more
     python benchmarks/long_log.py --duration 5          # a 5,000-sample log
 """
 
@@ -44,6 +49,7 @@ from scipy import signal
 
 import mbfg.calibration as calibration_module
 import mbfg.graphs.joint as joint_module
+import mbfg.solvers
 from mbfg.calibration import calibrate
 from mbfg.lm_systems import BlockedSystem
 from mbfg.logs import Log
@@ -133,6 +139,8 @@ def main() -> None:
     parser.add_argument("--weight", type=float, default=1e-8, help="state error weight w [m^2/(N s)^2]")
     parser.add_argument("--cutoff", type=float, default=20.0, help="the peer's filter cut-off [Hz]")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--general", action="store_true",
+                        help="also time the calibration with the LM's linear solve on the general path")
     parser.add_argument("--out", default=None, help="where to write the record (default benchmarks/results/)")
     args = parser.parse_args()
 
@@ -140,33 +148,38 @@ def main() -> None:
     print(f"stage log: {len(log.t)} samples at {H:g} s, encoder noise {args.noise:g} m, "
           f"stroke {1e3 * np.ptp(log.y):.1f} mm, current within {np.abs(log.u).max():.2f} A")
     start = linear_stage().with_parameters(START)
-    began = time.perf_counter()
-    calibrate(start, log, weight=args.weight)
-    first = time.perf_counter() - began
     timer = PhaseTimer()
     instrument(timer)
-    began = time.perf_counter()
-    result = calibrate(start, log, weight=args.weight)
-    wall = time.perf_counter() - began
-    phases = {k: timer.seconds.get(k, 0.0) for k in
-              ("linearize_s", "linear_solve_s", "covariance_s", "cost_s", "build_s")}
-    phases["other_s"] = wall - sum(phases.values())
-    print(f"calibration (w = {args.weight:g}): first call {first:.1f} s, warm {wall:.1f} s; "
-          f"{result.iterations} iterations, {'converged' if result.converged else 'NOT converged'}")
-    print("  " + ", ".join(f"{k[:-2]} {v:.2f} s" for k, v in phases.items()))
-    rows = []
-    for p in result.parameters:
-        error = 100.0 * (p.value / TRUTH[p.name] - 1.0)
-        rows.append(dict(parameter=p.name, value=p.value, truth=TRUTH[p.name], std=p.std, error_percent=error))
-        print(f"  {p.name:<5}{p.value:>12.6g} (truth {TRUTH[p.name]:g}, error {error:+.4f} %, std {p.std:.3g})")
+    runs, rows = [], []
+    for path in ("banded", "general") if args.general else ("banded",):
+        if path == "general":  # the LM's linear solve by GTSAM's elimination, as before the banded path
+            mbfg.solvers.BlockedSystem = lambda *a: BlockedSystem(*a, banded=False)  # type: ignore[misc]
+        began = time.perf_counter()
+        calibrate(start, log, weight=args.weight)
+        first = time.perf_counter() - began
+        timer.seconds.clear()
+        began = time.perf_counter()
+        result = calibrate(start, log, weight=args.weight)
+        wall = time.perf_counter() - began
+        phases = {k: timer.seconds.get(k, 0.0) for k in
+                  ("linearize_s", "linear_solve_s", "covariance_s", "cost_s", "build_s")}
+        phases["other_s"] = wall - sum(phases.values())
+        print(f"calibration, {path} path (w = {args.weight:g}): first call {first:.1f} s, warm {wall:.1f} s; "
+              f"{result.iterations} iterations, {'converged' if result.converged else 'NOT converged'}")
+        print("  " + ", ".join(f"{k[:-2]} {v:.2f} s" for k, v in phases.items()))
+        runs.append(dict(path=path, samples=len(log.t), weight=args.weight, first_call_s=first, warm_s=wall,
+                         iterations=result.iterations, converged=result.converged, **phases))
+        for p in result.parameters:
+            error = 100.0 * (p.value / TRUTH[p.name] - 1.0)
+            rows.append(dict(path=path, parameter=p.name, value=p.value, truth=TRUTH[p.name], std=p.std,
+                             error_percent=error))
+            print(f"  {p.name:<5}{p.value:>12.6g} (truth {TRUTH[p.name]:g}, error {error:+.4f} %, std {p.std:.3g})")
     theta, peer_wall = inverse_dynamics(log, args.cutoff)
     peer_rows = [dict(parameter=name, value=value, error_percent=100.0 * (value / TRUTH[name] - 1.0))
                  for name, value in theta.items()]
     print(f"inverse-dynamics least squares: {1e3 * peer_wall:.1f} ms; errors "
           + ", ".join(f"{r['parameter']} {r['error_percent']:+.3f} %" for r in peer_rows))
-    figures = {"calibration": [dict(samples=len(log.t), weight=args.weight, first_call_s=first, warm_s=wall,
-                                    iterations=result.iterations, converged=result.converged, **phases)],
-               "parameters": rows}
+    figures = {"calibration": runs, "parameters": rows}
     _record.write(__file__, figures, peer={"name": "inverse-dynamics least squares (filtered, differentiated "
                                                    "positions regressed on force)",
                                            "figures": {"wall": [dict(wall_s=peer_wall)], "parameters": peer_rows}},

@@ -14,7 +14,10 @@ carries the bounded columns' box QP (:func:`mbfg.box.box_qp`, as the general pat
 2025, App. C), and back-substitution gives the states. This is the block elimination of the general path
 (:func:`mbfg.lm_systems.bounded_schur_step`, states first, parameters last) in the same order and by the same
 kind of factorization (Cholesky of the damped normal equations); it costs O(n b^2) for n state columns of
-bandwidth b, where building and eliminating a GTSAM factor graph costs microseconds per factor.
+bandwidth b, where building and eliminating a GTSAM factor graph costs microseconds per factor. Where the damped
+band is not positive definite to round-off (the normal equations square a stiff system's condition number), the
+step falls back to the general path's QR of the same system (:meth:`mbfg.lm_systems.BlockedSystem.step`), as the
+general path's own Cholesky does.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from mbfg.box import box_qp
 from mbfg.vectorized import LinearArrays, VectorizedGraph
 
 #: The widest band (columns below the diagonal) the banded path takes; wider problems take the general path. A
-#: one-body chain's states have 12 columns and a bandwidth of 23; a five-body chain's, 71 and 143.
+#: one-body chain's states have 12 columns and a bandwidth of 23; a five-body chain's, 60 and 119.
 BAND_LIMIT = 200
 
 

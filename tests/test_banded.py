@@ -31,6 +31,12 @@ def stage_problem():
     return build_joint_problem(start, log, weight=1e2)
 
 
+@pytest.fixture(scope="module")
+def stage_states_problem(stage_problem):
+    """The same log's state estimation: every parameter fixed, no bounded columns (the band alone)."""
+    return build_joint_problem(stage_problem.model, stage_problem.state_log(), free=[], weight=1e2)
+
+
 def _dense(linear: BandedLinear, total: int) -> tuple[np.ndarray, np.ndarray]:
     """(J, r) of the banded path's arrays as dense matrices over the flat block columns."""
     rows_J, rows_r = [], []
@@ -75,17 +81,21 @@ def test_banded_system_is_the_general_systems_cost_and_gradient(stage_problem):
                                atol=1e-12 * np.abs(linear.gradient()).max())
 
 
+@pytest.mark.parametrize("states_only", [False, True], ids=["calibration", "state-estimation"])
 @pytest.mark.parametrize("lam", [1e-5, 1e-2])
-def test_banded_step_equals_the_general_paths_elimination(stage_problem, lam):
-    """The banded Cholesky with the parameters' Schur complement against GTSAM's sparse elimination of the same
-    damped system (the general path, Cholesky and QR): the same step to round-off."""
-    values, bounds = stage_problem.initial, stage_problem.bounds
-    banded = BlockedSystem(stage_problem.vectorized, values, bounds)
-    general = BlockedSystem(stage_problem.vectorized, values, bounds, banded=False)
+def test_banded_step_equals_the_general_paths_elimination(stage_problem, stage_states_problem, lam, states_only):
+    """The banded Cholesky with the parameters' Schur complement (without parameters: the band alone) against
+    GTSAM's sparse elimination of the same damped system (the general path, Cholesky and QR): the same step to
+    round-off."""
+    problem = stage_states_problem if states_only else stage_problem
+    values, bounds = problem.initial, problem.bounds
+    banded = BlockedSystem(problem.vectorized, values, bounds)
+    general = BlockedSystem(problem.vectorized, values, bounds, banded=False)
+    assert banded.band is not None and banded.band.n_tail == (0 if states_only else 4)
     linear, diag = banded.linearize(values)
     _, fast = banded.step(linear, diag, lam, values)
-    gaussian = stage_problem.vectorized.gaussian(linear.arrays)
-    blocks = stage_problem.vectorized.blocks
+    gaussian = problem.vectorized.gaussian(linear.arrays)
+    blocks = problem.vectorized.blocks
     _, cholesky = general.step(gaussian, diag, lam, values)
     _, qr = general._solve(general._damped(gaussian, diag, lam), values, cholesky=False)
     for reference in (cholesky, qr):
