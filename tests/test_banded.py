@@ -146,3 +146,23 @@ def test_lm_on_the_banded_path_reaches_the_general_paths_solution(stage_problem,
     banded = run()
     monkeypatch.setattr(mbfg.solvers, "BlockedSystem", lambda *args: BlockedSystem(*args, banded=False))
     np.testing.assert_allclose(banded, run(), rtol=1e-8)
+
+
+def test_a_band_lost_to_round_off_takes_the_general_paths_qr(stage_problem, monkeypatch):
+    """Where LAPACK's banded Cholesky finds the damped band indefinite, the step is the general path's QR of the
+    same system (its flat twin evaluates as the GTSAM step does)."""
+    import mbfg.banded
+
+    def indefinite(*args, **kwargs):
+        raise np.linalg.LinAlgError("1-th leading minor not positive definite")
+
+    values, bounds = stage_problem.initial, stage_problem.bounds
+    banded = BlockedSystem(stage_problem.vectorized, values, bounds)
+    general = BlockedSystem(stage_problem.vectorized, values, bounds, banded=False)
+    linear, diag = banded.linearize(values)
+    monkeypatch.setattr(mbfg.banded, "cholesky_banded", indefinite)
+    _, fallback = banded.step(linear, diag, 1e-5, values)
+    gaussian = stage_problem.vectorized.gaussian(linear.arrays)
+    _, qr = general._solve(general._damped(gaussian, diag, 1e-5), values, cholesky=False)
+    np.testing.assert_array_equal(fallback.x, stage_problem.vectorized.blocks.flat(qr))
+    assert linear.error(fallback) == pytest.approx(gaussian.error(qr), rel=1e-12)
