@@ -63,7 +63,7 @@ class BandLayout:
         self.n_band = column - sum(blocks.size[b] for b in tail)
         self.n_tail = column - self.n_band
         self.bandwidth = 0
-        for columns in graph._columns:  # per group, per slot (N, block size) flat columns
+        for columns in graph.columns:  # per group, per slot (N, block size) flat columns
             self.bandwidth = max(self.bandwidth, self._spread(np.concatenate(columns, axis=1)))
         for i in range(graph.others.size()):  # the ordinary factors: all columns of every block they touch
             factor = graph.others.at(i)

@@ -226,6 +226,11 @@ class VectorizedGraph:
         self._unit: dict[int, gtsam.noiseModel.Diagonal] = {}
         self._keys = [np.asarray(g.keys, dtype=np.uint64) for g in self.groups]
 
+    @property
+    def columns(self) -> list[list[np.ndarray]]:
+        """Per group, per slot (block) of its factors, the flat block columns (N, block size) they touch."""
+        return self._columns
+
     @classmethod
     def from_graph(cls, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values) -> VectorizedGraph:
         """A user's graph as a vectorized one: the factors of :meth:`FactorType.make_many` in it are
