@@ -2,7 +2,9 @@
 
 A regular update of the chain smoother (:mod:`mbfg.graphs.stream.chain`) adds ``N`` states after
 the frontier (the newest state), with one impulse factor (3.6-3.7) between each pair of consecutive
-states and one observation factor (3.5) on each new state, and no gap. Taken step by step it is four
+states and one observation factor (3.5) on each new state, and no gap; and the user's own factor kinds
+(:class:`~mbfg.graphs.stream.sensors.StreamFactors`, any number, each on the new state or between it and
+the one before; a row where the sample carries its readings), stacked beside them. Taken step by step it is four
 JAX calls, the Spook prediction of the new states, the vmapped impulse and observation
 linearizations and the elimination scan, with NumPy and GTSAM round trips between them (states to
 ``gtsam.Pose3`` and back, rows moved into the chain's column layout). A stream of a few samples per
