@@ -140,10 +140,24 @@ def inertial_base_parameters(tree: KinematicTree, options: BaseParameterOptions 
     options = options or BaseParameterOptions()
     q, qd, qdd = random_states(tree, options)
     W = regressor(tree, q, qd, qdd, gravity).reshape(-1, 10 * tree.n)
-    norms = np.linalg.norm(W, axis=0)
-    if not norms.max() > 0.0:
+    if not np.linalg.norm(W, axis=0).max() > 0.0:
         raise MbfgError(f"{tree.name}: no joint torque depends on any inertial parameter (is gravity zero and every "
                         f"state at rest?)")
+    return column_base_parameters(W, tree.parameter_names, options)
+
+
+def column_base_parameters(W: np.ndarray, names: tuple[str, ...],
+                           options: BaseParameterOptions | None = None) -> BaseParameters:
+    """The base parameters of any regressor W (rows, p) linear in parameters named ``names`` (p,) (module
+    docstring: zero columns, then the pivoted QR): inertial parameters with friction columns appended
+    (:mod:`mbfg.joint_friction`), for instance."""
+    options = options or BaseParameterOptions()
+    W = np.asarray(W, dtype=float)
+    if W.ndim != 2 or W.shape[1] != len(names):
+        raise MbfgError(f"W: expected shape (rows, {len(names)}) (one column per name), got {W.shape}")
+    norms = np.linalg.norm(W, axis=0)
+    if not norms.max() > 0.0:
+        raise MbfgError("W: every column is zero; no parameter reaches a torque")
     zero = np.flatnonzero(norms <= options.tolerance * norms.max())
     kept = np.flatnonzero(norms > options.tolerance * norms.max())
     _, R, perm = scipy.linalg.qr(W[:, kept], mode="economic", pivoting=True)
@@ -151,9 +165,8 @@ def inertial_base_parameters(tree: KinematicTree, options: BaseParameterOptions 
     r = int(np.sum(diagonal > options.tolerance * diagonal[0]))
     beta = scipy.linalg.solve_triangular(R[:r, :r], R[:r, r:])
     return BaseParameters(
-        names=tree.parameter_names, independent=kept[perm[:r]], dependent=kept[perm[r:]], zero=zero,
+        names=tuple(names), independent=kept[perm[:r]], dependent=kept[perm[r:]], zero=zero,
         beta=beta, coefficient_tolerance=options.coefficient_tolerance,
     )
 
-
-__all__ = ["BaseParameterOptions", "BaseParameters", "inertial_base_parameters", "random_states"]
+__all__ = ["BaseParameterOptions", "BaseParameters", "column_base_parameters", "inertial_base_parameters", "random_states"]

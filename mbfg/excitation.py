@@ -47,7 +47,7 @@ import scipy.optimize
 import mbfg._jax  # noqa: F401  (float64)
 from mbfg.base_parameters import BaseParameterOptions, inertial_base_parameters
 from mbfg.errors import MbfgError
-from mbfg.inverse_dynamics import GRAVITY, _regressor, _torques, tree_arrays
+from mbfg.inverse_dynamics import GRAVITY, sample_regressor, sample_torques, tree_arrays
 from mbfg.kinematic_tree import KinematicTree
 
 
@@ -166,14 +166,14 @@ def _regressor_columns(C: jax.Array, t: jax.Array, wf: float | jax.Array, column
     """W (S n, r): the regressor's base columns stacked over the samples."""
     q, qd, qdd = _fourier(C, t, wf)
     n = q.shape[1]
-    Y = jax.vmap(_regressor, in_axes=(None, 0, 0, 0, None))(jnp.zeros((n, 10)), q, qd, qdd, arrays)
+    Y = jax.vmap(sample_regressor, in_axes=(None, 0, 0, 0, None))(jnp.zeros((n, 10)), q, qd, qdd, arrays)
     return Y.reshape(-1, 10 * n)[:, columns]
 
 
 def _sample_torques(C: jax.Array, t: jax.Array, wf: float | jax.Array, pi: jax.Array,
                     arrays: dict[str, jax.Array]) -> jax.Array:
     q, qd, qdd = _fourier(C, t, wf)
-    return jax.vmap(_torques, in_axes=(None, 0, 0, 0, None))(pi, q, qd, qdd, arrays)
+    return jax.vmap(sample_torques, in_axes=(None, 0, 0, 0, None))(pi, q, qd, qdd, arrays)
 
 
 def _singular_value_gradient(C: jax.Array, t: jax.Array, wf: float | jax.Array, pis: jax.Array, us: jax.Array,

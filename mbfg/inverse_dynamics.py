@@ -90,7 +90,7 @@ def _link_wrench(pi: jax.Array, v: jax.Array, a: jax.Array) -> jax.Array:
     return momentum(a) + _cross_force(v, momentum(v))
 
 
-def _torques(pi: jax.Array, q: jax.Array, qd: jax.Array, qdd: jax.Array, arrays: dict[str, jax.Array]) -> jax.Array:
+def sample_torques(pi: jax.Array, q: jax.Array, qd: jax.Array, qdd: jax.Array, arrays: dict[str, jax.Array]) -> jax.Array:
     """tau (n,) of one sample: RNEA as in the module docstring; pi (n, 10), q, qd, qdd (n,)."""
     R, p = _poses(arrays, q)
     prismatic = arrays["prismatic"][:, None]
@@ -116,13 +116,13 @@ def _torques(pi: jax.Array, q: jax.Array, qd: jax.Array, qdd: jax.Array, arrays:
     return jnp.einsum("ik,ij,jk->i", S, A, f)
 
 
-def _regressor(pi: jax.Array, q: jax.Array, qd: jax.Array, qdd: jax.Array, arrays: dict[str, jax.Array]) -> jax.Array:
+def sample_regressor(pi: jax.Array, q: jax.Array, qd: jax.Array, qdd: jax.Array, arrays: dict[str, jax.Array]) -> jax.Array:
     n = q.shape[0]
-    return jax.jacfwd(_torques)(pi, q, qd, qdd, arrays).reshape(n, 10 * n)
+    return jax.jacfwd(sample_torques)(pi, q, qd, qdd, arrays).reshape(n, 10 * n)
 
 
-_torques_batch = jax.jit(jax.vmap(_torques, in_axes=(None, 0, 0, 0, None)))
-_regressor_batch = jax.jit(jax.vmap(_regressor, in_axes=(None, 0, 0, 0, None)))
+_torques_batch = jax.jit(jax.vmap(sample_torques, in_axes=(None, 0, 0, 0, None)))
+_regressor_batch = jax.jit(jax.vmap(sample_regressor, in_axes=(None, 0, 0, 0, None)))
 
 
 def tree_arrays(tree: KinematicTree, gravity: Sequence[float] = GRAVITY) -> dict[str, Any]:

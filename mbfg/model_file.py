@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 from mbfg._fields import checked_mapping
 from mbfg.errors import ModelError
 from mbfg.parameters import Parameter
-from mbfg.parts import _param_names
+from mbfg.parts import param_names
 from mbfg.rigid.model import DEFAULT_WEIGHT
 from mbfg.trees import AXIS_FRAMES, Link, hinged_tree
 
@@ -129,7 +129,7 @@ class _Reader:
         if not isinstance(value, str):
             return self.number(value, entry)
         try:
-            names = _param_names(value)
+            names = param_names(value)
         except ModelError as exc:
             raise self.error(entry, str(exc)) from None
         for name in names:

@@ -30,7 +30,7 @@ _TERM = re.compile(r"\s*([+-])?\s*([A-Za-z_][A-Za-z0-9_]*|[0-9]*\.?[0-9]+(?:[eE]
 
 
 @functools.cache
-def _terms(expression: str) -> tuple[tuple[float, str | float], ...]:
+def sum_terms(expression: str) -> tuple[tuple[float, str | float], ...]:
     """Parse ``"a - b + 0.5"`` into ((+1, "a"), (-1, "b"), (+1, 0.5)); ModelError if it is not such a sum."""
     terms: list[tuple[float, str | float]] = []
     pos = 0
@@ -50,7 +50,7 @@ def _terms(expression: str) -> tuple[tuple[float, str | float], ...]:
 def resolve(value: ParamLike, p: Mapping[str, Any]) -> Any:
     """The value of a :data:`ParamLike` given parameter values ``p`` (a JAX scalar or float)."""
     if isinstance(value, str):
-        return sum(sign * (p[token] if isinstance(token, str) else token) for sign, token in _terms(value))
+        return sum(sign * (p[token] if isinstance(token, str) else token) for sign, token in sum_terms(value))
     return value
 
 
@@ -58,11 +58,11 @@ def resolve3(values: Sequence[ParamLike], p: Mapping[str, Any]) -> jnp.ndarray:
     return jnp.stack([jnp.asarray(resolve(v, p), dtype=float) for v in values])
 
 
-def _param_names(value: Any) -> list[str]:
+def param_names(value: Any) -> list[str]:
     if isinstance(value, str):
-        return [token for _, token in _terms(value) if isinstance(token, str)]
+        return [token for _, token in sum_terms(value) if isinstance(token, str)]
     if isinstance(value, (tuple, list)):
-        return [n for v in value for n in _param_names(v)]
+        return [n for v in value for n in param_names(v)]
     return []
 
 

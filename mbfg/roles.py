@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mbfg.parts import WORLD, Frame, Hinge, Prismatic, _terms
+from mbfg.parts import WORLD, Frame, Hinge, Prismatic, sum_terms
 
 if TYPE_CHECKING:
     from mbfg.rigid import RigidModel
@@ -82,7 +82,7 @@ def unit_fields(model: RigidModel) -> dict[str, str]:
 def _names(value: object) -> list[tuple[float, str]]:
     """(sign, parameter name) of each name in a parameter expression (nothing for a number)."""
     if isinstance(value, str):
-        return [(sign, token) for sign, token in _terms(value) if isinstance(token, str)]
+        return [(sign, token) for sign, token in sum_terms(value) if isinstance(token, str)]
     return []
 
 

@@ -216,7 +216,7 @@ def _check_state_shape(model: RigidModel, state: State) -> None:
                              f"{'body' if model.nb == 1 else 'bodies'}, so expected ({model.nb}, {width})")
 
 
-def _compiled_scan(model: RigidModel, x: State, controls: Array, p: Mapping[str, Any], h: Array):
+def compiled_scan(model: RigidModel, x: State, controls: Array, p: Mapping[str, Any], h: Array):
     """``lax.scan`` of :func:`step`, compiled ahead of time once per model and chunk shape.
 
     Returns (compiled function, compile time [s]; 0 when it was cached).
@@ -340,7 +340,7 @@ def simulate(
     x = State(*(jnp.asarray(a) for a in x0))
     out_states, out_obs, out_info = [], [], []
     h_arr = jnp.asarray(h, dtype=float)
-    run, compile_s = _compiled_scan(model, x, jnp.asarray(padded[:chunk]), p, h_arr)
+    run, compile_s = compiled_scan(model, x, jnp.asarray(padded[:chunk]), p, h_arr)
     for c in range(n_chunks):
         x, (xs, obs, info) = run(x, jnp.asarray(padded[c * chunk : (c + 1) * chunk]), p, h_arr)
         xs = jax.tree_util.tree_map(np.asarray, xs)

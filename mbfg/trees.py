@@ -42,8 +42,8 @@ RIGID = (1e-10, 1e-8, 2e-3)
 STIFF = {"eps_lin": 1e-8, "eps_rot": 1e-6}
 
 
-def make_parameter(name: str, value: float, unit: str, lower: float = -INF, upper: float = INF, description: str = "",
-       free: bool = False) -> Parameter:
+def make_parameter(name: str, value: float, unit: str, lower: float = -INF, upper: float = INF,
+                   description: str = "", free: bool = False) -> Parameter:
     return Parameter(name, value, unit, lower, upper, free, description=description)
 
 

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--store-durations", action="store_true",
-                     help=f"after a passing run, write each test's seconds to {RECORD.name} (tests/durations.py)")
+                     help=f"after a run of every test, write each test's seconds to {RECORD.name} (tests/durations.py)")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,8 +1,8 @@
 """The suite's recorded test durations: the order of the test files and the contributor's quick tier.
 
 ``tests/durations.json`` holds each test's seconds (setup, call and teardown summed) from one run of the whole
-suite, written by ``pytest --store-durations`` (and by ``.ci/run``'s full run with ``MBFG_STORE_DURATIONS``)
-with the run's commit, date, worker count and load. Two uses:
+suite, written by ``pytest --store-durations`` after a run of every test (failed or not) with the run's commit, date,
+worker count and load. Two uses:
 
 - **Order.** With one file per xdist worker (``--dist loadfile``), a long file started last keeps one worker
   busy while the other idles; the files run longest first (their recorded sums), each to the worker that is
@@ -65,8 +65,8 @@ class Durations:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.store is None or hasattr(session.config, "workerinput"):
             return
-        if exitstatus != 0 or not self.seconds:
-            print(f"\n--store-durations: not written (the run did not pass: exit status {exitstatus})")
+        if exitstatus not in (0, 1) or not self.seconds:  # 1: some tests failed, every test ran
+            print(f"\n--store-durations: not written (the run did not finish: exit status {exitstatus})")
             return
         try:
             commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -84,6 +84,7 @@ class Durations:
             "load_at_start": round(self.load, 2),
             "load_at_end": round(load_end, 2),
             "wall_s": round(time.time() - self.started, 1),
+            "exit_status": exitstatus,
             "seconds": {k: round(v, 3) for k, v in sorted(self.seconds.items())},
         }
         self.store.write_text(json.dumps(record, indent=0) + "\n")

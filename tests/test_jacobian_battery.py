@@ -22,6 +22,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
+import mbfg.arm_identification  # noqa: F401  (its factor types, registered at import)
 import mbfg.factors
 import mbfg.testing
 from mbfg.adapter import REGISTRY, FactorType

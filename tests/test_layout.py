@@ -1,4 +1,4 @@
-"""The package's layout: small modules, one job each (issue 59: no module over 600 lines).
+"""The package's layout: small modules, one job each, and no private name shared across modules (issue 59).
 
 The package's folders are those of pyproject's ``[tool.setuptools.package-dir]`` (mbfg/, factors/, graphs/,
 graphs/stream/, datasets/), so a folder added there is scanned too.
@@ -56,3 +56,60 @@ def test_the_line_count_check_names_a_module_of_601_lines_and_passes_one_of_600(
     counts = line_counts(package_folders(tmp_path), tmp_path)
     assert counts == {"pkg/ok.py": 600, "pkg/sub/long.py": 601}
     assert over_limit(counts) == ["pkg/sub/long.py: 601 lines"]
+
+
+def private_imports(folders: list[Path], root: Path = REPO) -> list[str]:
+    """'path: from MODULE import _name' for each underscored name (not a dunder, not a module) imported from
+    another module of the package."""
+    import ast
+
+    found = []
+    for folder in folders:
+        for path in sorted(folder.rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom):
+                    module = "." * node.level + (node.module or "")
+                    for alias in node.names:
+                        name = alias.name
+                        # `from mbfg import _jax`: a private module of the package, imported as a module.
+                        if name.startswith("_") and not name.startswith("__") and \
+                                not (root / "mbfg" / f"{name}.py").exists():
+                            found.append(f"{path.relative_to(root).as_posix()}: from {module} import {name}")
+    return found
+
+
+#: Underscored names the rigid package's modules still share with one another (its package-internal helpers).
+RIGID_PACKAGE_INTERNAL = {
+    "mbfg/rigid/__init__.py: from mbfg.rigid.friction import _coulomb",
+    "mbfg/rigid/__init__.py: from mbfg.rigid.friction import _friction_data",
+    "mbfg/rigid/__init__.py: from mbfg.rigid.friction import _friction_rows",
+    "mbfg/rigid/__init__.py: from mbfg.rigid.friction import _stribeck",
+    "mbfg/rigid/__init__.py: from mbfg.rigid.kinematics import _alignment_rows",
+    "mbfg/rigid/__init__.py: from mbfg.rigid.kinematics import _plane_basis",
+    "mbfg/rigid/__init__.py: from mbfg.rigid.layout import _Layout",
+    "mbfg/rigid/__init__.py: from mbfg.rigid.state import _rot_z",
+    "mbfg/rigid/arrays.py: from mbfg.rigid.kinematics import _plane_basis",
+    "mbfg/rigid/model.py: from mbfg.rigid.layout import _Layout",
+    "mbfg/rigid/rows.py: from mbfg.rigid.friction import _coulomb",
+    "mbfg/rigid/rows.py: from mbfg.rigid.friction import _friction_data",
+    "mbfg/rigid/rows.py: from mbfg.rigid.friction import _friction_rows",
+    "mbfg/rigid/rows.py: from mbfg.rigid.friction import _stribeck",
+}
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    found = private_imports(package_folders())
+    new = sorted(set(found) - RIGID_PACKAGE_INTERNAL)
+    assert not new, ("a name shared across modules is part of the module's interface: drop its underscore; "
+                     + "; ".join(new))
+
+
+def test_the_private_import_check_names_an_underscored_name_and_passes_a_module(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.setuptools.package-dir]\n"mbfg" = "mbfg"\n')
+    (tmp_path / "mbfg").mkdir()
+    (tmp_path / "mbfg" / "_jax.py").write_text("x = 1\n")
+    (tmp_path / "mbfg" / "a.py").write_text("def _helper():\n    pass\n")
+    (tmp_path / "mbfg" / "b.py").write_text("from mbfg import _jax\nfrom mbfg.a import _helper\nfrom mbfg import __doc__\n")
+    assert private_imports(package_folders(tmp_path), tmp_path) == ["mbfg/b.py: from mbfg.a import _helper"]

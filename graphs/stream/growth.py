@@ -108,7 +108,7 @@ class GraphGrowth(StreamHost):
             moved = [gtsam.Pose3(pose.rotation().compose(gtsam.Rot3.Expmap(w[i] * self.h)),  # omega: body frame
                                  pose.translation() + v[i] * self.h) for i, pose in enumerate(poses)]
             return [(moved, vel)]
-        from mbfg.spook import _compiled_scan
+        from mbfg.spook import compiled_scan
 
         V = vel.reshape(nb, 6)
         x = State(np.stack([p.translation() for p in poses]),
@@ -119,7 +119,7 @@ class GraphGrowth(StreamHost):
         padded = np.concatenate([u, np.repeat(u[-1:], chunks * N - len(u), axis=0)])
         h = np.asarray(self.h, dtype=float)
         if self._rollout is None:
-            self._rollout = _compiled_scan(self.model, x, padded[:N], self.fixed, h)[0]
+            self._rollout = compiled_scan(self.model, x, padded[:N], self.fixed, h)[0]
         out = []
         for c in range(chunks):
             x, (xs, _, _) = self._rollout(x, padded[c * N : (c + 1) * N], self.fixed, h)

@@ -50,7 +50,7 @@ def wall_seconds(args: argparse.Namespace) -> float:
 
 
 def check_output(out: str, kind: str = "CSV", option: str = "--out",
-                  inputs: Sequence[tuple[str, str | None]] = ()) -> None:
+                 inputs: Sequence[tuple[str, str | None]] = ()) -> None:
     """Fail before the (possibly long) solve if the output file (of ``option``) cannot be written, or is one of
     the command's ``inputs`` ((option or argument name, path) pairs; None and '-' skipped): the same resolved
     path or the same inode, so that a run never truncates what it reads (``--output in.csv`` read its own

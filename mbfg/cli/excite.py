@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         write_csv(pd.DataFrame({"t": t, **{j: q[:, k] for k, j in enumerate(tree.joints)}}), args.out_trajectory)
     if args.out_controls is not None:
         write_csv(pd.DataFrame({"t": t, **{_control_name(j): tau[:, k] for k, j in enumerate(tree.joints)}}),
-                   args.out_controls)
+                  args.out_controls)
     figures = (f"condition number {result.condition:.4g} (optimized) vs {result.random_condition:.4g} (random "
                f"Fourier start, seed {args.seed})")
     if "-" not in (args.out_trajectory, args.out_controls):

@@ -403,7 +403,7 @@ def run(args: argparse.Namespace) -> int:
     start_clock(args)
     # A missing folder, or the output being an input, is reported before the compile.
     check_output(args.output, "CSV", "--output",
-                  inputs=[model_input(args.model), ("--params", args.params), ("--input", args.input)])
+                 inputs=[model_input(args.model), ("--params", args.params), ("--input", args.input)])
     model = rigid_model(args.model)
     if args.counts and args.ppr is None:
         raise ModelError("--counts needs --ppr N, the encoder's counts per revolution")

@@ -71,7 +71,7 @@ from mbfg.parts import (
 from mbfg.parts import Axial as Axial
 from mbfg.parts import Joint as Joint
 from mbfg.parts import ParamLike as ParamLike
-from mbfg.parts import _param_names as _param_names
+from mbfg.parts import param_names as param_names
 from mbfg.parts import resolve3 as resolve3
 from mbfg.rigid.friction import _coulomb as _coulomb
 from mbfg.rigid.friction import _friction_data as _friction_data

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mbfg._jax import Array, jax, jnp
-from mbfg.parts import WORLD, Frame, ParamLike, _terms
+from mbfg.parts import WORLD, Frame, ParamLike, sum_terms
 from mbfg.rigid.joint_types import JOINT_TYPES, JointType, joint_type
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
@@ -97,7 +97,7 @@ class _Names:
         parsed = []
         for v in values:
             if isinstance(v, str):
-                terms = _terms(v)
+                terms = sum_terms(v)
                 const = sum(s * t for s, t in terms if not isinstance(t, str))
                 names = [(s, self.index.setdefault(t, len(self.index))) for s, t in terms if isinstance(t, str)]
             else:

@@ -8,7 +8,7 @@ import numpy as np
 
 from mbfg.errors import ModelError
 from mbfg.parameters import ROTATION
-from mbfg.parts import WORLD, Frame, Hinge, ParamLike, Prismatic, _param_names, resolve
+from mbfg.parts import WORLD, Frame, Hinge, ParamLike, Prismatic, param_names, resolve
 
 if TYPE_CHECKING:  # annotations only: the model imports this module
     from mbfg.rigid.model import RigidModel
@@ -32,7 +32,7 @@ def validate(model: RigidModel) -> None:
     values = params.numpy_values()  # once: a dict per check made loading quadratic in the number of links
 
     def check_params(where: str, value: Any) -> None:
-        for n in _param_names(value):
+        for n in param_names(value):
             if n not in params:
                 raise ModelError(f"{model.name}: {where} names unknown parameter {n!r}")
 
