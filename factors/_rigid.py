@@ -122,17 +122,21 @@ def variables_for(model: RigidModel, free: Sequence[str] | None = None) -> Varia
 
 def state_values(model: RigidModel, state: State) -> list[np.ndarray]:
     """The GTSAM variable values of a state: nb pose matrices (4, 4) and the velocity (6 nb,)."""
-    R = quat.to_matrix_np(np.asarray(state.e))
-    r = np.asarray(state.r, dtype=float)
-    out: list[np.ndarray] = []
-    for i in range(model.nb):
-        T = np.eye(4)
-        T[:3, :3] = R[i]
-        T[:3, 3] = r[i]
-        out.append(T)
+    poses, velocities = trajectory_values(model, [state])
+    return [*poses[0], velocities[0]]
+
+
+def trajectory_values(model: RigidModel, states: Sequence[State]) -> tuple[np.ndarray, np.ndarray]:
+    """The GTSAM variable values of n states at once: pose matrices (n, nb, 4, 4) and velocities (n, 6 nb)."""
+    e = np.asarray([np.asarray(x.e, dtype=float) for x in states]).reshape(len(states), model.nb, 4)
+    poses = np.zeros((len(states), model.nb, 4, 4))
+    poses[:, :, :3, :3] = quat.to_matrix_np(e)
+    poses[:, :, :3, 3] = np.asarray([np.asarray(x.r, dtype=float) for x in states]).reshape(len(states), model.nb, 3)
+    poses[:, :, 3, 3] = 1.0
     # State.velocity() in NumPy: its jnp.concatenate would run eagerly per state while setting up a log.
-    out.append(np.concatenate([np.asarray(state.v, dtype=float), np.asarray(state.w, dtype=float)], axis=1).reshape(-1))
-    return out
+    v = np.asarray([np.asarray(x.v, dtype=float) for x in states]).reshape(len(states), model.nb, 3)
+    w = np.asarray([np.asarray(x.w, dtype=float) for x in states]).reshape(len(states), model.nb, 3)
+    return poses, np.concatenate([v, w], axis=2).reshape(len(states), -1)
 
 
 def fixed_values(model: RigidModel) -> dict[str, np.ndarray]:

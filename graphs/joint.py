@@ -48,7 +48,7 @@ import numpy as np
 from mbfg import keys
 from mbfg.adapter import FactorGroup, PerFactor, noise_model
 from mbfg.errors import DataError, ModelError
-from mbfg.factors._rigid import Variables, fixed_values, state_values, variables_for
+from mbfg.factors._rigid import Variables, fixed_values, trajectory_values, variables_for
 from mbfg.factors.impulse import impulse_keys, impulse_type
 from mbfg.factors.initial_state import initial_state_factor
 from mbfg.factors.observation import observation_keys, observation_type
@@ -245,11 +245,11 @@ def build_joint_problem(
                       PerFactor(mask[obs_rows]), label="observation", steps=obs_rows)
 
     values = gtsam.Values()
-    for k, x in enumerate(states):
-        vals = state_values(model, x)
+    poses, velocities = trajectory_values(model, states)  # all states at once: set-up is per state otherwise
+    for k in range(len(states)):
         for i in range(nb):
-            values.insert(keys.X(k, i), gtsam.Pose3(vals[i]))
-        values.insert(keys.V(k), vals[-1])
+            values.insert(keys.X(k, i), gtsam.Pose3(poses[k, i]))
+        values.insert(keys.V(k), velocities[k])
     bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     if variables.free:
         chi0 = np.array([p0[name] for name in variables.free], dtype=float)

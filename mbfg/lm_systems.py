@@ -5,7 +5,9 @@ that make a cost or a Jacobian non-finite.
 Two paths (the solver's module docstring): :class:`OrdinarySystem`, a GTSAM graph linearized by GTSAM and eliminated
 by QR in a COLAMD ordering with the bounded variables last; :class:`BlockedSystem`, a
 :class:`~mbfg.vectorized.VectorizedGraph` linearized per factor type in one call and eliminated by GTSAM's sparse
-Cholesky over its blocks in their explicit order (states in time order, parameters last). Both eliminate every
+Cholesky over its blocks in their explicit order (states in time order, parameters last); where its unbounded blocks
+form a band in that order (a log's states), the same elimination by a banded Cholesky of the normal equations
+assembled from the Jacobian arrays, without a GTSAM factor per row (:mod:`mbfg.banded`). All eliminate every
 unbounded variable first and solve the bounded ones' box-constrained quadratic on the Schur complement that remains
 (:func:`mbfg.box.box_qp`; Marklund, Servin, Larson 2025, App. C).
 """
@@ -17,6 +19,7 @@ from collections.abc import Mapping
 import gtsam
 import numpy as np
 
+from mbfg.banded import BandedLinear, BandLayout, FlatStep, banded_step
 from mbfg.box import box_qp
 from mbfg.keys import name as key_name
 from mbfg.vectorized import VectorizedGraph
@@ -170,12 +173,9 @@ class BlockedSystem:
     """The vectorized path over a :class:`VectorizedGraph`'s blocks (module docstring)."""
 
     def __init__(self, graph: VectorizedGraph, values: gtsam.Values,
-                 bounds: Mapping[int, tuple[np.ndarray, np.ndarray]]) -> None:
+                 bounds: Mapping[int, tuple[np.ndarray, np.ndarray]], banded: bool = True) -> None:
         self.graph, self.bounds = graph, bounds
         blocks = graph.blocks
-        self.zeros = gtsam.VectorValues()
-        for block, size in blocks.size.items():
-            self.zeros.insert(block, np.zeros(size))
         # Columns of the bounded variables within the small system of the bounded blocks.
         self.bounded_blocks = [b for b in graph.order if any(blocks.of[k][0] == b for k in bounds)]
         starts = np.cumsum([0] + [blocks.size[b] for b in self.bounded_blocks])
@@ -190,21 +190,35 @@ class BlockedSystem:
         self.free_order = gtsam.Ordering([b for b in graph.order if b not in self.bounded_blocks])
         self.small_order = gtsam.Ordering(self.bounded_blocks)
         self.full_order = gtsam.Ordering(graph.order)
+        #: The banded path's layout (:mod:`mbfg.banded`) where the graph is a chain (``banded``), None: the
+        #: general path.
+        self.band = BandLayout.of(graph, self.bounded_blocks) if banded else None
+        self.zeros: gtsam.VectorValues | FlatStep
+        if self.band is not None:
+            self.zeros = FlatStep(np.zeros(blocks.total))
+        else:
+            self.zeros = gtsam.VectorValues()
+            for block, size in blocks.size.items():
+                self.zeros.insert(block, np.zeros(size))
 
     def error(self, values: gtsam.Values) -> float:
         return self.graph.error(values)
 
-    def linearize(self, values: gtsam.Values) -> tuple[gtsam.GaussianFactorGraph, np.ndarray]:
-        return self.graph.linearize(values)
+    def linearize(self, values: gtsam.Values) -> tuple[gtsam.GaussianFactorGraph | BandedLinear, np.ndarray]:
+        """The linear system at ``values`` (a :class:`~mbfg.banded.BandedLinear` on the banded path, GTSAM's graph
+        over blocks on the general one) and diag(J^T J) over the flat block columns."""
+        if self.band is None:
+            return self.graph.linearize(values)
+        arrays = self.graph.linearize_arrays(values)
+        return BandedLinear(arrays, self.band), arrays.diag
 
-    def gradient_cosine(self, linear: gtsam.GaussianFactorGraph, diag: np.ndarray, values: gtsam.Values,
-                        cost: float) -> float:
+    def gradient_cosine(self, linear: gtsam.GaussianFactorGraph | BandedLinear, diag: np.ndarray,
+                        values: gtsam.Values, cost: float) -> float:
         blocks = self.graph.blocks
-        gradient = linear.gradientAtZero()
-        g = np.zeros(blocks.total)
-        for block, size in blocks.size.items():
-            if gradient.exists(block):
-                g[blocks.start[block] : blocks.start[block] + size] = gradient.at(block)
+        if isinstance(linear, BandedLinear):
+            g = linear.gradient()
+        else:
+            g = blocks.flat(linear.gradientAtZero())
         lower, upper = np.zeros(blocks.total, dtype=bool), np.zeros(blocks.total, dtype=bool)
         for key, (lo, hi) in self.bounds.items():
             x = values.atVector(key)
@@ -212,8 +226,10 @@ class BlockedSystem:
             upper[self.flat_columns[key]] = x == hi
         return projected_gradient_cosine(g, diag, cost, lower, upper)
 
-    def nonfinite(self, values: gtsam.Values, linear: gtsam.GaussianFactorGraph | None = None) -> str:
+    def nonfinite(self, values: gtsam.Values, linear: gtsam.GaussianFactorGraph | BandedLinear | None = None) -> str:
         """Which factor types (and which of the ordinary factors) have a non-finite residual, error or Jacobian."""
+        if isinstance(linear, BandedLinear):
+            linear = self.graph.gaussian(linear.arrays)
         linear = self.graph.linearize(values)[0] if linear is None else linear
         named, i = [], 0
         for group in self.graph.groups:  # VectorizedGraph.linearize: each group's factors in turn, then the others
@@ -235,13 +251,17 @@ class BlockedSystem:
                 named.append(f"factor {j} of the others ({type(factor).__name__} on {keys})")
         return listed(named)
 
-    def _damped(self, linear: gtsam.GaussianFactorGraph, diag: np.ndarray, lam: float) -> gtsam.GaussianFactorGraph:
+    def damping(self, diag: np.ndarray, lam: float) -> np.ndarray:
+        """Marquardt's damping diagonal over the flat block columns, lam diag(J^T J) with the ordinary path's
+        floor per variable (each variable's segment of the flat diagonal)."""
         blocks = self.graph.blocks
-        # Marquardt's scaling with the ordinary path's floor per variable (each variable's segment of
-        # the flat diagonal), for all blocks at once.
         floor = 1e-12 * np.maximum(np.maximum.reduceat(diag, blocks.segments), 1e-300) + 1e-30
         lengths = np.diff(np.append(blocks.segments, blocks.total))
-        scale = np.sqrt(lam * np.maximum(diag, np.repeat(floor, lengths)))
+        return lam * np.maximum(diag, np.repeat(floor, lengths))
+
+    def _damped(self, linear: gtsam.GaussianFactorGraph, diag: np.ndarray, lam: float) -> gtsam.GaussianFactorGraph:
+        blocks = self.graph.blocks
+        scale = np.sqrt(self.damping(diag, lam))
         damped = gtsam.GaussianFactorGraph()
         damped.push_back(linear)
         for block, size in blocks.size.items():
@@ -250,8 +270,20 @@ class BlockedSystem:
             damped.push_back(gtsam.JacobianFactor(block, np.diag(scale[start : start + size]), np.zeros(size), unit))
         return damped
 
-    def step(self, linear: gtsam.GaussianFactorGraph, diag: np.ndarray, lam: float,
-             values: gtsam.Values) -> tuple[gtsam.VectorValues, gtsam.VectorValues]:
+    def step(self, linear: gtsam.GaussianFactorGraph | BandedLinear, diag: np.ndarray, lam: float,
+             values: gtsam.Values) -> tuple[gtsam.VectorValues, gtsam.VectorValues | FlatStep]:
+        """The damped step at damping ``lam``: (over the GTSAM variables, over the linear system's columns)."""
+        if isinstance(linear, BandedLinear):
+            lo, hi = step_box(self.bounds, self.bounded_columns, self.n_small, values)
+            try:
+                flat = banded_step(linear, self.damping(diag, lam), lo, hi)
+            except np.linalg.LinAlgError:
+                # A pivot lost to round-off (J^T J squares a stiff system's condition number): the general
+                # path's QR on J itself, as its own Cholesky falls back to.
+                delta, blocked = self._solve(self._damped(self.graph.gaussian(linear.arrays), diag, lam), values,
+                                             cholesky=False)
+                return delta, FlatStep(self.graph.blocks.flat(blocked))
+            return self.graph.blocks.variables(flat.x), flat
         damped = self._damped(linear, diag, lam)
         try:
             return self._solve(damped, values, cholesky=True)

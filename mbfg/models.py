@@ -14,7 +14,8 @@ parameter *names* follow the papers' roles:
   and 2 (arm-pendulum); offsets ``r_A``, ``L_A``, ``r_B``; inertias ``J_Ax``
   ... ``J_Bz``; gain ``K``, shaft inertia ``J_s``; ``b_1``, ``b_2``,
   ``mu_r1``, ``mu_r2``; the tilt rotation ``tilt``. The 13 free parameters of
-  section 4.6 are K, five inertias, four frictional ones, and the 3-dof tilt.
+  section 4.6 are K, five inertias, four frictional ones, and the 3-dof tilt; free by default are
+  the 8 (6 without dry friction) that a motor-driven log determines (:func:`furuta`).
 """
 
 from __future__ import annotations
@@ -109,6 +110,12 @@ def furuta(dry: bool = True) -> RigidModel:
     x axis. Pendulum B: CoM ``r_B`` below hinge 2 at alpha = 0. Principal axes
     of both bodies align with their local frames (eq. 4.2).
 
+    Free by default: what a log of the arm driven by the motor determines, K, J_Az, J_Bx, J_By, b_1, b_2 (and
+    mu_r1, mu_r2). Not the arm's J_Ax and J_Ay, which never enter the motion (the arm turns only about its own
+    z axis), nor the tilt, whose rotation about the vertical never enters the gravity ``tilt @ (0, 0, -g)``, so
+    that a 3-dof tilt always leaves one direction undetermined (free it by name, ``free=[..., "tilt"]``, for a
+    stand that is not level: the 13 free parameters of Marklund, Servin, Larson 2025, section 4.6).
+
     Args:
         dry: include the hinges' dry friction ``mu_r1``, ``mu_r2`` (F.4).
     """
@@ -118,8 +125,9 @@ def furuta(dry: bool = True) -> RigidModel:
         make_parameter("r_A", 0.04, "m", -INF, INF, "hinge 1 to arm CoM, along the arm"),
         make_parameter("L_A", 0.085, "m", 0.0, INF, "hinge 1 to hinge 2, along the arm"),
         make_parameter("r_B", 0.0645, "m", 0.0, INF, "hinge 2 to pendulum CoM"),
-        make_parameter("J_Ax", 1e-6, "kg m^2", 1e-10, INF, "arm inertia about its long axis", True),
-        make_parameter("J_Ay", 6e-5, "kg m^2", 1e-10, INF, "arm inertia about its horizontal cross axis", True),
+        make_parameter("J_Ax", 1e-6, "kg m^2", 1e-10, INF, "arm inertia about its long axis (does not enter the motion)"),
+        make_parameter("J_Ay", 6e-5, "kg m^2", 1e-10, INF,
+                       "arm inertia about its horizontal cross axis (does not enter the motion)"),
         make_parameter("J_Az", 6e-5, "kg m^2", 1e-10, INF, "arm inertia about the vertical axis", True),
         make_parameter("J_Bx", 3.3e-5, "kg m^2", 1e-10, INF, "pendulum inertia about the hinge-2 axis", True),
         make_parameter("J_By", 3.3e-5, "kg m^2", 1e-10, INF, "pendulum inertia about its cross axis", True),
@@ -128,7 +136,7 @@ def furuta(dry: bool = True) -> RigidModel:
         make_parameter("J_s", 4e-6, "kg m^2", 1e-10, INF, "motor shaft inertia"),
         make_parameter("b_1", 5e-4, "N m s/rad", 0.0, INF, "viscous friction of hinge 1", True),
         make_parameter("b_2", 1e-5, "N m s/rad", 0.0, INF, "viscous friction of hinge 2", True),
-        Parameter("tilt", np.eye(3), "", free=True, kind=ROTATION,
+        Parameter("tilt", np.eye(3), "", kind=ROTATION,
                   description="rotation of the stand: gravity is tilt @ (0, 0, -g)"),
     ]
     if dry:

@@ -11,7 +11,9 @@ box-constrained linear least-squares subproblem of App. C (the paper solves it a
 a GTSAM graph is linearized by GTSAM and eliminated by QR in a COLAMD ordering with the bounded variables last;
 a :class:`~mbfg.vectorized.VectorizedGraph` takes the vectorized path: each factor type linearized in one call,
 and the elimination by GTSAM's sparse Cholesky over the graph's blocks in its explicit order (states in time
-order, parameters last); the linear systems of both are in :mod:`mbfg.lm_systems`. The options named below
+order, parameters last), or, where those blocks form a band (a log's states, each coupled with the next), by a
+banded Cholesky of the normal equations with the parameters' Schur complement (:mod:`mbfg.banded`); the linear
+systems of both are in :mod:`mbfg.lm_systems`. The options named below
 (``relative_tol``, ``damping_update``, ...) are the fields of :class:`~mbfg.lm_config.LMConfig`.
 
 A step is accepted when it lowers the cost. The damping then follows one of two rules
@@ -183,6 +185,7 @@ def bounded_levenberg_marquardt(
             return result("not_converged", f"time limit {time_limit_s:g} s after {len(history) - 1} iterations")
         t0 = time.perf_counter()
         diag: Any  # the Hessian's diagonal: flat (BlockedSystem) or per key (OrdinarySystem)
+        linear: Any  # GTSAM's linear graph, or the banded path's system (mbfg.banded.BandedLinear)
         linear, diag = system.linearize(values)
         t_lin = time.perf_counter() - t0
         gradient = system.gradient_cosine(linear, diag, values, cost)
@@ -289,11 +292,11 @@ class NewtonCheck:
     stationary: bool
     predicted: float
     realized: float
-    step: tuple[gtsam.VectorValues, gtsam.VectorValues] | None
+    step: tuple[gtsam.VectorValues, Any] | None
     words: str
 
 
-def gauss_newton_check(system: Any, linear: gtsam.GaussianFactorGraph, diag: Any, values: gtsam.Values, cost: float,
+def gauss_newton_check(system: Any, linear: Any, diag: Any, values: gtsam.Values, cost: float,
                        linear_cost: float, bounds: Mapping[int, tuple[np.ndarray, np.ndarray]],
                        relative_tol: float) -> NewtonCheck:
     """Whether the point ``values`` (cost ``cost``, linearized as ``linear``, whose cost at the zero step is

@@ -17,6 +17,7 @@ system only; :meth:`Blocks.split` maps a solution back to the GTSAM variables.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import gtsam
 import numpy as np
@@ -67,11 +68,31 @@ class Blocks:
         self.total = total
         #: first flat column of every variable (its segment), in flat order
         self.segments = np.asarray(segments)
+        self._slices: list[tuple[int, int, int]] | None = None
 
     def columns(self, block_keys: np.ndarray) -> np.ndarray:
         """(N, size) flat column indices of N blocks of the same size."""
         size = self.size[int(block_keys[0])]
         return np.asarray([self.start[int(b)] for b in block_keys])[:, None] + np.arange(size)
+
+    def variables(self, flat: np.ndarray) -> gtsam.VectorValues:
+        """A solution over the flat block columns (total,) as a solution over the GTSAM variables."""
+        if self._slices is None:  # (key, first, stop) per variable, made once: this runs per LM step
+            self._slices = [(key, self.start[block] + offset, self.start[block] + offset + self.dims[key])
+                            for key, (block, offset) in self.of.items()]
+        out = gtsam.VectorValues()
+        insert = out.insert
+        for key, first, stop in self._slices:
+            insert(key, flat[first:stop])
+        return out
+
+    def flat(self, delta: gtsam.VectorValues) -> np.ndarray:
+        """A solution over blocks as one array over the flat block columns (total,); absent blocks 0."""
+        out = np.zeros(self.total)
+        for block, size in self.size.items():
+            if delta.exists(block):
+                out[self.start[block] : self.start[block] + size] = delta.at(block)
+        return out
 
     def split(self, delta: gtsam.VectorValues) -> gtsam.VectorValues:
         """A solution over blocks as a solution over the GTSAM variables (for ``Values.retract``)."""
@@ -205,6 +226,11 @@ class VectorizedGraph:
         self._unit: dict[int, gtsam.noiseModel.Diagonal] = {}
         self._keys = [np.asarray(g.keys, dtype=np.uint64) for g in self.groups]
 
+    @property
+    def columns(self) -> list[list[np.ndarray]]:
+        """Per group, per slot (block) of its factors, the flat block columns (N, block size) they touch."""
+        return self._columns
+
     @classmethod
     def from_graph(cls, graph: gtsam.NonlinearFactorGraph, values: gtsam.Values) -> VectorizedGraph:
         """A user's graph as a vectorized one: the factors of :meth:`FactorType.make_many` in it are
@@ -265,22 +291,43 @@ class VectorizedGraph:
     def linearize(self, values: gtsam.Values) -> tuple[gtsam.GaussianFactorGraph, np.ndarray]:
         """The whitened linear system over blocks at ``values`` and diag(J^T J) over all block
         columns laid end to end (``blocks.start``)."""
-        linear = gtsam.GaussianFactorGraph()
+        arrays = self.linearize_arrays(values)
+        return self.gaussian(arrays), arrays.diag
+
+    def linearize_arrays(self, values: gtsam.Values) -> LinearArrays:
+        """The whitened linear system at ``values`` as arrays (:class:`LinearArrays`), each factor type's in one
+        call; :meth:`gaussian` makes the GTSAM graph of it."""
         diag = np.zeros(self.blocks.total)
         snapshot = ValuesSnapshot(values)
+        groups = []
         for group, layout, w, columns, group_keys in zip(self.groups, self._layouts, self._whiten, self._columns,
                                                          self._keys):
             out = group.evaluate(self._read(group, group_keys, snapshot), linearize=True) * w[None, :, None]
             r, A = layout.scatter(out)
-            b = -r
             for a, cols in zip(A, columns):
                 diag += np.bincount(cols.ravel(), weights=np.einsum("nij,nij->nj", a, a).ravel(),
                                     minlength=diag.size)
+            groups.append((r, A, columns, layout.slot_keys))
+        others = []
+        for factor in _remapped(self.others.linearize(values), self.blocks, self._unit_noise):
+            A_f, b_f = factor.jacobian()
+            cols = np.concatenate([self.blocks.start[key] + np.arange(self.blocks.size[key])
+                                   for key in factor.keys()])
+            diag += np.bincount(cols, weights=np.einsum("ij,ij->j", A_f, A_f), minlength=diag.size)
+            others.append((factor, A_f, -b_f, cols))
+        return LinearArrays(groups, others, diag)
+
+    def gaussian(self, arrays: LinearArrays) -> gtsam.GaussianFactorGraph:
+        """The GTSAM linear graph over blocks of :meth:`linearize_arrays`' system: each group's factors in turn,
+        then the others (one ``JacobianFactor`` per factor)."""
+        linear = gtsam.GaussianFactorGraph()
+        for r, A, _, slot_keys in arrays.groups:
+            b = -r
             unit = self._unit_noise(r.shape[1])
             # GTSAM's Python JacobianFactor costs microseconds per factor whatever is done around it: the
             # loop's own work is kept to iterating the arrays (one slot count per group, checked by the layout).
             push, make = linear.push_back, gtsam.JacobianFactor
-            keys = layout.slot_keys.T.tolist()
+            keys = slot_keys.T.tolist()
             if len(A) == 1:
                 for k1, A1, b1 in zip(keys[0], A[0], b):
                     push(make(k1, A1, b1, unit))
@@ -290,17 +337,23 @@ class VectorizedGraph:
             else:
                 for k1, A1, k2, A2, k3, A3, b1 in zip(keys[0], A[0], keys[1], A[1], keys[2], A[2], b):
                     push(make(k1, A1, k2, A2, k3, A3, b1, unit))
-        for factor in _remapped(self.others.linearize(values), self.blocks, self._unit_noise):
+        for factor, *_ in arrays.others:
             linear.push_back(factor)
-            A_f, _ = factor.jacobian()
-            col = 0
-            for key in factor.keys():
-                size = self.blocks.size[key]
-                block = A_f[:, col : col + size]
-                start = self.blocks.start[key]
-                diag[start : start + size] += np.einsum("ij,ij->j", block, block)
-                col += size
-        return linear, diag
+        return linear
+
+
+@dataclass
+class LinearArrays:
+    """A :class:`VectorizedGraph`'s whitened linear system ``J delta + r`` at one point, as arrays over the flat
+    block columns (``Blocks.start``).
+
+    groups: per factor group (r (N, m), per slot A (N, m, block size), per slot the flat columns (N, block size),
+    the slots' block keys (N, slots)); others: per ordinary factor (its ``JacobianFactor`` over blocks, A (m, c),
+    r (m,), the flat columns (c,)); diag: diag(J^T J) (total,)."""
+
+    groups: list[tuple[np.ndarray, list[np.ndarray], list[np.ndarray], np.ndarray]]
+    others: list[tuple[gtsam.JacobianFactor, np.ndarray, np.ndarray, np.ndarray]]
+    diag: np.ndarray
 
 
 def _remapped(linear: gtsam.GaussianFactorGraph, blocks: Blocks, unit_noise) -> list[gtsam.JacobianFactor]:
@@ -326,4 +379,4 @@ def _remapped(linear: gtsam.GaussianFactorGraph, blocks: Blocks, unit_noise) -> 
     return out
 
 
-__all__ = ["Blocks", "VectorizedGraph"]
+__all__ = ["Blocks", "LinearArrays", "VectorizedGraph"]

@@ -22,6 +22,9 @@ GTSAM's ``IncrementalFixedLagSmoother`` or ``BatchFixedLagSmoother``
 - states stamped more than ``lag`` before the newest are marginalized: the
   window holds ``m + 1`` states, ``m = round(lag / h)``, and the *smoothed*
   estimate is that of the oldest one, x_{k-m};
+- the user's own factors (``factors=``, :class:`StreamFactors`: a gyroscope on a link, say) on each
+  new state, or between it and the one before, with the readings given per sample
+  (``push(..., sensors={name: value})``);
 - with ``update_every = N > 1`` the states of N samples enter in one update
   (predicted by the model's Spook steps, their factors linearized in one
   vmapped call per type) and the window holds ``m + N`` states.
@@ -108,15 +111,18 @@ from mbfg.graphs.stream.results import (
     StreamStep,
     StreamWarning,
 )
+from mbfg.graphs.stream.sensors import READING, StreamFactors
 from mbfg.graphs.stream.window import ISAM2Window  # noqa: F401 - for tests
 
 __all__ = [
     "DEFAULT_RELINEARIZE_THRESHOLD",
     "DEFAULT_SIGMA",
+    "READING",
     "VELOCITY_PRIOR_SIGMA",
     "Estimate",
     "StreamConfig",
     "StreamEstimator",
+    "StreamFactors",
     "StreamReplay",
     "StreamStatus",
     "StreamStep",

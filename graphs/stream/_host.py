@@ -8,6 +8,7 @@ imported. Not a Protocol: mypy takes a mixin's ``self._filtered = None`` as rede
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 from mbfg.factors._rigid import Variables
 from mbfg.graphs.stream.readout import Readout
 from mbfg.graphs.stream.results import Estimate, StreamStatus, StreamStep
+from mbfg.graphs.stream.sensors import SensorKind
 from mbfg.rigid import RigidModel
 
 
@@ -61,6 +63,11 @@ class StreamHost:
     _pending: list[tuple[int, np.ndarray, np.ndarray]]
     _rollout: Callable[..., Any] | None
     _fused: Callable[..., Any] | None
+    _fused_kinds: tuple[SensorKind, ...]
+    sensor_kinds: tuple[SensorKind, ...]
+    paths: Counter[str]
+    _sensor_rows: dict[int, dict[str, tuple[np.ndarray, ...]]]
+    _sensor_shapes: dict[str, tuple]
     _raw_prev: np.ndarray | None
     _unwrapped: np.ndarray
     _refs: dict[int, np.ndarray]

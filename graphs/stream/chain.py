@@ -45,17 +45,11 @@ from typing import Any
 import gtsam
 import numpy as np
 
-from mbfg._jax import jax, jnp
+from mbfg._jax import jnp
 from mbfg.adapter import FactorGroup
 from mbfg.graphs.stream.band import ConditionalBand
+from mbfg.graphs.stream.scan import DETERMINED, Block, eliminate_regular, regular_rows
 from mbfg.lie import pose3_retract_np
-
-#: A state's column is determined where its triangular factor's diagonal entry exceeds this fraction of the
-#: column's norm in the rows stacked for its QR: the part of the column independent of the columns before it.
-#: Relative to each column, not to the largest entry of R: with rigid joints (compliance 1e-10 m/N) the joint
-#: rows weigh about 1/eps more than the readings, and a test against max |R| took every column the readings
-#: determine for an undetermined one.
-DETERMINED = 1e-13
 
 
 class ChainError(RuntimeError):
@@ -75,89 +69,6 @@ class _State:
     dim: int
     thresholds: np.ndarray  # (dim,) the relinearization threshold of each tangent component
     R: np.ndarray | None = None  # (n, n) upper-triangular: the conditional's square-root information
-
-
-@dataclass
-class _Block:
-    """Whitened rows of N factors of one kind, each on ``span`` consecutive states from ``first[i]``:
-    ``A[i] [delta_first; delta_first+1] = b[i]`` in the least-squares sense. A: (N, m, span * n), b: (N, m)."""
-
-    first: np.ndarray
-    span: int
-    A: np.ndarray
-    b: np.ndarray
-
-
-def _regular_rows(blocks: Sequence[_Block], first: int, last: int, frontier: np.ndarray | None
-                  ) -> tuple[np.ndarray, ...] | None:
-    """The arrays of :func:`eliminate_regular` when the update is a plain extension of the chain: a
-    frontier on state ``first``, one binary row set (the same rows, at least a state's dimension of
-    them) between each pair of consecutive states and at most one unary row set (the same rows, missing
-    ones as zeros) on each newer state. None otherwise (a start, a factor on the frontier state, several
-    unary kinds, a gap's single factors)."""
-    if frontier is None or last - first < 2:  # one new state: NumPy's two QRs cost less than a call
-        return None
-    binary = [b for b in blocks if b.span == 2]
-    unary = [b for b in blocks if b.span == 1]
-    if len(binary) != 1 or len(unary) > 1:
-        return None
-    pair = binary[0]
-    if not np.array_equal(pair.first, np.arange(first, last)):
-        return None
-    n = frontier.shape[1] - 1
-    if pair.b.shape[1] < n:  # the scan carries n rows to the next state: the binary rows must leave them
-        return None
-    m_u = unary[0].b.shape[1] if unary else 0
-    A_u = np.zeros((last - first, m_u, n))
-    b_u = np.zeros((last - first, m_u))
-    if unary:
-        idx = unary[0].first - first - 1
-        if np.any(idx < 0) or len(np.unique(idx)) != len(idx):
-            return None
-        A_u[idx], b_u[idx] = unary[0].A, unary[0].b
-    carried = np.zeros((n, n + 1))
-    carried[: len(frontier)] = frontier
-    return carried, pair.A, pair.b, A_u, b_u
-
-
-@jax.jit
-def eliminate_regular(carried: jnp.ndarray, A: jnp.ndarray, b: jnp.ndarray, A_u: jnp.ndarray, b_u: jnp.ndarray
-                       ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray, jnp.ndarray, jnp.ndarray]:
-    """QR elimination along the chain in one compiled scan (the regular case of :func:`_regular_rows`).
-
-    Args:
-        carried: (n, n + 1) [R | d] on the first state (the old frontier, zero rows below its rank).
-        A, b: (L, m, 2n), (L, m) the binary rows between states i and i + 1 (L new states).
-        A_u, b_u: (L, m_u, n), (L, m_u) the unary rows on each new state i + 1.
-    Returns:
-        G (L, n, n), a (L, n): the conditionals ``delta_i = a_i - G_i delta_i+1``; R (L, n, n) their
-        square-root information; the frontier (n, n + 1) on the newest state; ok (L + 1,): each state's
-        triangular factor has no zero on its diagonal.
-    """
-    n = carried.shape[0]
-    m_u = A_u.shape[1]
-
-    def determined(R: jnp.ndarray, M: jnp.ndarray) -> jnp.ndarray:
-        return jnp.all(jnp.abs(jnp.diag(R[:n, :n])) > DETERMINED * jnp.linalg.norm(M[:, :n], axis=0))
-
-    # One QR per state: state i's rows are what elimination left on it (n rows), its own unary rows and
-    # the binary rows to state i + 1, stacked (the same least squares as two QRs, half the LAPACK calls).
-    unary = jnp.concatenate([A_u, b_u[:, :, None]], axis=2)  # (L, m_u, n + 1): on states 1 .. L
-    unary_on_i = jnp.concatenate([jnp.zeros((1, m_u, n + 1)), unary[:-1]])  # the old frontier's are in carried
-
-    def step(carry: jnp.ndarray, rows: tuple[jnp.ndarray, ...]) -> tuple[jnp.ndarray, tuple[jnp.ndarray, ...]]:
-        A_i, b_i, U_i = rows
-        on_i = jnp.concatenate([carry, U_i])
-        top = jnp.concatenate([on_i[:, :n], jnp.zeros((n + m_u, n)), on_i[:, n:]], axis=1)
-        M = jnp.concatenate([top, jnp.concatenate([A_i, b_i[:, None]], axis=1)])
-        R = jnp.linalg.qr(M, mode="r")
-        sol = jax.scipy.linalg.solve_triangular(R[:n, :n], R[:n, n:])
-        return R[n : 2 * n, n:], (sol[:, :n], sol[:, n], R[:n, :n], determined(R, M))
-
-    carry, (G, a, R, ok) = jax.lax.scan(step, carried, (A, b, unary_on_i))
-    M_f = jnp.concatenate([carry, unary[-1]])
-    R_f = jnp.linalg.qr(M_f, mode="r")[:n]
-    return G, a, R, R_f, jnp.concatenate([ok, determined(R_f, M_f)[None]])
 
 
 class ChainWindow:
@@ -186,6 +97,9 @@ class ChainWindow:
         self._layouts: dict[tuple[tuple[int, bool], ...], tuple[list[slice], int, np.ndarray]] = {}
         self._deltas = np.zeros((0, 0))  # (window states, n): each state's update from theta
         self._covariances: list[np.ndarray] | None = None  # per window state, on request (joint_covariance)
+        #: How the last update was eliminated: "fused" (:meth:`update_regular`), "scan" (the factor groups'
+        #: rows in :func:`eliminate_regular`), "loop" (NumPy, state by state).
+        self.last_path = ""
 
     # ------------------------------------------------------------------ update
     def update(self, factors: Sequence[FactorGroup | gtsam.NonlinearFactor], values: gtsam.Values,
@@ -221,7 +135,8 @@ class ChainWindow:
         self._marginalize()
 
     def update_regular(self, front_keys: Sequence[int], new_keys: Sequence[Sequence[int]], stamps: Sequence[float],
-                       binary_keys: Sequence[int], unary_keys: Sequence[int], solve: Callable[..., Any]) -> None:
+                       binary_keys: Sequence[int], unary_keys: Sequence[int], solve: Callable[..., Any],
+                       user_rows: Sequence[tuple[Sequence[int], int]] = ()) -> None:
         """A regular update (:mod:`mbfg.graphs.stream.fused`) in one compiled call per linearization pass.
 
         Args:
@@ -230,8 +145,11 @@ class ChainWindow:
             binary_keys: the keys of the factor between the frontier and the first new state, and
                 unary_keys: those of the factor on the first new state (the others lie alike).
             solve: ``solve(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried,
-                binary_order, unary_order)``: the program of :func:`~mbfg.graphs.stream.fused.regular_update_program`
-                with the update's data bound.
+                binary_order, unary_order, user_targets)``: the program of
+                :func:`~mbfg.graphs.stream.fused.regular_update_program` with the update's data bound.
+            user_rows: per user factor kind, (its keys at the first new state, span: 1 on that state, 2 between
+                the frontier and it); ``user_targets`` are their chain columns on [frontier | first new] (span
+                2) or on the first new state (span 1).
         """
         if self._frontier is None:
             raise ChainError("a regular update needs a window with a frontier")
@@ -258,11 +176,18 @@ class ChainWindow:
         if sorted(binary_cols) != list(range(2 * n)) or sorted(unary_cols) != list(range(n)):
             raise ChainError("a regular update's factors must cover their states' variables")
         binary_order, unary_order = np.argsort(binary_cols), np.argsort(unary_cols)
+        user_targets = []
+        for row, span in user_rows:
+            target = self._targets(row, first + 2 - span)
+            if len(np.unique(target)) != len(target) or np.any(target >= span * n):
+                raise ChainError("a user factor of a regular update must lie on the new state (and the one before)"
+                                 ", each variable once")
+            user_targets.append(target)
         T_given, v_given = np.zeros((len(new_keys), *T_front.shape)), np.zeros((len(new_keys), *v_front.shape))
         use_given = False
         for passes in range(1, self.max_passes + 1):
             T_new, v_new, *eliminated = solve(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried,
-                                              binary_order, unary_order)
+                                              binary_order, unary_order, user_targets)
             self._accept(first, *eliminated)
             T_new, v_new = np.asarray(T_new), np.asarray(v_new)
             if not use_given:  # the prediction: the new states' linearization points
@@ -282,6 +207,7 @@ class ChainWindow:
             T_given = np.array([[self.theta[key] for key in state_keys[:-1]] for state_keys in new_keys])
             v_given = np.array([self.theta[state_keys[-1]] for state_keys in new_keys])
             use_given = True
+        self.last_path = "fused"
         self._marginalize()
 
     def _remember(self, values: gtsam.Values) -> None:
@@ -327,11 +253,11 @@ class ChainWindow:
             self._vars[key] = (number, pose)
         return _State(stamp, order, dict(zip(order, slices)), col, thresholds)
 
-    def _linearize(self, factors: Sequence[FactorGroup | gtsam.NonlinearFactor], first: int) -> list[_Block]:
+    def _linearize(self, factors: Sequence[FactorGroup | gtsam.NonlinearFactor], first: int) -> list[Block]:
         """Each factor's whitened rows, by the window states they touch (only states from ``first`` on)."""
         where = {key: j for j in range(first, len(self._states)) for key in self._states[j].keys}
         values = self._values(list(where))
-        blocks: list[_Block] = []
+        blocks: list[Block] = []
         cache: dict[int, np.ndarray] = {}
         for factor in factors:
             key_rows = factor.keys if isinstance(factor, FactorGroup) else [list(factor.keys())]
@@ -349,7 +275,7 @@ class ChainWindow:
                 A, b = linear.jacobian()
                 out = np.hstack([-b[:, None], A])[None]
                 key_rows = [list(linear.keys())]
-            blocks.append(self._block(key_rows, out, where))
+            blocks.append(self._block(key_rows, out, where, isinstance(factor, FactorGroup)))
         return blocks
 
     def _columns(self, key: int) -> slice:
@@ -358,9 +284,10 @@ class ChainWindow:
             raise ChainError(f"a factor on {gtsam.DefaultKeyFormatter(key)}, a variable not in the window")
         return self._states[self._vars[key][0] - self._offset].columns[key]
 
-    def _block(self, key_rows: Sequence[Sequence[int]], out: np.ndarray, where: Mapping[int, int]) -> _Block:
+    def _block(self, key_rows: Sequence[Sequence[int]], out: np.ndarray, where: Mapping[int, int],
+               grouped: bool = True) -> Block:
         """The rows ``out`` (N, m, 1 + tangent dims) = [-b | A] of N factors of one kind on ``key_rows``
-        as a :class:`_Block`: A's columns moved into the layout of the states they touch."""
+        as a :class:`Block`: A's columns moved into the layout of the states they touch."""
         states = [where[key] for key in key_rows[0]]  # every key is in the window (checked by _linearize)
         first, span = min(states), max(states) - min(states) + 1
         if span > 2:
@@ -376,7 +303,7 @@ class ChainWindow:
         for row, j0 in zip(key_rows, firsts):  # every row must lie on its states as the first one does
             if any(where[key] - j0 != j - first for key, j in zip(row, states)):
                 raise ChainError("the factors of one group lie differently on their states")
-        return _Block(firsts, span, A, -out[:, :, 0])
+        return Block(firsts, span, A, -out[:, :, 0], grouped)
 
     def _targets(self, key_row: Sequence[int], first: int) -> np.ndarray:
         """The column of each tangent component of the variables ``key_row`` in [x_first | x_first+1 ...]."""
@@ -387,17 +314,19 @@ class ChainWindow:
             target.append(np.arange(cols.start, cols.stop) + (j - first) * self._states[first].dim)
         return np.concatenate(target)
 
-    def _eliminate(self, first: int, frontier: np.ndarray | None, blocks: list[_Block]) -> None:
+    def _eliminate(self, first: int, frontier: np.ndarray | None, blocks: list[Block]) -> None:
         """QR elimination of the states ``first`` .. newest-1 into conditionals; the newest's rows become
         the frontier. ``frontier``: the square-root information on state ``first`` before this update."""
         n = self._states[first].dim
         last = len(self._states) - 1
         if any(s.dim != n for s in self._states[first:]):
             raise ChainError("the window's states differ in size")
-        regular = _regular_rows(blocks, first, last, frontier)
+        regular = regular_rows(blocks, first, last, frontier)
         if regular is not None:
             self._accept(first, *eliminate_regular(*regular))
+            self.last_path = "scan"
             return
+        self.last_path = "loop"
         rows: dict[int, list[np.ndarray]] = {}  # state j -> rows [A_j | A_j+1 | b], zero-padded
         for block in blocks:
             for j, A, b in zip(block.first, block.A, block.b):

@@ -7,6 +7,7 @@ import math
 import os
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -29,6 +30,7 @@ from mbfg.graphs.stream.growth import GraphGrowth
 from mbfg.graphs.stream.readout import Readout
 from mbfg.graphs.stream.replay import Replay
 from mbfg.graphs.stream.results import DEFAULT_SIGMA, Estimate, StreamStatus, StreamStep, StreamWarning
+from mbfg.graphs.stream.sensors import StreamFactors, read_sensors, sensor_kinds
 from mbfg.graphs.stream.smoothers import relinearize_thresholds, smoother_factory
 from mbfg.graphs.stream.window_readout import WindowReadout
 from mbfg.rigid import RigidModel, State
@@ -134,9 +136,14 @@ class StreamEstimator(FaultGate, GraphGrowth, Replay, WindowReadout):
             by :meth:`from_calibration`).
         on_warning: called with a message on the first fault of each kind
             (default: ``warnings.warn(message, StreamWarning)``).
+        factors: the user's own factors on the stream's states, each a
+            :class:`~mbfg.graphs.stream.sensors.StreamFactors` (a factor type over one state or two
+            consecutive ones, declared once; its readings given per sample with ``push(...,
+            sensors={name: value})``). The chain smoother's regular updates take any number of them in
+            their one compiled program (:attr:`paths` counts the updates per path).
 
     Raises:
-        ModelError: a bad setting (named).
+        ModelError: a bad setting (named), a bad factor declaration (named).
     """
 
     def __init__(
@@ -145,6 +152,7 @@ class StreamEstimator(FaultGate, GraphGrowth, Replay, WindowReadout):
         config: StreamConfig | None = None,
         *,
         on_warning: Callable[[str], None] | None = None,
+        factors: Sequence[StreamFactors] = (),
         **settings: Any,
     ) -> None:
         if not isinstance(model, RigidModel):
@@ -232,6 +240,13 @@ class StreamEstimator(FaultGate, GraphGrowth, Replay, WindowReadout):
         self._imp_noise = noise_model(self.sigma_impulse, 12 * model.nb)
         self._readout = Readout(model)
         self._fused: Callable[..., Any] | None = None  # the chain's regular update program (graphs/stream/fused.py)
+        self._fused_kinds: tuple = ()  # the user's factor kinds in it
+        self.sensor_kinds = sensor_kinds(factors, model.nb, bool(refine), config.smoother_kind == "chain")
+        #: The smoother's updates so far by path: ``"fused"`` (the chain's regular update, one compiled
+        #: program: prediction, linearization, elimination), ``"scan"`` (the chain's factor groups linearized
+        #: vectorized, eliminated in one compiled scan), ``"loop"`` (the chain's NumPy elimination state by
+        #: state: a window's first state, a gap's single factors), ``"gtsam"`` (GTSAM's smoothers, iSAM2).
+        self.paths: Counter[str] = Counter()
         self._make_smoother = smoother_factory(config, relinearize_thresholds(model, config), self._window_lag,
                                                model.nb, len(refine))
         self._reset_stream()
@@ -249,6 +264,8 @@ class StreamEstimator(FaultGate, GraphGrowth, Replay, WindowReadout):
         self._u = np.zeros(len(self.model.controls))  # the last control received
         self._u_graph = self._u  # the control at the newest state in the smoother
         self._pending: list[tuple[int, np.ndarray, np.ndarray]] = []  # (k, readings, controls) awaiting an update
+        self._sensor_rows: dict[int, dict[str, tuple[np.ndarray, ...]]] = {}  # state k -> the user sensors' readings
+        self._sensor_shapes: dict[str, tuple] = {}  # per sensor: the shapes of its readings (its first sample's)
         self._rollout: Callable[..., Any] | None = None  # compiled Spook steps (update_every > 1)
         self._raw_prev: np.ndarray | None = None  # last finite raw reading per channel (counts or rad)
         self._unwrapped = np.full(n_obs, np.nan)  # last unwrapped reading [rad, m]
@@ -335,14 +352,24 @@ class StreamEstimator(FaultGate, GraphGrowth, Replay, WindowReadout):
         return self._smoother is not None
 
     def push(self, t: float, readings: Sequence[float | None],
-             controls: Sequence[float] | np.ndarray | None = None) -> StreamStep:
+             controls: Sequence[float] | np.ndarray | None = None,
+             sensors: Mapping[str, Any] | None = None) -> StreamStep:
         """Feed one sample: time [s], one reading per observation (raw counts with ``ppr``, else rad / m;
-        None for a reading the sensor did not deliver, NaN/inf for a broken one: a fault), and the
-        controls of this instant (held until the next state time; None: the last ones).
+        None for a reading the sensor did not deliver, NaN/inf for a broken one: a fault), the
+        controls of this instant (held until the next state time; None: the last ones), and the readings of
+        the user's own factors (``factors=``) by name: ``{name: value}``, the value of its
+        :data:`~mbfg.graphs.stream.sensors.READING` constant (a tuple of them for several) in the units and
+        frame its residual takes; a name left out gives no row of that factor at this sample. As the
+        encoders' readings, they enter at state times only (h a multiple of the period: the samples between
+        are not used).
 
-        Never raises on a bad sample: it is handled, counted and flagged (module docstring).
+        Never raises on a bad sample: it is handled, counted and flagged (module docstring); a non-finite
+        sensor reading is dropped as a non-finite encoder reading is. Raises ModelError for a ``sensors``
+        mapping that does not fit the declared factors (an unknown name, a shape other than the sensor's
+        first reading's): a wrong call, not a bad sample.
         """
         st = self.status
+        sensor_values, bad_sensors = read_sensors(self.sensor_kinds, sensors, self._sensor_shapes, t)
         st.samples += 1
         flags: list[str] = []
         try:
@@ -364,10 +391,10 @@ class StreamEstimator(FaultGate, GraphGrowth, Replay, WindowReadout):
             bad_u = True
         else:
             bad_u = False
-        if bad.any() or bad_u:
+        if bad.any() or bad_u or bad_sensors:
             st.nonfinite += 1
             flags.append("nonfinite")
-            what = ", ".join(n for n, b in zip(self.model.observations, bad) if b) or "control"
+            what = ", ".join([n for n, b in zip(self.model.observations, bad) if b] + bad_sensors) or "control"
             self._warn("nonfinite", f"stream: a non-finite reading ({what}) at t = {t:g} s was dropped")
         y = np.where(bad, np.nan, y)
         if missing.any():
@@ -437,6 +464,7 @@ class StreamEstimator(FaultGate, GraphGrowth, Replay, WindowReadout):
                 if np.isnan(y).any():
                     st.waiting += 1
                     return StreamStep(t, tuple(flags + ["waiting"]), self._filtered, self._smoothed, self._refined)
+                self._sensor_rows[k] = sensor_values
                 self._start(k, y, held_u)
                 added, smoothed_added = self._read([k])
             else:
@@ -447,10 +475,12 @@ class StreamEstimator(FaultGate, GraphGrowth, Replay, WindowReadout):
                     assert self._filtered is not None  # set by the update
                     self._restart_velocity = self._filtered.velocity.copy()
                     self._k = k
+                    self._sensor_rows[k] = sensor_values
                     self._start(k, y, held_u)
                     added, smoothed_added = self._read([k])
                 else:
                     self._pending.append((k, y, np.asarray(held_u, dtype=float).copy()))
+                    self._sensor_rows[k] = sensor_values
                     if len(self._pending) < self.update_every:
                         self._u = np.asarray(held_u, dtype=float).copy()
                         return StreamStep(t, tuple(flags + ["pending"]), self._filtered, self._smoothed,

@@ -2,7 +2,9 @@
 
 A regular update of the chain smoother (:mod:`mbfg.graphs.stream.chain`) adds ``N`` states after
 the frontier (the newest state), with one impulse factor (3.6-3.7) between each pair of consecutive
-states and one observation factor (3.5) on each new state, and no gap. Taken step by step it is four
+states and one observation factor (3.5) on each new state, and no gap; and the user's own factor kinds
+(:class:`~mbfg.graphs.stream.sensors.StreamFactors`, any number, each on the new state or between it and
+the one before; a row where the sample carries its readings), stacked beside them. Taken step by step it is four
 JAX calls, the Spook prediction of the new states, the vmapped impulse and observation
 linearizations and the elimination scan, with NumPy and GTSAM round trips between them (states to
 ``gtsam.Pose3`` and back, rows moved into the chain's column layout). A stream of a few samples per
@@ -19,6 +21,7 @@ checks that both ways give the same estimates. The traced program is kept on dis
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,23 +30,51 @@ from mbfg import keys
 from mbfg import quaternion as quat
 from mbfg._jax import jax, jnp
 from mbfg._programs import BoundedCache, PersistentJit, mbfg_source_digest, structure_fingerprint
+from mbfg.adapter import FactorType
 from mbfg.errors import MbfgError
 from mbfg.factors._rigid import Variables
 from mbfg.factors.impulse import impulse_type
 from mbfg.factors.observation import observation_type
-from mbfg.graphs.stream.chain import eliminate_regular
+from mbfg.graphs.stream.scan import eliminate_regular
+from mbfg.graphs.stream.sensors import SensorKind
 from mbfg.lie import so3_exp
 from mbfg.rigid import State
 from mbfg.spook import step
 
-#: The programs by (structure fingerprint, free scalars, tilt free): one per model structure, whatever its
-#: parameter values, however many model instances a process builds; the most recently used.
-_PROGRAMS: BoundedCache[tuple[str, tuple[str, ...], bool], Callable[..., tuple[np.ndarray, ...]]] = BoundedCache(16)
+
+@dataclass(frozen=True)
+class FusedKind:
+    """A user factor kind in the program (:class:`~mbfg.graphs.stream.sensors.SensorKind`'s part that shapes it):
+    its factor type, ``span`` (1: on the new state; 2: between the state before and the new one), ``layout``
+    ((state offset 0 / -1, role: body i's pose, or nb for the velocity) per variable) and ``axes`` (per
+    constant: 0 per sample, None shared)."""
+
+    ft: FactorType
+    span: int
+    layout: tuple[tuple[int, int], ...]
+    axes: tuple[int | None, ...]
 
 
-def regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndarray, ...]]:
+def fused_kind(kind: SensorKind) -> FusedKind:
+    """The :class:`FusedKind` of a user factor kind of the stream."""
+    if kind.on_parameters:
+        raise MbfgError(f"the fused stream update takes factors on states only; {kind.name!r} is on keys.P()")
+    axes = tuple(0 if j in kind.readings else None for j in range(len(kind.spec.constants)))
+    return FusedKind(kind.ft, kind.span, kind.layout, axes)
+
+
+#: The programs by (structure fingerprint, free scalars, tilt free, the user's kinds): one per model structure
+#: and set of the user's factor kinds, whatever the parameter values, however many model instances a process
+#: builds; the most recently used.
+_PROGRAMS: BoundedCache[tuple[Any, ...], Callable[..., tuple[np.ndarray, ...]]] = BoundedCache(16)
+
+
+def regular_update_program(variables: Variables, kinds: tuple[FusedKind, ...] = ()
+                           ) -> Callable[..., tuple[np.ndarray, ...]]:
     """The jitted program of one regular update of the stream of ``variables.model`` (no free parameters;
-    one per model structure, as its factor types' programs: the parameter values are arguments).
+    one per model structure, as its factor types' programs: the parameter values are arguments), with the
+    user's factor ``kinds`` (any number, on one state or between consecutive ones) beside the impulse and
+    observation factors.
 
     The program's arguments (nb bodies, n = 12 nb the state's tangent dimension, N new states):
         T_front (nb, 4, 4), v_front (6 nb,): the frontier's linearization point (poses T_world_body
@@ -57,26 +88,34 @@ def regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndarr
         fixed: the parameter values (:func:`mbfg.factors._rigid.fixed_values`), h: the time-step [s];
         binary_order (2 n,), unary_order (n,): the tangent component of an impulse factor's variables
             (on [x_k | x_k+1]) and of an observation factor's (on x_k) in each of the chain's columns;
-        binary_sigmas (12 nb,), unary_sigmas (n_obs,): the noise sigmas that whiten the rows.
+        binary_sigmas (12 nb,), unary_sigmas (n_obs,): the noise sigmas that whiten the rows;
+        user: per kind of ``kinds``, (constants (the per-sample ones (N, ...)), given (N,) 1 / 0: the sample
+            has the kind's row, sigmas (m,), target (tangent dims,): the chain's column of each tangent
+            component of the kind's variables on [x_k-1 | x_k] (span 2) or x_k (span 1)).
     Returns (NumPy arrays, from the program's one output):
         T_new (N, nb, 4, 4), v_new (N, 6 nb): the new states' linearization points; and
         :func:`~mbfg.graphs.stream.chain.eliminate_regular`'s G, a, R, R_f, ok.
     """
     if keys.parameter_keys(variables):
         raise MbfgError("the fused stream update takes fixed parameters only (the chain does not refine)")
-    key = (structure_fingerprint(variables.model), variables.free, variables.tilt_free)
+    key = (structure_fingerprint(variables.model), variables.free, variables.tilt_free, kinds)
     program = _PROGRAMS.get(key)
     if program is None:
-        program = _PROGRAMS[key] = _regular_update_program(variables)
+        program = _PROGRAMS[key] = _regular_update_program(variables, kinds)
     return program
 
 
-def _regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndarray, ...]]:
+def _regular_update_program(variables: Variables, kinds: tuple[FusedKind, ...]
+                            ) -> Callable[..., tuple[np.ndarray, ...]]:
     model = variables.model
     nb = model.nb
     binary, unary = impulse_type(variables), observation_type(variables)
     linearize_binary = binary._vmapped((None, 0, None))[1]
     linearize_unary = unary._vmapped((None, 0, 0))[1]
+    linearize_user = [kind.ft.vmapped_programs(kind.axes)[1] for kind in kinds]
+
+    def user_variables(kind: FusedKind, state_prev: tuple, state_new: tuple) -> tuple:
+        return tuple((state_new if offset == 0 else state_prev)[role] for offset, role in kind.layout)
 
     def predict(T_est: jnp.ndarray, v_est: jnp.ndarray, us: jnp.ndarray, fixed: Any, h: jnp.ndarray
                 ) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -106,8 +145,18 @@ def _regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndar
         out = out / sigmas[None, :, None]
         return out[:, :, 1:][:, :, order], -out[:, :, 0]
 
+    def user_rows(out: jnp.ndarray, given: jnp.ndarray, sigmas: jnp.ndarray, target: jnp.ndarray, width: int
+                  ) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """[r | H] (N, m, 1 + dims) of a user kind as whitened rows A (N, m, width) scattered into the chain's
+        columns ``target`` and b (N, m); zero rows where the sample has none (``where``: a residual at the
+        zero constants of a missing reading may not be finite)."""
+        out = out / sigmas[None, :, None]
+        A = jnp.zeros(out.shape[:2] + (width,), out.dtype).at[:, :, target].set(out[:, :, 1:])
+        keep = given[:, None, None] > 0.5
+        return jnp.where(keep, A, 0.0), jnp.where(keep[:, :, 0], -out[:, :, 0], 0.0)
+
     def run(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, us, ys, mask, fixed, h,
-            binary_order, unary_order, binary_sigmas, unary_sigmas):
+            binary_order, unary_order, binary_sigmas, unary_sigmas, user):
         T_pred, v_pred = predict(T_est, v_est, us, fixed, h)
         T_new = jnp.where(use_given, T_given, T_pred)
         v_new = jnp.where(use_given, v_given, v_pred)
@@ -117,6 +166,14 @@ def _regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndar
         state_new = (*(T_new[:, i] for i in range(nb)), v_new)
         A, b = rows(linearize_binary((*state_prev, *state_new), (fixed, us, h)), binary_sigmas, binary_order)
         A_u, b_u = rows(linearize_unary(state_new, (fixed, ys, mask)), unary_sigmas, unary_order)
+        n = A_u.shape[2]
+        binaries, unaries = [(A, b)], [(A_u, b_u)]
+        for kind, linearize, (constants, given, sigmas, target) in zip(kinds, linearize_user, user):
+            out = linearize(user_variables(kind, state_prev, state_new), constants)
+            (binaries if kind.span == 2 else unaries).append(user_rows(out, given, sigmas, target, kind.span * n))
+        # Every kind's rows of a state stacked: the same least squares, one QR per state.
+        A, b = (jnp.concatenate(part, axis=1) for part in zip(*binaries))
+        A_u, b_u = (jnp.concatenate(part, axis=1) for part in zip(*unaries))
         outputs = (T_new, v_new, *eliminate_regular(carried, A, b, A_u, b_u))
         # One array out: each output array is a device-to-host conversion of its own on the way back.
         return jnp.concatenate([jnp.ravel(x).astype(T_new.dtype) for x in outputs])
@@ -127,12 +184,16 @@ def _regular_update_program(variables: Variables) -> Callable[..., tuple[np.ndar
         two residuals (as their own programs are found) and of the code around them. Tracing the whole
         program takes seconds at every start of a stream; this takes none (or two residual traces)."""
         state = (*(T_given[:, i] for i in range(nb)), v_given)
-        parts = (binary._describe("linearize", (None, 0, None))((*state, *state), (fixed, us, h)),
-                 unary._describe("linearize", (None, 0, 0))(state, (fixed, ys, mask)))
+        parts = [binary._describe("linearize", (None, 0, None))((*state, *state), (fixed, us, h)),
+                 unary._describe("linearize", (None, 0, 0))(state, (fixed, ys, mask))]
+        user = rest[-1]
+        for kind, (constants, *_) in zip(kinds, user):
+            described = kind.ft._describe("linearize", kind.axes)(user_variables(kind, state, state), constants)
+            parts.append(None if described is None else f"user {kind.span} {kind.layout}: {described}")
         if None in parts:
             return None
         # The code around the residuals (the prediction, the elimination, this glue): all of mbfg's source.
-        return f"stream regular update; {parts[0]}; {parts[1]}; code {mbfg_source_digest()}"
+        return f"stream regular update; {'; '.join(parts)}; code {mbfg_source_digest()}"  # type: ignore[arg-type]
 
     program = PersistentJit(run, describe)
 

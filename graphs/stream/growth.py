@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import gtsam
 import numpy as np
 
 from mbfg import keys
 from mbfg import quaternion as quat
+from mbfg._jax import jax
 from mbfg.adapter import PerFactor
+from mbfg.factor_group import as_constant
 from mbfg.factors._rigid import state_values
 from mbfg.factors.impulse import impulse_keys, impulse_type
 from mbfg.factors.initial_state import initial_state_type
@@ -19,7 +21,7 @@ from mbfg.factors.observation import observation_factor, observation_keys, obser
 from mbfg.graph_builder import GraphBuilder
 from mbfg.graphs.joint import initial_states
 from mbfg.graphs.stream.chain import ChainWindow
-from mbfg.graphs.stream.fused import regular_update_program
+from mbfg.graphs.stream.fused import fused_kind, regular_update_program
 from mbfg.graphs.stream.results import VELOCITY_PRIOR_SIGMA, Estimate
 from mbfg.rigid import State
 
@@ -56,6 +58,11 @@ class GraphGrowth(StreamHost):
         factors.add(gtsam.PriorFactorVector(keys.V(k), np.asarray(vel, dtype=float),
                                             gtsam.noiseModel.Isotropic.Sigma(len(vel), VELOCITY_PRIOR_SIGMA)),
                     label="velocity_prior", step=k)
+        readings = self._take_sensor_rows([k], clear_before=k)
+        for kind in self.sensor_kinds:  # a factor between states has no state before a window's first
+            if kind.span == 1 and kind.name in readings[k]:
+                factors.add(kind.ft.make(kind.row_keys(k), kind.spec.noise, *kind.constants(readings[k][kind.name])),
+                            label="user", step=k)
         stamps = {key: k * self.h for key in self._state_keys(k)}
         if self._refine_prior is not None:
             p0, sig = self._refine_prior
@@ -146,8 +153,33 @@ class GraphGrowth(StreamHost):
         (evaluated vectorized, no GTSAM callbacks); GTSAM's smoothers get their factors in a graph."""
         if isinstance(self._smoother, ChainWindow):
             self._smoother.update(factors.items, values, stamps)
+            self.paths[self._smoother.last_path] += 1
             return
         self._smoother.update(factors.graph, values, stamps)
+        self.paths["gtsam"] += 1
+
+    def _take_sensor_rows(self, ks: Sequence[int], clear_before: int | None = None
+                          ) -> dict[int, dict[str, tuple[np.ndarray, ...]]]:
+        """The user sensors' readings of the samples of states ``ks`` (name -> readings; no entry: none of
+        that sample), forgotten here; ``clear_before``: also forget those of states before it (a new window)."""
+        out = {k: self._sensor_rows.pop(k, {}) for k in ks}
+        if clear_before is not None:
+            for kk in [kk for kk in self._sensor_rows if kk < clear_before]:
+                del self._sensor_rows[kk]
+        return out
+
+    def _sensor_groups(self, readings: dict[int, dict[str, tuple[np.ndarray, ...]]]
+                       ) -> list[tuple[Any, list[int], tuple[Any, ...]]]:
+        """Per user factor kind with rows in ``readings`` (state k -> name -> readings): (kind, the states k
+        of its rows, its constants with the readings stacked as PerFactor (rows, ...))."""
+        out = []
+        for kind in self.sensor_kinds:
+            ks = [k for k, given in readings.items() if kind.name in given]
+            if not ks:
+                continue
+            stacked = [PerFactor(np.stack([readings[k][kind.name][i] for k in ks])) for i in range(len(kind.readings))]
+            out.append((kind, ks, kind.constants(tuple(stacked))))
+        return out
 
     def _update(self) -> tuple[tuple[Estimate, ...], tuple[Estimate, ...]]:
         """Take the waiting samples into the smoother; their filtered and smoothed estimates."""
@@ -190,9 +222,23 @@ class GraphGrowth(StreamHost):
                         controls: Sequence[np.ndarray]) -> None:
         """The chain's update with a sample for every new state (no gap): one compiled program per pass
         (:mod:`mbfg.graphs.stream.fused`), the same factors as :meth:`_extend_factors`."""
-        if self._fused is None:
-            self._fused = regular_update_program(self.variables)
+        ks = [k for k, _, _ in pending]
+        readings = self._take_sensor_rows(ks)
+        # The user's kinds in the program: those whose readings' shapes are known (a sensor that has not read
+        # yet has no rows); a sample without a kind's readings gives zero rows (mask 0), its constants zeros.
+        kinds = tuple(kind for kind in self.sensor_kinds if not kind.readings or kind.name in self._sensor_shapes)
+        if self._fused is None or self._fused_kinds != kinds:
+            self._fused = regular_update_program(self.variables, tuple(fused_kind(kind) for kind in kinds))
+            self._fused_kinds = kinds
         program = self._fused
+        user = []
+        for kind in kinds:
+            given = [kind.name in readings[k] for k in ks]
+            zeros = tuple(np.zeros(shape) for shape in self._sensor_shapes.get(kind.name, ()))
+            stacked = tuple(np.stack([readings[k][kind.name][i] if g else zeros[i] for k, g in zip(ks, given)])
+                            for i in range(len(kind.readings)))
+            constants = tuple(jax.tree_util.tree_map(as_constant, c) for c in kind.constants(stacked))
+            user.append((constants, np.asarray(given, dtype=float), np.asarray(kind.spec.noise.sigmas(), dtype=float)))
         k_last = self._k
         ys = np.stack([y for _, y, _ in pending])
         data = (np.asarray(controls, dtype=float), np.nan_to_num(ys), np.isfinite(ys).astype(float), self.fixed,
@@ -200,14 +246,16 @@ class GraphGrowth(StreamHost):
         sigmas = (np.asarray(self._imp_noise.sigmas()), np.asarray(self._obs_noise.sigmas()))
 
         def solve(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, binary_order,
-                  unary_order):
+                  unary_order, user_targets):
+            rows = tuple((*u, target) for u, target in zip(user, user_targets))
             return program(T_front, v_front, T_est, v_est, T_given, v_given, use_given, carried, *data,
-                           binary_order, unary_order, *sigmas)
+                           binary_order, unary_order, *sigmas, rows)
 
-        ks = [k for k, _, _ in pending]
         self._smoother.update_regular(self._state_keys(k_last), [self._state_keys(k) for k in ks],
                                       [k * self.h for k in ks], impulse_keys(self.variables, k_last),
-                                      observation_keys(self.variables, ks[0]), solve)
+                                      observation_keys(self.variables, ks[0]), solve,
+                                      [(kind.row_keys(ks[0]), kind.span) for kind in kinds])
+        self.paths["fused"] += 1
 
     def _extend_factors(self, pending: Sequence[tuple[int, np.ndarray, np.ndarray]],
                         controls: Sequence[np.ndarray]) -> None:
@@ -244,6 +292,9 @@ class GraphGrowth(StreamHost):
                               PerFactor(np.isfinite(ys).astype(float)), label="observation",
                               steps=[k for k, _ in observed], regroup=False,
                               vectorize=grouped and len(observed) == self.update_every)
+        for kind, ks, constants in self._sensor_groups(self._take_sensor_rows([k for k, _, _ in pending])):
+            factors.add_group(kind.ft, [kind.row_keys(k) for k in ks], kind.spec.noise, *constants, label="user",
+                              steps=ks, regroup=False, vectorize=grouped and len(ks) == self.update_every)
         if self._refine_prior is not None:
             stamps[keys.P()] = k_end * self.h  # the parameters stay in the window
         self._update_smoother(factors, values, stamps)
