@@ -14,7 +14,7 @@ import pytest
 from mbfg import complementarity, residuals
 from mbfg._jax import jax, jnp
 from mbfg.lcp import solve_lcp
-from mbfg.rigid import SIGMA_REGULARIZATION, _friction_data, _friction_rows
+from mbfg.rigid import SIGMA_REGULARIZATION, friction_data, friction_rows
 from mbfg.testing import example_model, example_step
 
 
@@ -26,7 +26,7 @@ def _random_groups(rng: np.random.Generator, shapes: list[tuple[int, int]], scal
     groups, data, i0 = [], [], 0
     for n_N, m in shapes:
         groups.append(complementarity.group(slice(i0, i0 + n_N), i0 + n_N, m))
-        data.append(_friction_data(jnp.asarray(rng.uniform(0.1, 10.0, n_N)), jnp.asarray(rng.uniform(0.0, 0.5, n_N)),
+        data.append(friction_data(jnp.asarray(rng.uniform(0.1, 10.0, n_N)), jnp.asarray(rng.uniform(0.0, 0.5, n_N)),
                                    m, rng.uniform(1e-4, 1e-2)))
         i0 += n_N + 2 * m + 1
     n_B = i0
@@ -34,7 +34,7 @@ def _random_groups(rng: np.random.Generator, shapes: list[tuple[int, int]], scal
     B = jnp.zeros((n_B, 1))
     for g, d in zip(groups, data):
         normals = slice(int(g.normals[0]), int(g.normals[-1]) + 1) if len(g.normals) else slice(0, 0)
-        _, Sigma_B = _friction_rows(B, Sigma_B, int(g.plus[0]), jnp.zeros((2 * len(g.plus), 1)), normals, d)
+        _, Sigma_B = friction_rows(B, Sigma_B, int(g.plus[0]), jnp.zeros((2 * len(g.plus), 1)), normals, d)
     q = np.zeros(n_B)
     for g in groups:
         q[g.normals] = scale * rng.standard_normal(len(g.normals))
@@ -67,7 +67,7 @@ def test_friction_group_sticks_below_and_slides_at_the_bound():
     """One hinge-like group: a slip rate the friction can stop sticks (sigma = 0); a larger one slides
     with the friction impulse at its bound U lam_N + Delta sigma (eq. 2.24, bound row)."""
     g = complementarity.group(slice(0, 1), 1, 1)
-    data = _friction_data(jnp.array([1.0]), jnp.array([0.5]), 1, 1e-2)
+    data = friction_data(jnp.array([1.0]), jnp.array([0.5]), 1, 1e-2)
     lam_N = 2.0  # q_N = -2 with sigma_N = 1
     for omega, sliding in ((0.5e-2, False), (2.0e-2, True)):
         q = jnp.array([-lam_N, omega, -omega, 0.0])

@@ -80,30 +80,10 @@ def private_imports(folders: list[Path], root: Path = REPO) -> list[str]:
     return found
 
 
-#: Underscored names the rigid package's modules still share with one another (its package-internal helpers).
-RIGID_PACKAGE_INTERNAL = {
-    "mbfg/rigid/__init__.py: from mbfg.rigid.friction import _coulomb",
-    "mbfg/rigid/__init__.py: from mbfg.rigid.friction import _friction_data",
-    "mbfg/rigid/__init__.py: from mbfg.rigid.friction import _friction_rows",
-    "mbfg/rigid/__init__.py: from mbfg.rigid.friction import _stribeck",
-    "mbfg/rigid/__init__.py: from mbfg.rigid.kinematics import _alignment_rows",
-    "mbfg/rigid/__init__.py: from mbfg.rigid.kinematics import _plane_basis",
-    "mbfg/rigid/__init__.py: from mbfg.rigid.layout import _Layout",
-    "mbfg/rigid/__init__.py: from mbfg.rigid.state import _rot_z",
-    "mbfg/rigid/arrays.py: from mbfg.rigid.kinematics import _plane_basis",
-    "mbfg/rigid/model.py: from mbfg.rigid.layout import _Layout",
-    "mbfg/rigid/rows.py: from mbfg.rigid.friction import _coulomb",
-    "mbfg/rigid/rows.py: from mbfg.rigid.friction import _friction_data",
-    "mbfg/rigid/rows.py: from mbfg.rigid.friction import _friction_rows",
-    "mbfg/rigid/rows.py: from mbfg.rigid.friction import _stribeck",
-}
-
-
 def test_no_private_name_is_imported_across_modules() -> None:
     found = private_imports(package_folders())
-    new = sorted(set(found) - RIGID_PACKAGE_INTERNAL)
-    assert not new, ("a name shared across modules is part of the module's interface: drop its underscore; "
-                     + "; ".join(new))
+    assert not found, ("a name shared across modules is part of the module's interface: drop its underscore; "
+                       + "; ".join(found))
 
 
 def test_the_private_import_check_names_an_underscored_name_and_passes_a_module(tmp_path: Path) -> None:

@@ -73,19 +73,13 @@ from mbfg.parts import Joint as Joint
 from mbfg.parts import ParamLike as ParamLike
 from mbfg.parts import param_names as param_names
 from mbfg.parts import resolve3 as resolve3
-from mbfg.rigid.friction import _coulomb as _coulomb
-from mbfg.rigid.friction import _friction_data as _friction_data
-from mbfg.rigid.friction import _friction_rows as _friction_rows
-from mbfg.rigid.friction import _stribeck as _stribeck
 from mbfg.rigid.friction import contact_normal_b as contact_normal_b
-from mbfg.rigid.kinematics import _alignment_rows as _alignment_rows
-from mbfg.rigid.kinematics import _plane_basis as _plane_basis
+from mbfg.rigid.friction import friction_data as friction_data
+from mbfg.rigid.friction import friction_rows as friction_rows
 from mbfg.rigid.kinematics import hinge_angle
 from mbfg.rigid.layout import Rows
-from mbfg.rigid.layout import _Layout as _Layout
 from mbfg.rigid.model import RigidModel, parameter
 from mbfg.rigid.state import State, poses_from_coordinates
-from mbfg.rigid.state import _rot_z as _rot_z
 
 __all__ = [
     "AppliedForce", "Ball", "Body", "Contact", "Frame", "Hinge", "Lock", "Motor", "Prismatic", "RigidModel", "Rows",

@@ -282,7 +282,7 @@ def compile_arrays(model: RigidModel) -> ModelArrays:
     def index(values: list[int]) -> np.ndarray:
         return np.array(values, dtype=np.int64)
 
-    from mbfg.rigid.kinematics import _plane_basis  # kinematics imports take() from here
+    from mbfg.rigid.kinematics import plane_basis  # kinematics imports take() from here
 
     # Each position function's part and its bodies, in the concatenation's order (a contact's second body: world).
     part_bodies = []
@@ -295,7 +295,7 @@ def compile_arrays(model: RigidModel) -> ModelArrays:
     jac_cols = np.array([6 * np.where(local < 6, a, b) + local % 6 for a, b in part_bodies], dtype=np.int64)
     jac_rows = np.repeat(np.arange(len(part_bodies), dtype=np.int64), 12)
 
-    bases = [np.stack(_plane_basis(c.normal)) for c in model.contacts]
+    bases = [np.stack(plane_basis(c.normal)) for c in model.contacts]
     return ModelArrays(
         names=tuple(names.index),
         body_a=index([body(f.body) for f in frames_a]),

@@ -69,13 +69,13 @@ def contact_normal_b(gap: jnp.ndarray, Cv: jnp.ndarray, gamma: jnp.ndarray, h: A
     return jnp.maximum(gap / h, jnp.minimum(spook, 0.0))
 
 
-def _friction_data(sigma_N: jnp.ndarray, U: jnp.ndarray, m: int, eps_t: Any) -> complementarity.GroupData:
+def friction_data(sigma_N: jnp.ndarray, U: jnp.ndarray, m: int, eps_t: Any) -> complementarity.GroupData:
     """A friction group's entries of Sigma_B: normals' diagonal, U, m tangent compliances, Delta (eq. 2.24)."""
     return complementarity.GroupData(sigma_N, U, jnp.full(m, jnp.asarray(eps_t, dtype=float)),
                                      jnp.asarray(SIGMA_REGULARIZATION))
 
 
-def _friction_rows(
+def friction_rows(
     B: jnp.ndarray, Sigma_B: jnp.ndarray | None, i0: int, D: jnp.ndarray, normals: slice,
     data: complementarity.GroupData,
 ) -> tuple[jnp.ndarray, jnp.ndarray | None]:

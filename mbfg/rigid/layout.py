@@ -39,7 +39,7 @@ class Rows(NamedTuple):
 
 
 @dataclass(frozen=True)
-class _Layout:
+class Layout:
     """Static row bookkeeping (Python ints), built once per model."""
 
     n_pos: int  # position-level functions whose Jacobians the rows use
@@ -50,7 +50,7 @@ class _Layout:
     groups: tuple[complementarity.Group, ...] = ()
 
 
-def make_layout(joints: Sequence[Joint], contacts: Sequence[Contact]) -> _Layout:
+def make_layout(joints: Sequence[Joint], contacts: Sequence[Contact]) -> Layout:
     """Static bookkeeping: which position function and which rows each part owns."""
     blocks: list[tuple[Any, ...]] = []
     groups: list[complementarity.Group] = []
@@ -92,4 +92,4 @@ def make_layout(joints: Sequence[Joint], contacts: Sequence[Contact]) -> _Layout
         groups.append(complementarity.group(slice(n_B, n_B + 1), n_B + 1, 2))
         n_pos += 3  # gap, then the position along the two tangents
         n_B += 1 + 4 + 1
-    return _Layout(n_pos, n_A, n_B, tuple(blocks), tuple(groups))
+    return Layout(n_pos, n_A, n_B, tuple(blocks), tuple(groups))

@@ -25,7 +25,7 @@ from mbfg.parameters import Parameter, ParameterSet
 from mbfg.parts import AppliedForce, Axial, Body, Contact, Frame, Hinge, Joint, Prismatic
 from mbfg.rigid import kinematics
 from mbfg.rigid.arrays import compile_arrays, take
-from mbfg.rigid.layout import Rows, _Layout, make_layout
+from mbfg.rigid.layout import Layout, Rows, make_layout
 from mbfg.rigid.rows import assemble_rows, joint_compliance
 from mbfg.rigid.state import State, state_from_coordinates
 from mbfg.rigid.validate import validate
@@ -147,7 +147,7 @@ class RigidModel:
     def _validate(self) -> None:
         validate(self)
 
-    def _make_layout(self) -> _Layout:
+    def _make_layout(self) -> Layout:
         """Static bookkeeping: which position function and which rows each part owns."""
         return make_layout(self.joints, self.contacts)
 
