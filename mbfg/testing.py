@@ -56,6 +56,7 @@ __all__ = [
     "FD_STEP",
     "JAC_RTOL",
     "RESIDUAL_RTOL",
+    "chain_urdf",
     "check_factor_type",
     "example_model",
     "example_step",
@@ -291,6 +292,19 @@ def motor_link() -> RigidModel:
 
 
 @functools.cache
+def chain_urdf(n: int) -> str:
+    """A URDF of n links hanging from a fixed base (revolute joints ``j0`` ... about y, 0.3 m apart; 1 kg links,
+    CoM 0.15 m along each, viscous damping 0.05 N m s/rad): a robot whose size is a parameter."""
+    links, joints = ['<link name="base"/>'], []
+    for i in range(n):
+        links.append(f'<link name="l{i}"><inertial><origin xyz="0 0 0.15"/><mass value="1.0"/>'
+                     '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.011" iyz="0" izz="0.002"/></inertial></link>')
+        parent, z = ("base", 0.0) if i == 0 else (f"l{i - 1}", 0.3)
+        joints.append(f'<joint name="j{i}" type="revolute"><parent link="{parent}"/><child link="l{i}"/>'
+                      f'<origin xyz="0 0 {z}"/><axis xyz="0 1 0"/><dynamics damping="0.05"/></joint>')
+    return f'<robot name="chain{n}">' + "".join(links) + "".join(joints) + "</robot>"
+
+
 def example_model(name: str) -> RigidModel:
     """A built-in model (:data:`mbfg.models.BUILTIN`), or ``"motor-link"`` (:func:`motor_link`) or
     ``"sphere-incline"`` (:func:`sphere_on_incline`): one instance per name and process."""

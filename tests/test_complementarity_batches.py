@@ -18,6 +18,7 @@ from mbfg import complementarity, residuals
 from mbfg._jax import jax, jnp
 from mbfg._programs import jaxpr_equation_count
 from mbfg.rigid import Contact
+from mbfg.testing import chain_urdf
 from mbfg.urdf import urdf_from_string
 
 
@@ -25,15 +26,7 @@ def _frictional_chain(n: int):
     """n hinged links (revolute about y, 0.3 m apart): even joints with load-dependent dry friction, Stribeck's
     term and a Coulomb bound, odd joints with a Coulomb bound and Stribeck's term; a sphere contact at every
     link's tip above a floor."""
-    links, joints = ['<link name="base"/>'], []
-    for i in range(n):
-        links.append(f'<link name="l{i}"><inertial><origin xyz="0 0 0.15"/><mass value="1.0"/>'
-                     '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.011" iyz="0" izz="0.002"/></inertial></link>')
-        parent, z = ("base", 0.0) if i == 0 else (f"l{i - 1}", 0.3)
-        joints.append(f'<joint name="j{i}" type="revolute"><parent link="{parent}"/><child link="l{i}"/>'
-                      f'<origin xyz="0 0 {z}"/><axis xyz="0 1 0"/><dynamics damping="0.05"/></joint>')
-    model = urdf_from_string(f'<robot name="chain{n}">' + "".join(links) + "".join(joints) + "</robot>",
-                             motors=[f"j{i}" for i in range(n)])
+    model = urdf_from_string(chain_urdf(n), motors=[f"j{i}" for i in range(n)])
     frictional = [replace(j, dry=0.01, stribeck=(0.005, 0.1), coulomb=0.02) if i % 2 == 0
                   else replace(j, coulomb=0.05, stribeck=(0.01, 0.1)) for i, j in enumerate(model.joints)]
     tips = [Contact(f"tip{i}", f"l{i}", point=(0.0, 0.0, 0.15), origin=(0.0, 0.0, -1.0), mu=0.5, radius=0.02)

@@ -24,24 +24,12 @@ from mbfg.models import pendulum
 from mbfg.parameters import Parameter, ParameterSet
 from mbfg.rigid import WORLD, Ball, Body, Frame, Hinge, Lock, Motor, Prismatic, RigidModel
 from mbfg.spook import simulate
+from mbfg.testing import chain_urdf
 from mbfg.urdf import urdf_from_string
 
 
-def _chain_urdf(n: int) -> str:
-    """n links hanging from a fixed base, revolute about y, 0.3 m apart, viscous damping on every joint."""
-    links = ['<link name="base"/>']
-    joints = []
-    for i in range(n):
-        links.append(f'<link name="l{i}"><inertial><origin xyz="0 0 0.15"/><mass value="1.0"/>'
-                     '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.011" iyz="0" izz="0.002"/></inertial></link>')
-        parent, z = ("base", 0.0) if i == 0 else (f"l{i - 1}", 0.3)
-        joints.append(f'<joint name="j{i}" type="revolute"><parent link="{parent}"/><child link="l{i}"/>'
-                      f'<origin xyz="0 0 {z}"/><axis xyz="0 1 0"/><dynamics damping="0.05"/></joint>')
-    return f'<robot name="chain{n}">' + "".join(links) + "".join(joints) + "</robot>"
-
-
 def _impulse_jacobian_equations(n: int) -> int:
-    model = urdf_from_string(_chain_urdf(n), motors=[f"j{i}" for i in range(n)])
+    model = urdf_from_string(chain_urdf(n), motors=[f"j{i}" for i in range(n)])
     x0 = model.initial_state({f"j{i}": 0.1 * (i + 1) for i in range(n)})
     u = jnp.full(n, 0.2)
 
