@@ -51,7 +51,10 @@ pose, at rest.
 
 --controls CSV reads a log-format file with a t column and one column per
 control of the model (other columns are ignored, so a log written by this
-command can be replayed). The control for the step starting at t_k is the
+command can be replayed). A URDF robot has no motors of its own: its controls
+file names the joints it drives, in columns u_<joint> holding the joint torques
+[N m] or forces [N], as 'mbfg excite --out-controls' writes them, and each of
+those joints gets a motor of gain 1. The control for the step starting at t_k is the
 value on the last row with t <= t_k (zero-order hold); the file must cover
 [0, duration). Without --controls every control is zero.
 
@@ -217,6 +220,32 @@ def _check_log_values(obs: np.ndarray, names: tuple[str, ...], t: np.ndarray, no
                          f"{' (' + '; '.join(notes) + ')' if notes else ''}; nothing written")
 
 
+def _urdf_with_motors(path: str, controls: str, robot: RigidModel) -> RigidModel:
+    """The URDF robot ``path`` with a motor on each joint whose control column ``u_<joint>`` the controls file
+    holds (gain 1 N m or N per unit: the file's values are the joint torques and forces, as ``mbfg excite``
+    writes them; shaft inertia 1e-6, :func:`mbfg.urdf.load_urdf`). A URDF has no motors of its own; the file's
+    columns say which joints it drives. ``robot``: the same URDF loaded without motors."""
+    import csv
+
+    from mbfg.urdf import identifier, load_urdf
+
+    try:
+        with open(controls, newline="", encoding="utf-8") as f:
+            header = next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"--controls {controls}: cannot read it ({exc})") from None
+    by_control = {f"u_{identifier(j.name)}": j.name for j in robot.axial}
+    columns = [c.strip() for c in header if c.strip().startswith("u_")]
+    unknown = [c for c in columns if c not in by_control]
+    if unknown or not columns:
+        raise DataError(
+            f"--controls {controls}: {robot.name} is a URDF, whose motors are the joints its controls file names "
+            f"in columns u_<joint> (as mbfg excite writes them); "
+            + (f"{', '.join(unknown)} names no moving joint" if unknown else f"found no u_ column in {header}")
+            + f"; expected some of {', '.join(by_control)}")
+    return load_urdf(path, motors=[by_control[c] for c in columns])
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``simulate`` subcommand (see :data:`DESCRIPTION`)."""
     from mbfg.limits import check_steps, simulation_bytes
@@ -228,6 +257,8 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.out, inputs=[model_input(args.model), ("--params", args.params),
                                     ("--controls", args.controls)])
     model = rigid_model(args.model)
+    if args.controls and args.model.lower().endswith(".urdf") and not model.controls:
+        model = _urdf_with_motors(args.model, args.controls, model)
     values = model.parameters
     if args.params:
         changes = load_parameter_file(args.params, model)
