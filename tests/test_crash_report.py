@@ -30,7 +30,8 @@ def test_that_dies_in_a_compiled_library():
 def test_a_worker_killed_by_a_segmentation_fault_is_reported_last_with_the_test_it_was_running(tmp_path):
     (tmp_path / "conftest.py").write_text(_CONFTEST)
     (tmp_path / "test_dies.py").write_text(_TEST)
-    env = {k: v for k, v in os.environ.items() if k != "MBFG_TEST_FAULTS"}  # a folder of its own
+    # A fault folder of its own; no options meant for the outer run (PYTEST_ADDOPTS, e.g. --store-durations).
+    env = {k: v for k, v in os.environ.items() if k not in ("MBFG_TEST_FAULTS", "PYTEST_ADDOPTS")}
     run = subprocess.run([sys.executable, "-m", "pytest", "-n", "1", "--max-worker-restart=0", "-p", "no:cacheprovider",
                           "-o", "addopts=", str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=120)
