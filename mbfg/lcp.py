@@ -112,8 +112,18 @@ def _lex_min_ratio_row(
     z0_ties = jnp.any(ties & z0_row)
     ties = jnp.where(z0_ties, z0_row, ties)
     # Rows of B^-1 are linearly independent, so after at most n more stages one row
-    # remains: this is what rules out cycling on degenerate problems.
-    ties = jax.lax.fori_loop(0, n, lambda j, t: keep_minimisers(t, T[:, j]), ties)
+    # remains: this is what rules out cycling on degenerate problems. A stage keeps a
+    # lone row (its own ratio is the minimum), so stopping as soon as one is left picks
+    # the row the n stages would: without a tie (the usual case) no stage runs.
+    def more_than_one(carry: tuple[jnp.ndarray, jnp.ndarray]) -> jnp.ndarray:
+        j, t = carry
+        return (j < n) & (jnp.sum(t) > 1)
+
+    def stage(carry: tuple[jnp.ndarray, jnp.ndarray]) -> tuple[jnp.ndarray, jnp.ndarray]:
+        j, t = carry
+        return j + 1, keep_minimisers(t, T[:, j])
+
+    _, ties = jax.lax.while_loop(more_than_one, stage, (jnp.asarray(0, jnp.int32), ties))
     return jnp.argmax(ties)  # first True: smallest index if round-off left a tie
 
 
