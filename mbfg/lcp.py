@@ -85,6 +85,19 @@ def _pivot(T: jnp.ndarray, r: jnp.ndarray, c: jnp.ndarray | int) -> jnp.ndarray:
     return (T - jnp.outer(T[:, c], prow)).at[r].set(prow)
 
 
+def _pivot_unless(T: jnp.ndarray, r: jnp.ndarray, col: jnp.ndarray, skip: jnp.ndarray) -> jnp.ndarray:
+    """:func:`_pivot` of ``T`` on (r, c), ``col = T[:, c]``, or ``T`` itself where ``skip``.
+
+    One elementwise expression over the tableau, which XLA fuses into a single pass: the pivot is the
+    loop's whole cost on large problems, and a select between two pivoted copies reads T three times.
+    """
+    prow = T[r] / col[r]
+    row_r = jnp.arange(T.shape[0]) == r
+    factor = jnp.where(skip, 0.0, jnp.where(row_r, 0.0, col))
+    keep_r = jnp.where(skip, T[r], prow)
+    return jnp.where(row_r[:, None], keep_r[None, :], T - factor[:, None] * prow[None, :])
+
+
 def _lex_min_ratio_row(
     T: jnp.ndarray, basis: jnp.ndarray, col: jnp.ndarray, cand: jnp.ndarray, ratio_tol: float
 ) -> jnp.ndarray:
@@ -173,7 +186,7 @@ def _lemke(
         ray = ~jnp.any(cand)
         r = _lex_min_ratio_row(T, basis, col, cand | ray, ratio_tol)
         leaving = basis[r]
-        T_new = jnp.where(ray, T, _pivot(T, r, entering))
+        T_new = _pivot_unless(T, r, col, ray)
         basis_new = jnp.where(ray, basis, basis.at[r].set(entering))
         complement = jnp.where(leaving < n, leaving + n, leaving - n)
         status_new = jnp.where(ray, _RAY, jnp.where(leaving == z0_col, _SOLVED, _RUNNING))
