@@ -224,6 +224,139 @@ def test_pivot_limit_is_reported_not_ok():
     assert int(sol.pivots) == 3 and not bool(sol.ok)
 
 
+def bvls_reference(M: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The solution of LCP(M, q) for symmetric positive definite M, independently of Lemke: the LCP is the
+    KKT system of min 1/2 z^T M z + q^T z over z >= 0, i.e. with M = L L^T the bounded least-squares problem
+    min |L^T z + L^-1 q|^2, z >= 0, which scipy's BVLS (Stark and Parker's active-set method) solves exactly."""
+    from scipy.optimize import lsq_linear
+
+    L = np.linalg.cholesky(M)
+    fit = lsq_linear(L.T, -np.linalg.solve(L, q), bounds=(0.0, np.inf), method="bvls", tol=1e-15)
+    assert fit.success
+    return fit.x
+
+
+def dry_friction_like_lcp(rng: np.random.Generator, n_joints: int, rows: int = 3) -> np.ndarray:
+    """Symmetric PD matrix with the pattern of a dry-friction hinge's rows: each constraint row written twice,
+    +g and -g (rows [G; -G] of B), so B Minv B^T + eps I has pairs of rows that are negatives of each other.
+    G has full row rank (6 more velocity coordinates than rows), as a chain's joint rows do."""
+    m = n_joints * rows + 6
+    A = rng.standard_normal((m, m))
+    Minv = np.linalg.inv(A @ A.T + 0.5 * np.eye(m))
+    G = rng.standard_normal((n_joints * rows, m))
+    B = np.concatenate([G, -G])
+    return B @ Minv @ B.T + 1e-6 * np.eye(2 * n_joints * rows)
+
+
+@pytest.mark.parametrize("n", [20, 48, 96])
+def test_lemke_equals_bounded_least_squares_reference_on_large_spd_lcp(n):
+    """Many rows, many pivots: the LCP's unique solution (M symmetric PD) against scipy's BVLS."""
+    rng = np.random.default_rng(100 + n)
+    M, q = spd_matrix(rng, n), rng.standard_normal(n)
+    sol = solve(M, q)
+    assert_solves_lcp(M, q, sol)
+    assert int(sol.pivots) >= n // 4  # a path long enough to exercise the pivoting
+    np.testing.assert_allclose(np.asarray(sol.z), bvls_reference(M, q), rtol=0, atol=1e-9 * np.abs(sol.z).max())
+
+
+@pytest.mark.parametrize("n_joints", [4, 12])
+def test_lemke_equals_bounded_least_squares_on_paired_plus_minus_rows(n_joints):
+    """Rows in +g / -g pairs (dry friction's doubled constraint rows): q = [b; -b] ties the pairs' ratios."""
+    rng = np.random.default_rng(7 + n_joints)
+    M = dry_friction_like_lcp(rng, n_joints)
+    b = rng.standard_normal(M.shape[0] // 2)
+    q = np.concatenate([b, -b])
+    sol = solve(M, q)
+    assert_solves_lcp(M, q, sol)
+    np.testing.assert_allclose(np.asarray(sol.z), bvls_reference(M, q), rtol=0, atol=1e-9 * np.abs(sol.z).max())
+
+
+@pytest.mark.parametrize("copies", [2, 5])
+def test_exact_ratio_ties_between_identical_blocks_solve_like_bvls(copies):
+    """M = I_copies (x) A and q repeated: every ratio test ties exactly between the copies, so each pivot goes
+    through the lexicographic tie-break; the solution is the single block's, repeated."""
+    rng = np.random.default_rng(11)
+    A, qa = spd_matrix(rng, 6), rng.standard_normal(6)
+    M, q = np.kron(np.eye(copies), A), np.tile(qa, copies)
+    sol = solve(M, q)
+    assert_solves_lcp(M, q, sol)
+    np.testing.assert_allclose(np.asarray(sol.z), np.tile(bvls_reference(A, qa), copies), rtol=0, atol=1e-10)
+
+
+def test_zero_rows_with_zero_q_are_complementary_and_leave_the_rest_to_the_reduced_problem():
+    """Rows i with M[i] = 0, M[:, i] = 0 and q_i = 0 give w_i = 0 for any z_i: any z_i >= 0 is complementary, and
+    the other rows form the LCP of the rest, whose solution (BVLS) they must have."""
+    rng = np.random.default_rng(12)
+    n, zero = 10, [2, 7]
+    keep = [i for i in range(n) if i not in zero]
+    M = np.zeros((n, n))
+    M[np.ix_(keep, keep)] = spd_matrix(rng, len(keep))
+    q = rng.standard_normal(n)
+    q[zero] = 0.0
+    sol = solve(M, q)
+    assert_solves_lcp(M, q, sol)
+    np.testing.assert_allclose(np.asarray(sol.z)[keep], bvls_reference(M[np.ix_(keep, keep)], q[keep]),
+                               rtol=0, atol=1e-10)
+
+
+def lexicographic_rule_reference(T: np.ndarray, basis: np.ndarray, entering: int, tol: float = 1e-11) -> int:
+    """The leaving row of the lexicographic minimum-ratio test written out directly: among rows with a positive
+    entering entry, the lexicographically smallest of (rhs_i, B^-1_i) / col_i (ties within ``tol``); z0 leaves
+    whenever it ties at the first stage."""
+    n = T.shape[0]
+    col = T[:, entering]
+    rows = [i for i in range(n) if col[i] > 1e-12 * np.abs(col).max()]
+    keys = {i: np.concatenate([[T[i, -1]], T[i, :n]]) / col[i] for i in rows}
+    first = min(keys[i][0] for i in rows)
+    ties = [i for i in rows if keys[i][0] <= first + tol * (abs(first) + 1.0)]
+    if any(basis[i] == 2 * n for i in ties):
+        return next(i for i in ties if basis[i] == 2 * n)
+    for stage in range(1, n + 1):
+        if len(ties) == 1:
+            break
+        low = min(keys[i][stage] for i in ties)
+        ties = [i for i in ties if keys[i][stage] <= low + tol * (abs(low) + 1.0)]
+    return ties[0]
+
+
+def test_lexicographic_ratio_test_picks_the_directly_computed_row_on_tied_tableaus():
+    """The ratio test, which stops as soon as one row is left, against the rule written out in NumPy, on
+    tableaus of Lemke's form [B^-1, -B^-1 M, -B^-1 1, B^-1 q] for random bases with tied right-hand sides."""
+    from mbfg.lcp import _lex_min_ratio_row
+
+    pick = jax.jit(_lex_min_ratio_row, static_argnums=4)
+    rng = np.random.default_rng(13)
+    checked_ties = 0
+    for trial in range(60):
+        n = 8
+        M = np.round(spd_matrix(rng, n) * 4) / 4
+        q = rng.choice([-1.0, 0.0, 1.0], n)
+        full = np.concatenate([np.eye(n), -M, -np.ones((n, 1))], axis=1)
+        basis = np.sort(rng.choice(2 * n + 1, n, replace=False))
+        Bmat = full[:, basis]
+        if abs(np.linalg.det(Bmat)) < 1e-3:
+            continue
+        Binv = np.linalg.inv(Bmat)
+        T = np.concatenate([Binv @ full, (Binv @ q)[:, None]], axis=1)
+        T[:, -1] = np.abs(np.round(T[:, -1], 1))  # a feasible basis with repeated (tied) values
+        nonbasic = [j for j in range(2 * n + 1) if j not in basis]
+        entering = int(rng.choice(nonbasic))
+        col = T[:, entering]
+        cand = col > 1e-12 * np.abs(col).max()
+        if not cand.any():
+            continue
+        if trial % 2:  # make two or more candidates tie with the minimum ratio
+            idx = np.flatnonzero(cand)
+            tied = rng.choice(idx, min(len(idx), int(rng.integers(2, 4))), replace=False)
+            T[tied, -1] = col[tied] * np.min(T[idx, -1] / col[idx])
+        expected = lexicographic_rule_reference(T, basis, entering)
+        got = int(pick(T, basis, col, cand, 1e-11))
+        assert got == expected, (trial, got, expected)
+        ratios = T[cand, -1] / col[cand]
+        checked_ties += int(np.sum(ratios <= ratios.min() + 1e-9) > 1)
+    assert checked_ties >= 5  # the trials exercised the tie-break, not only the first stage
+
+
 def test_bad_shapes_raise():
     with pytest.raises(MbfgError, match="solve_lcp"):
         solve_lcp(np.eye(3), np.ones(2))
