@@ -264,6 +264,23 @@ class FactorType:
         """
         return self.group(keys, noise, *constants, regroup=regroup, per_variable=per_variable).factors
 
+    def make_bundles(
+        self, keys: Sequence[Sequence[int]], noise: gtsam.noiseModel.Base, *constants: Any, by: int = 0,
+        size: int | None = None, per_variable: bool = False,
+    ) -> list[gtsam.CustomFactor]:
+        """The factors of :meth:`make_many` (same arguments) as fewer GTSAM factors, for GTSAM's own optimizers:
+        one ``gtsam.CustomFactor`` per distinct key of variable ``by``, standing for the rows that share it
+        (:meth:`FactorGroup.bundles`: residuals stacked, noise block-diagonal, the same steps up to rounding
+        and ordering).
+
+        GTSAM calls a Python callback once per factor per evaluation, and its optimizers pay tens of
+        microseconds for each however little it does (pybind copies their whole ``Values``): bundling B rows
+        divides that by B. ``python benchmarks/adapter_overhead.py`` times both against GTSAM's native
+        factors. A bundle's keys become one clique for the elimination, so ``by`` should be a variable that
+        its rows share anyway (a pose observing landmarks), not one that every row shares (the parameters).
+        """
+        return self.group(keys, noise, *constants, per_variable=per_variable).bundles(by, size)
+
     def group(
         self, keys: Sequence[Sequence[int]], noise: gtsam.noiseModel.Base, *constants: Any,
         regroup: bool = True,
