@@ -292,6 +292,8 @@ class FactorGroup:
         hubs: dict[int, list[int]] = {}
         for i, row in enumerate(self.keys):
             hubs.setdefault(int(row[by]), []).append(i)
+        if not self.keys:
+            return []
         step = size or len(self.keys)
         made = [_Bundle(self.keys, rows[start : start + step], self.ft.kinds)
                 for rows in hubs.values() for start in range(0, len(rows), step)]
