@@ -364,7 +364,9 @@ def _matrix_bytes(method: str) -> Callable[[gtsam.Values, Sequence[int]], list[b
 def _array_bytes(method: str) -> Callable[[gtsam.Values, Sequence[int]], list[bytes]]:
     def read(values: gtsam.Values, keys: Sequence[int]) -> list[bytes]:
         at = getattr(values, method)
-        return [np.asarray(at(key), dtype=float).tobytes() for key in keys]
+        # GTSAM hands vectors and points over as float64 arrays: READERS' np.asarray(..., dtype=float) is a
+        # no-op on them (were it not, a bundle's check would fail and re-evaluate: slower, never stale).
+        return [at(key).tobytes() for key in keys]
     return read
 
 
