@@ -276,3 +276,35 @@ def test_bundles_refuse_a_variable_or_size_out_of_range(options, field):
     X, L, values, rows, distances = _problem(seed=9)
     with pytest.raises(MbfgError, match=f"{field}="):
         range_3d.make_bundles(rows, gtsam.noiseModel.Unit.Create(1), PerFactor(distances), **options)
+
+
+@factor_type(name="test_vectorized_point_between")
+def point_between(a: Point3Var, b: Point3Var, measured: jax.Array) -> jax.Array:
+    """(b - a) - measured (3,) [m]: GTSAM's ``BetweenFactor<Point3>``."""
+    return (b - a) - measured
+
+
+@pytest.mark.parametrize("by", [0, 1])
+def test_bundles_of_a_factor_on_two_points_equal_between_factor_point3(by):
+    """Both variables of one kind, keys met as either variable across rows (a loop and a star of points):
+    the bundles' J^T J, J^T b and error are BetweenFactorPoint3's to 1e-9."""
+    rng = np.random.default_rng(10)
+    P = [gtsam.symbol("p", i) for i in range(6)]
+    values = gtsam.Values()
+    for p in P:
+        values.insert(p, gtsam.Point3(*rng.uniform(-3, 3, 3)))
+    rows = [[P[0], P[1]], [P[0], P[2]], [P[1], P[2]], [P[2], P[0]], [P[3], P[0]], [P[0], P[4]], [P[5], P[4]]]
+    measured = rng.standard_normal((len(rows), 3))
+    noise = gtsam.noiseModel.Diagonal.Sigmas(np.array([0.1, 0.2, 0.3]))
+    bundled = gtsam.NonlinearFactorGraph()
+    for factor in point_between.make_bundles(rows, noise, PerFactor(measured), by=by):
+        bundled.add(factor)
+    assert bundled.size() == len({row[by] for row in rows})
+    native = gtsam.NonlinearFactorGraph()
+    for (a, b), m in zip(rows, measured):
+        native.add(gtsam.BetweenFactorPoint3(a, b, gtsam.Point3(*m), noise))
+    H, eta = _hessian(bundled.linearize(values), P)
+    H_native, eta_native = _hessian(native.linearize(values), P)
+    np.testing.assert_allclose(H, H_native, rtol=0, atol=1e-9 * np.abs(H_native).max())
+    np.testing.assert_allclose(eta, eta_native, rtol=0, atol=1e-9 * np.abs(eta_native).max())
+    assert abs(bundled.error(values) - native.error(values)) <= 1e-9 * native.error(values)
