@@ -236,7 +236,8 @@ class FactorType:
         and GTSAM's own optimizers (``gtsam.LevenbergMarquardtOptimizer`` ...) pass each call a copy of their
         ``Values`` (pybind copies a ``const Values&`` that Python did not create): time in proportion to the
         number of variables, per factor. :meth:`mbfg.vectorized.VectorizedGraph.from_graph` linearizes a graph
-        with these factors without callbacks, and :func:`mbfg.solvers.bounded_levenberg_marquardt` solves it
+        with these factors without callbacks, and :func:`mbfg.solvers.bounded_levenberg_marquardt` solves it;
+        for GTSAM's own optimizers, :meth:`make_bundles` makes fewer factors of the same rows
         (``python benchmarks/adapter_overhead.py`` times each way against GTSAM's native factors).
 
         The first factor of the group that GTSAM evaluates at new values

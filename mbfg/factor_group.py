@@ -2,11 +2,17 @@
 :meth:`mbfg.adapter.FactorType.make_many` and :meth:`~mbfg.adapter.FactorType.group`).
 
 A group evaluates its N factors in vmapped JAX calls of at most :data:`CHUNK` factors, padded to shared sizes
-(:func:`call_size`), for two callers: GTSAM, through one ``gtsam.CustomFactor`` per factor whose callbacks
-share the group's evaluation at the values GTSAM passes (:meth:`FactorGroup.callback`), and the vectorized
-batch solvers (:mod:`mbfg.vectorized`), which read and evaluate the group without callbacks
-(:meth:`FactorGroup.read`, :meth:`FactorGroup.evaluate`). Constants are broadcast to every factor, or given
-per factor (:class:`PerFactor`).
+(:func:`call_size`), for three callers: GTSAM, through one ``gtsam.CustomFactor`` per factor whose callbacks
+share the group's evaluation at the values GTSAM passes (:meth:`FactorGroup.callback`); GTSAM through
+bundles, one ``gtsam.CustomFactor`` for the rows that share a variable (:meth:`FactorGroup.bundles`: fewer
+callbacks, which GTSAM's own optimizers make expensive); and the vectorized batch solvers
+(:mod:`mbfg.vectorized`), which read and evaluate the group without callbacks (:meth:`FactorGroup.read`,
+:meth:`FactorGroup.evaluate`). Constants are broadcast to every factor, or given per factor (:class:`PerFactor`).
+
+Every callback checks that the group's last evaluation is for its values: it reads its own variables and
+compares their bytes with those the evaluation read (GTSAM's optimizers pass a different ``Values`` to a
+trial step's error and to the linearization, and a user may change a ``Values`` in place), so a result is
+never taken at other values than it was computed at.
 """
 
 from __future__ import annotations
