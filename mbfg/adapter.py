@@ -279,6 +279,10 @@ class FactorType:
         divides that by B. ``python benchmarks/adapter_overhead.py`` times both against GTSAM's native
         factors. A bundle's keys become one clique for the elimination, so ``by`` should be a variable that
         its rows share anyway (a pose observing landmarks), not one that every row shares (the parameters).
+
+        For solvers that pass every variable of the problem (GTSAM's Levenberg-Marquardt, Gauss-Newton,
+        Dogleg, iSAM2): the first bundle evaluated at new values evaluates all the rows, which reads all their
+        variables. A fixed-lag smoother that marginalizes variables takes ``make_many(..., regroup=False)``.
         """
         return self.group(keys, noise, *constants, per_variable=per_variable).bundles(by, size)
 
