@@ -102,13 +102,21 @@ def _stacked(W: Any, tau: Any, tree: KinematicTree, model: FrictionModel) -> tup
 @dataclass(frozen=True)
 class LeastSquaresIdentification:
     """base: the base parameters (names, matrix K); values, std: (r,) estimates of K x and their standard
-    deviations; sigma: the residual's standard deviation [N m]; rows: the number of torques used."""
+    deviations; sigma: the residual's standard deviation [N m]; rows: the number of torques used; condition:
+    the condition number of the base columns W_b, each scaled to unit norm (a log that does not excite some base
+    parameter makes it large: :data:`MAX_CONDITION`)."""
 
     base: BaseParameters
     values: np.ndarray
     std: np.ndarray
     sigma: float
     rows: int
+    condition: float = float("nan")
+
+
+#: The largest condition number of the column-scaled base regressor at which a log is taken to excite every base
+#: parameter: beyond it a least-squares estimate loses more than 6 of float64's 16 digits.
+MAX_CONDITION = 1e10
 
 
 def _base_statistics(Wb: np.ndarray, residual: np.ndarray) -> tuple[np.ndarray, float]:
@@ -129,7 +137,25 @@ def least_squares_identification(tree: KinematicTree, W: Any, tau: Any, base: Ba
     Wb = W[:, base.independent]
     values, *_ = np.linalg.lstsq(Wb, tau, rcond=None)
     std, sigma = _base_statistics(Wb, tau - Wb @ values)
-    return LeastSquaresIdentification(base=base, values=values, std=std, sigma=sigma, rows=W.shape[0])
+    norms = np.linalg.norm(Wb, axis=0)
+    singular = np.linalg.svd(Wb / np.where(norms > 0.0, norms, 1.0), compute_uv=False)
+    condition = float(singular[0] / singular[-1]) if singular[-1] > 0.0 else float("inf")
+    return LeastSquaresIdentification(base=base, values=values, std=std, sigma=sigma, rows=W.shape[0],
+                                      condition=condition)
+
+
+def standard_from_base(base: BaseParameters, values: Any, x0: Any) -> np.ndarray:
+    """The parameters x (p,) nearest ``x0`` (p,) (Euclidean distance, in SI units) whose base parameters K x are
+    ``values`` (r,): x = x0 + K^+ (values - K x0). The directions no torque sees keep their values from ``x0``;
+    x need not be physically consistent (:func:`mbfg.pseudo_inertia.is_physically_consistent` tells)."""
+    K = base.matrix
+    x0 = np.asarray(x0, dtype=float).ravel()
+    values = np.asarray(values, dtype=float).ravel()
+    if x0.shape != (K.shape[1],) or values.shape != (K.shape[0],):
+        raise MbfgError(f"values, x0: expected ({K.shape[0]},) base parameters and ({K.shape[1]},) parameters, got "
+                        f"{values.shape} and {x0.shape}")
+    step, *_ = np.linalg.lstsq(K, values - K @ x0, rcond=None)
+    return x0 + step
 
 
 def _residual(theta: jnp.ndarray, phi: jnp.ndarray, W: jnp.ndarray, tau: jnp.ndarray) -> jnp.ndarray:
@@ -190,7 +216,7 @@ class ConsistentIdentification:
 
 def friction_bounds(n: int, model: FrictionModel) -> tuple[np.ndarray, np.ndarray]:
     """(k n,) lower and upper bounds of phi: F_v, F_c, I_a >= 0, F_o free."""
-    lower_row = np.array([0.0, 0.0, -np.inf, 0.0][:model.size])
+    lower_row = np.array([-np.inf if name == "Fo" else 0.0 for name in model.names])
     return np.tile(lower_row, n), np.full(n * model.size, np.inf)
 
 
@@ -276,6 +302,6 @@ def _min_eigenvalues(theta: np.ndarray) -> np.ndarray:
     return np.linalg.eigvalsh(J)[:, 0]
 
 
-__all__ = ["DEFAULT_CONFIG", "PHI_KEY", "PRIOR_SIGMA", "THETA_KEY", "ConsistentIdentification", "LeastSquaresIdentification",
+__all__ = ["DEFAULT_CONFIG", "MAX_CONDITION", "PHI_KEY", "PRIOR_SIGMA", "THETA_KEY", "ConsistentIdentification", "LeastSquaresIdentification",
            "consistent_identification", "extended_base_parameters", "friction_bounds", "least_squares_identification",
-           "parameter_names", "stacked_regressor"]
+           "parameter_names", "stacked_regressor", "standard_from_base"]
