@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from mbfg.cli.args import Subparsers, finite_float, iteration_count, nonnegative_float
+from mbfg.cli.args import Subparsers, finite_float, iteration_count, nonnegative_float, positive_float
 from mbfg.cli.common import check_output, check_outputs, eprint, json_safe, start_clock, wall_seconds, write_json
 
 if TYPE_CHECKING:
@@ -38,8 +38,15 @@ uniform grid or a torque file with other times is refused, naming it.
 
 Rates and accelerations: each joint's angles are fitted by a cubic smoothing
 spline (as 'mbfg torques'; penalty by generalized cross-validation unless
---smoothing), differentiated; --trim S seconds at each end are left out (the
-spline's natural ends bias the accelerations there).
+--smoothing), differentiated; or, with --cutoff F, low-passed by a zero-phase
+Butterworth filter of order 4 at F Hz and differenced (the method of most
+identification papers; F a few times the highest frequency of the motion, e.g.
+5 Hz for 'mbfg excite --duration 10 --harmonics 3'). Cross-validation leaves
+more noise in the accelerations, and noise in the regressor biases the
+estimate (errors in variables): prefer --cutoff where the motion's band is
+known. --trim S seconds at each end are left out, where the spline's natural
+ends or the filter's start-up bias the accelerations (default 0.1 s with the
+spline, 5 / F with the filter).
 
 Model, per joint i: tau_i = Y_i(q, qd, qdd) pi + F_v qd_i + F_c s(qd_i) + F_o
 (+ I_a qdd_i with --rotor): pi the ten standard parameters of each link, s the
@@ -51,7 +58,7 @@ most identification papers); standard deviations sigma^2 (W_b^T W_b)^-1 with
 sigma from the residual, which assume independent torque errors. The
 calibrated URDF holds the URDF's parameters moved by the least change that gives
 the estimate; where that is no mass distribution (a link's pseudo-inertia not
-positive definite) no URDF is written and the run fails.
+positive definite) or has negative friction, no URDF is written (exit status 1).
 --method consistent (default): a Levenberg-Marquardt from the URDF's parameters
 over the log-Cholesky coordinates of each link's pseudo-inertia (Rucker and
 Wensing 2022), with F_v, F_c, I_a >= 0: every iterate is a physical arm; its
@@ -63,8 +70,8 @@ the unidentifiable directions, the fit's torque RMS per joint and the solver's
 status. --out: the calibrated URDF (inertials of the moving links; the joints'
 <dynamics damping="F_v" friction="F_c"/>, an excluded term written 0). --json:
 all of it, with the offsets and rotor inertias URDF has no field for. Exit
-status 1 when the solve did not converge or failed (the reason is printed), 2
-on bad input.
+status 1 when the solve did not converge or failed (the reason is printed) or
+no URDF could be written, 2 on bad input.
 """
 
 EPILOG = """\
@@ -123,8 +130,12 @@ def add_parser(sub: Subparsers) -> None:
     cmd.add_argument("--rotor", action="store_true", help="a reflected rotor inertia I_a per joint")
     cmd.add_argument("--smoothing", type=finite_float, default=None, metavar="LAM",
                      help="the smoothing spline's penalty (>= 0; default: generalized cross-validation per joint)")
-    cmd.add_argument("--trim", type=nonnegative_float, default=0.1, metavar="S",
-                     help="seconds left out at each end of the log (default 0.1)")
+    cmd.add_argument("--cutoff", type=positive_float, default=None, metavar="F",
+                     help="rates and accelerations by a Butterworth low-pass at F Hz and differences (default: the "
+                     "smoothing spline)")
+    cmd.add_argument("--trim", type=nonnegative_float, default=None, metavar="S",
+                     help="seconds left out at each end of the log (default 0.1 with the spline, 5 / F with "
+                     "--cutoff F)")
     cmd.add_argument("--max-iterations", type=iteration_count, default=200, metavar="N",
                      help="of the LM (default 200)")
     cmd.add_argument("--quiet", action="store_true", help="no summary line on stderr")
@@ -270,6 +281,9 @@ def run(args: argparse.Namespace) -> int:
     check_outputs([("--out", args.out), ("--json", args.json)])
     if args.smoothing is not None and args.smoothing < 0.0:
         raise DataError(f"--smoothing {args.smoothing:g}: expected a number >= 0")
+    if args.smoothing is not None and args.cutoff is not None:
+        raise DataError("--smoothing and --cutoff: expected one of them (the spline's penalty or the filter's cutoff)")
+    trim = args.trim if args.trim is not None else (0.1 if args.cutoff is None else 5.0 / args.cutoff)
     if args.coulomb_width > 0.0 and "coulomb" not in args.friction:
         raise DataError(f"--coulomb-width {args.coulomb_width:g}: the friction terms ({','.join(args.friction) or 'none'}) "
                         f"have no Coulomb friction to shape")
@@ -278,12 +292,15 @@ def run(args: argparse.Namespace) -> int:
     tree = load_tree(args.robot)
     model = FrictionModel(coulomb_width=args.coulomb_width, rotor=args.rotor, terms=args.friction)
     log, tau, period = read_recording(tree, args.log, args.torques)
-    q, qd, qdd = joint_derivatives(log.t, log.y, tree.joints, DerivativeOptions(args.smoothing))
-    keep = (log.t >= log.t[0] + args.trim - 1e-9 * period) & (log.t <= log.t[-1] - args.trim + 1e-9 * period)
+    if args.cutoff is not None and args.cutoff >= 0.5 / period:
+        raise DataError(f"--cutoff {args.cutoff:g}: expected a frequency below the log's Nyquist frequency "
+                        f"{0.5 / period:g} Hz (sample period {period:g} s)")
+    q, qd, qdd = joint_derivatives(log.t, log.y, tree.joints, DerivativeOptions(args.smoothing, args.cutoff))
+    keep = (log.t >= log.t[0] + trim - 1e-9 * period) & (log.t <= log.t[-1] - trim + 1e-9 * period)
     base = extended_base_parameters(tree, model)
     rows = int(np.count_nonzero(keep)) * tree.n
     if rows <= base.rank:
-        raise DataError(f"LOG.csv {args.log}: {int(np.count_nonzero(keep))} samples after --trim {args.trim:g} s at "
+        raise DataError(f"LOG.csv {args.log}: {int(np.count_nonzero(keep))} samples after --trim {trim:g} s at "
                         f"each end, {rows} torques for {base.rank} base parameters; expected more torques (a longer "
                         f"log or a shorter --trim)")
     W = stacked_regressor(tree, q[keep], qd[keep], qdd[keep], model)
@@ -292,6 +309,7 @@ def run(args: argparse.Namespace) -> int:
     ls = least_squares_identification(tree, W, tau, base, model)
     x0 = np.concatenate([tree.pi.ravel(), np.zeros(tree.n * model.size)])
     status, message, iterations = "converged", "least squares: solved directly", 1
+    unwritable = ""  # why the estimate cannot be written as a URDF
     if not ls.condition <= MAX_CONDITION:
         status = "failed"
         message = (f"the log does not excite every base parameter (condition number of the scaled base regressor "
@@ -302,15 +320,13 @@ def run(args: argparse.Namespace) -> int:
         bad = np.flatnonzero(~is_physically_consistent(pi))
         lower, _ = friction_bounds(tree.n, model)
         negative = np.flatnonzero(phi.ravel() < lower)
-        if status != "failed" and bad.size:
-            status, message = "failed", (f"the least-squares estimate is no mass distribution (link "
-                                         f"{tree.links[bad[0]]}: its pseudo-inertia is not positive definite); no "
-                                         f"URDF written: --method consistent keeps every link physical")
-        elif status != "failed" and negative.size:
+        if bad.size:
+            unwritable = (f"the least-squares estimate is no mass distribution (link {tree.links[bad[0]]}: its "
+                          f"pseudo-inertia is not positive definite); --method consistent keeps every link physical")
+        elif negative.size:
             k = int(negative[0])
-            status, message = "failed", (f"the least-squares estimate has {names[10 * tree.n + k]} = "
-                                         f"{phi.ravel()[k]:.4g} < 0; no URDF written: --method consistent keeps "
-                                         f"friction >= 0")
+            unwritable = (f"the least-squares estimate has {names[10 * tree.n + k]} = {phi.ravel()[k]:.4g} < 0; "
+                          f"--method consistent keeps friction >= 0")
     else:
         phi0 = np.zeros((tree.n, model.size))
         fit = consistent_identification(tree, W, tau, tree.pi, phi0, model,
@@ -326,15 +342,22 @@ def run(args: argparse.Namespace) -> int:
 
     written = []
     friction = _urdf_friction(model, phi)
-    if np.all(is_physically_consistent(pi)) and np.all(phi.ravel() >= friction_bounds(tree.n, model)[0]):
+    if status == "failed":
+        unwritable = "the solve failed"
+    if not unwritable:  # a failed solve's parameters are no calibration (a not converged one's are its last)
         from mbfg.atomic import replacing
 
-        with replacing(args.out) as fh:
-            fh.write(calibrated_urdf(urdf_text, tree, pi, friction))
+        try:
+            with replacing(args.out) as fh:
+                fh.write(calibrated_urdf(urdf_text, tree, pi, friction))
+        except OSError as exc:
+            raise DataError(f"--out {args.out}: cannot write the URDF ({exc.strerror or exc})") from None
         written.append(args.out)
+    derivatives = {"cutoff_Hz": args.cutoff} if args.cutoff is not None else {"smoothing": args.smoothing}
     doc = {"robot": tree.name, "urdf": args.robot, "log": args.log, "torques": args.torques, "method": args.method,
            "friction_model": {"terms": list(model.terms), "coulomb_width": model.coulomb_width, "rotor": model.rotor},
-           "samples": int(np.count_nonzero(keep)), "trim_s": args.trim, "sample_period_s": period,
+           "samples": int(np.count_nonzero(keep)), "trim_s": trim, "derivatives": derivatives,
+           "sample_period_s": period,
            "status": status, "message": message, "iterations": iterations, "sigma_Nm": sigma,
            "condition": ls.condition,
            "base_parameters": [{"expression": e, "value": v, "std": s} for e, v, s in
@@ -342,16 +365,18 @@ def run(args: argparse.Namespace) -> int:
            "unidentifiable": list(base.unidentifiable),
            "torque_rms": dict(zip(tree.joints, rms, strict=True)),
            "parameters": dict(zip(names, x, strict=True)),
-           "urdf_written": bool(written)}
+           "urdf_written": not unwritable, "urdf_not_written_because": unwritable or None}
     if args.json is not None:
         write_json(json_safe(doc), args.json, "--json")
         written.append(args.json)
     _report(tree, base, values, std, rms, status, message, iterations, args.method, sigma)
+    if unwritable:
+        print(f"no URDF written: {unwritable}")
     if not args.quiet:
         eprint(f"mbfg identify: {tree.name}, {tree.n} joints, {int(np.count_nonzero(keep))} samples of {args.log}, "
                f"{base.rank} base parameters; wrote {', '.join(written) or 'nothing'}; wall in all "
                f"{wall_seconds(args):.1f} s")
-    return 0 if status == "converged" else 1
+    return 0 if status == "converged" and not unwritable else 1
 
 
 def _urdf_friction(model: Any, phi: np.ndarray) -> np.ndarray | None:
