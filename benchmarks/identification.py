@@ -10,10 +10,10 @@ the values in FRICTION below); Gaussian noise of 1e-4 rad on the angles and 0.05
 Both methods see the same data, as identification papers prepare it (``mbfg identify --cutoff 5``): angles
 filtered by a zero-phase Butterworth (order 4, 5 Hz: about 17 times the trajectory's highest harmonic, 0.3 Hz;
 scipy's sosfiltfilt), rates and accelerations by central differences of the filtered angles
-(``mbfg.joint_derivatives``), 0.5 s (2.5 / cutoff, the filter's start-up) dropped at each end; the regressor built
+(``mbfg.joint_derivatives``), 1 s (5 / cutoff, the filter's start-up) dropped at each end; the regressor built
 there beside the measured torques. Noise the filter leaves in the accelerations biases both estimates (errors in
-variables): a 10 Hz cutoff left 0.023 rad/s^2 RMS and biased F_v and F_o by up to 4 % (a Monte Carlo over noise
-seeds); 5 Hz leaves 0.004 rad/s^2, and the bias is below 0.6 %.
+variables); ``benchmarks/identification_bias.py`` measures that bias over many draws of the noise, at this
+cutoff and at 10 Hz.
 
 - peer: ordinary least squares on the base columns (no physics: its estimate need not be any mass
   distribution); standard deviations sigma^2 (W_b^T W_b)^-1.
@@ -58,7 +58,7 @@ FRICTION = np.array([[0.20, 0.50, 0.10, 0.30], [0.25, 0.60, -0.08, 0.30], [0.15,
                      [0.20, 0.55, -0.05, 0.20], [0.08, 0.25, 0.03, 0.05], [0.06, 0.20, -0.02, 0.05],
                      [0.05, 0.15, 0.02, 0.04]])
 MODEL = FrictionModel(coulomb_width=0.02, rotor=True)
-RATE, CUTOFF_HZ, TRIM_S = 1000.0, 5.0, 0.5
+RATE, CUTOFF_HZ, TRIM_S = 1000.0, 5.0, 1.0
 
 
 def simulate(tree, trajectory, duration, rng, angle_noise, torque_noise):
