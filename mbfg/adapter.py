@@ -236,7 +236,8 @@ class FactorType:
         and GTSAM's own optimizers (``gtsam.LevenbergMarquardtOptimizer`` ...) pass each call a copy of their
         ``Values`` (pybind copies a ``const Values&`` that Python did not create): time in proportion to the
         number of variables, per factor. :meth:`mbfg.vectorized.VectorizedGraph.from_graph` linearizes a graph
-        with these factors without callbacks, and :func:`mbfg.solvers.bounded_levenberg_marquardt` solves it
+        with these factors without callbacks, and :func:`mbfg.solvers.bounded_levenberg_marquardt` solves it;
+        for GTSAM's own optimizers, :meth:`make_bundles` makes fewer factors of the same rows
         (``python benchmarks/adapter_overhead.py`` times each way against GTSAM's native factors).
 
         The first factor of the group that GTSAM evaluates at new values
@@ -263,6 +264,27 @@ class FactorType:
                 For long-running streams, not for a batch solve.
         """
         return self.group(keys, noise, *constants, regroup=regroup, per_variable=per_variable).factors
+
+    def make_bundles(
+        self, keys: Sequence[Sequence[int]], noise: gtsam.noiseModel.Base, *constants: Any, by: int = 0,
+        size: int | None = None, per_variable: bool = False,
+    ) -> list[gtsam.CustomFactor]:
+        """The factors of :meth:`make_many` (same arguments) as fewer GTSAM factors, for GTSAM's own optimizers:
+        one ``gtsam.CustomFactor`` per distinct key of variable ``by``, standing for the rows that share it
+        (:meth:`FactorGroup.bundles`: residuals stacked, noise block-diagonal, the same steps up to rounding
+        and ordering).
+
+        GTSAM calls a Python callback once per factor per evaluation, and its optimizers pay tens of
+        microseconds for each however little it does (pybind copies their whole ``Values``): bundling B rows
+        divides that by B. ``python benchmarks/adapter_overhead.py`` times both against GTSAM's native
+        factors. A bundle's keys become one clique for the elimination, so ``by`` should be a variable that
+        its rows share anyway (a pose observing landmarks), not one that every row shares (the parameters).
+
+        For solvers that pass every variable of the problem (GTSAM's Levenberg-Marquardt, Gauss-Newton,
+        Dogleg, iSAM2): the first bundle evaluated at new values evaluates all the rows, which reads all their
+        variables. A fixed-lag smoother that marginalizes variables takes ``make_many(..., regroup=False)``.
+        """
+        return self.group(keys, noise, *constants, per_variable=per_variable).bundles(by, size)
 
     def group(
         self, keys: Sequence[Sequence[int]], noise: gtsam.noiseModel.Base, *constants: Any,

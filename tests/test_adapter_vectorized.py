@@ -11,8 +11,11 @@ import gtsam
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from mbfg.adapter import FactorGroup, PerFactor
+from mbfg.errors import MbfgError
+from mbfg.factor_group import stacked_noise
 from mbfg.factor_type import Point3Var, Pose3Var, factor_type
 from mbfg.vectorized import VectorizedGraph
 
@@ -135,3 +138,173 @@ def test_from_graph_leaves_a_group_under_a_robust_noise_model_to_gtsam():
     H_gtsam, eta_gtsam = _hessian(_graph("native", rows, distances + 1.0, robust).linearize(values), X + L)
     np.testing.assert_allclose(H, H_gtsam, rtol=0, atol=1e-9 * np.abs(H_gtsam).max())
     np.testing.assert_allclose(eta, eta_gtsam, rtol=0, atol=1e-9 * np.abs(eta_gtsam).max())
+
+
+# -- bundles (FactorType.make_bundles): fewer GTSAM factors for GTSAM's own optimizers ------------------------
+
+def _with_pose_priors(graph: gtsam.NonlinearFactorGraph, X, values) -> gtsam.NonlinearFactorGraph:
+    """Ranges leave the poses' rotations free: a prior on every pose (at its value) makes the problem proper."""
+    out = gtsam.NonlinearFactorGraph()
+    for x in X:
+        out.add(gtsam.PriorFactorPose3(x, values.atPose3(x), gtsam.noiseModel.Isotropic.Sigma(6, 0.1)))
+    out.push_back(graph)
+    return out
+
+
+def _tangent(values: gtsam.Values, step) -> gtsam.VectorValues:
+    """A tangent vector at ``values``: ``step(key, dim)`` per variable."""
+    out = gtsam.VectorValues()
+    zeros = values.zeroVectors()
+    for key in values.keys():
+        out.insert(key, step(key, zeros.at(key).shape[0]))
+    return out
+
+
+def _bundled(rows, distances, noise, **options) -> gtsam.NonlinearFactorGraph:
+    graph = gtsam.NonlinearFactorGraph()
+    for factor in range_3d.make_bundles(rows, noise, PerFactor(distances), **options):
+        graph.add(factor)
+    return graph
+
+
+@pytest.mark.parametrize("options", [{"by": 0}, {"by": 1}, {"by": 0, "size": 4}])
+def test_bundles_linear_system_and_error_equal_range_factor_3d(options):
+    """A bundle stacks its rows: the whitened system's J^T J and J^T b and the error are RangeFactor3D's to
+    1e-9, whether the rows are bundled by pose (12 bundles of 6), by landmark (6 of 12) or by pose in fours."""
+    X, L, values, rows, distances = _problem(seed=4)
+    noise = gtsam.noiseModel.Isotropic.Sigma(1, 0.01)
+    bundled = _bundled(rows, distances, noise, **options)
+    shared = len(X) if options["by"] == 0 else len(L)
+    assert bundled.size() == (shared * 2 if "size" in options else shared)
+    native = _graph("native", rows, distances, noise)
+    H, eta = _hessian(bundled.linearize(values), X + L)
+    H_native, eta_native = _hessian(native.linearize(values), X + L)
+    np.testing.assert_allclose(H, H_native, rtol=0, atol=1e-9 * np.abs(H_native).max())
+    np.testing.assert_allclose(eta, eta_native, rtol=0, atol=1e-9 * np.abs(eta_native).max())
+    assert abs(bundled.error(values) - native.error(values)) <= 1e-9 * native.error(values)
+
+
+def test_bundle_jacobian_follows_every_change_of_the_values_between_calls(monkeypatch):
+    """The group's cache is keyed on the bytes of each bundle's own variables: a trial point's error, then the
+    linearization at the current point, then one landmark or one pose changed in place, each gives GTSAM's
+    RangeFactor3D's error and Jacobian at the values of that call (1e-9), never the previous call's; one
+    vectorized evaluation per distinct point."""
+    X, L, values, rows, distances = _problem(seed=5)
+    noise = gtsam.noiseModel.Isotropic.Sigma(1, 0.05)
+    bundled = _bundled(rows, distances, noise, by=0)
+    native = _graph("native", rows, distances, noise)
+    calls = []
+    evaluate = FactorGroup.evaluate
+    monkeypatch.setattr(FactorGroup, "evaluate", lambda self, xs, linearize: (calls.append(linearize),
+                                                                              evaluate(self, xs, linearize))[1])
+
+    def agrees(at: gtsam.Values) -> None:
+        H, eta = _hessian(bundled.linearize(at), X + L)
+        H_native, eta_native = _hessian(native.linearize(at), X + L)
+        np.testing.assert_allclose(H, H_native, rtol=0, atol=1e-9 * np.abs(H_native).max())
+        np.testing.assert_allclose(eta, eta_native, rtol=0, atol=1e-9 * np.abs(eta_native).max())
+        assert abs(bundled.error(at) - native.error(at)) <= 1e-9 * native.error(at)
+
+    trial = values.retract(_tangent(values, lambda k, dim: np.full(dim, 1e-3)))
+    assert abs(bundled.error(trial) - native.error(trial)) <= 1e-9 * native.error(trial)
+    agrees(values)
+    assert calls == [False, True]  # the error at the same point is the linearization's residual
+    values.update(L[2], values.atPoint3(L[2]) + 1e-6)  # one landmark, by a little: every bundle sees it
+    agrees(values)
+    values.update(X[7], values.atPose3(X[7]).retract(np.full(6, 1e-7)))  # one pose: one bundle sees it
+    agrees(values)
+    assert calls == [False, True, True, True]
+
+
+def test_gtsam_levenberg_marquardt_on_bundles_takes_range_factor_3ds_steps():
+    """gtsam.LevenbergMarquardtOptimizer on the bundled factors (and on make_many's one factor per row) takes
+    the steps it takes on RangeFactor3D: the iterates agree to 1e-9 m at every iteration."""
+    X, L, values, rows, distances = _problem(seed=6)
+    noise = gtsam.noiseModel.Isotropic.Sigma(1, 0.01)
+    truth = values
+    rng = np.random.default_rng(6)
+    start = truth.retract(_tangent(truth, lambda k, dim: 0.05 * rng.standard_normal(dim)))
+    graphs = {how: _with_pose_priors(graph, X, truth) for how, graph in
+              (("native", _graph("native", rows, distances, noise)),
+               ("make_many", _graph("make_many", rows, distances, noise)),
+               ("bundles", _bundled(rows, distances, noise, by=0)))}
+    optimizers = {how: gtsam.LevenbergMarquardtOptimizer(graph, start, gtsam.LevenbergMarquardtParams())
+                  for how, graph in graphs.items()}
+    moved = 0.0
+    for _ in range(4):
+        for optimizer in optimizers.values():
+            optimizer.iterate()
+        reference = optimizers["native"].values()
+        moved = max(moved, max(np.abs(reference.atPoint3(l) - start.atPoint3(l)).max() for l in L))
+        for how in ("make_many", "bundles"):
+            mine = optimizers[how].values()
+            difference = max([np.abs(mine.atPose3(x).matrix() - reference.atPose3(x).matrix()).max() for x in X]
+                             + [np.abs(mine.atPoint3(l) - reference.atPoint3(l)).max() for l in L])
+            assert difference <= 1e-9, (how, difference)
+    assert moved > 1e-3  # the iterates went somewhere
+
+
+@pytest.mark.parametrize("noise", [gtsam.noiseModel.Unit.Create(3), gtsam.noiseModel.Isotropic.Sigma(3, 0.2),
+                                   gtsam.noiseModel.Diagonal.Sigmas(np.array([0.1, 0.2, 0.3])),
+                                   gtsam.noiseModel.Gaussian.Covariance(np.array([[2.0, 0.5, 0.1],
+                                                                                  [0.5, 1.0, 0.2],
+                                                                                  [0.1, 0.2, 0.5]]))])
+def test_stacked_noise_whitens_each_row_as_the_model_does(noise):
+    """The block-diagonal model of 4 copies whitens a stacked residual as the model whitens each part, and is
+    of the model's kind."""
+    rng = np.random.default_rng(8)
+    parts = rng.standard_normal((4, 3))
+    stacked = stacked_noise(noise, 4, "test")
+    assert type(stacked) is type(noise) and stacked.dim() == 12
+    np.testing.assert_allclose(stacked.whiten(parts.ravel()), np.concatenate([noise.whiten(p) for p in parts]),
+                               rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("noise", [
+    gtsam.noiseModel.Robust.Create(gtsam.noiseModel.mEstimator.Huber.Create(0.5),
+                                   gtsam.noiseModel.Isotropic.Sigma(1, 0.02)),
+    gtsam.noiseModel.Constrained.All(1)])
+def test_bundles_refuse_a_robust_or_constrained_noise_model(noise):
+    """A robust loss of a stacked residual is not the sum of the rows' losses: refused, naming the model."""
+    X, L, values, rows, distances = _problem(seed=9)
+    with pytest.raises(MbfgError, match=type(noise).__name__):
+        range_3d.make_bundles(rows, noise, PerFactor(distances))
+
+
+@pytest.mark.parametrize("options, field", [({"by": 2}, "by"), ({"by": -1}, "by"), ({"size": 0}, "size")])
+def test_bundles_refuse_a_variable_or_size_out_of_range(options, field):
+    X, L, values, rows, distances = _problem(seed=9)
+    with pytest.raises(MbfgError, match=f"{field}="):
+        range_3d.make_bundles(rows, gtsam.noiseModel.Unit.Create(1), PerFactor(distances), **options)
+
+
+@factor_type(name="test_vectorized_point_between")
+def point_between(a: Point3Var, b: Point3Var, measured: jax.Array) -> jax.Array:
+    """(b - a) - measured (3,) [m]: GTSAM's ``BetweenFactor<Point3>``."""
+    return (b - a) - measured
+
+
+@pytest.mark.parametrize("by", [0, 1])
+def test_bundles_of_a_factor_on_two_points_equal_between_factor_point3(by):
+    """Both variables of one kind, keys met as either variable across rows (a loop and a star of points):
+    the bundles' J^T J, J^T b and error are BetweenFactorPoint3's to 1e-9."""
+    rng = np.random.default_rng(10)
+    P = [gtsam.symbol("p", i) for i in range(6)]
+    values = gtsam.Values()
+    for p in P:
+        values.insert(p, gtsam.Point3(*rng.uniform(-3, 3, 3)))
+    rows = [[P[0], P[1]], [P[0], P[2]], [P[1], P[2]], [P[2], P[0]], [P[3], P[0]], [P[0], P[4]], [P[5], P[4]]]
+    measured = rng.standard_normal((len(rows), 3))
+    noise = gtsam.noiseModel.Diagonal.Sigmas(np.array([0.1, 0.2, 0.3]))
+    bundled = gtsam.NonlinearFactorGraph()
+    for factor in point_between.make_bundles(rows, noise, PerFactor(measured), by=by):
+        bundled.add(factor)
+    assert bundled.size() == len({row[by] for row in rows})
+    native = gtsam.NonlinearFactorGraph()
+    for (a, b), m in zip(rows, measured):
+        native.add(gtsam.BetweenFactorPoint3(a, b, gtsam.Point3(*m), noise))
+    H, eta = _hessian(bundled.linearize(values), P)
+    H_native, eta_native = _hessian(native.linearize(values), P)
+    np.testing.assert_allclose(H, H_native, rtol=0, atol=1e-9 * np.abs(H_native).max())
+    np.testing.assert_allclose(eta, eta_native, rtol=0, atol=1e-9 * np.abs(eta_native).max())
+    assert abs(bundled.error(values) - native.error(values)) <= 1e-9 * native.error(values)
