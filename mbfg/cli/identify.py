@@ -334,6 +334,7 @@ def run(args: argparse.Namespace) -> int:
                                         base=base, sigma=max(ls.sigma, 1e-12))
         pi, phi = fit.pi, fit.phi
         x = np.concatenate([pi.ravel(), phi.ravel()])
+        assert fit.base_values is not None and fit.base_std is not None  # filled in: base was given
         values, std, sigma = fit.base_values, fit.base_std, fit.sigma
         if status != "failed":
             status, message, iterations = fit.lm.status, fit.lm.message, fit.lm.iterations
