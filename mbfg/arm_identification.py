@@ -164,6 +164,11 @@ def _residual(theta: jnp.ndarray, phi: jnp.ndarray, W: jnp.ndarray, tau: jnp.nda
     return W @ jnp.concatenate([pi, phi]) - tau
 
 
+def _inertia_residual(theta: jnp.ndarray, W: jnp.ndarray, tau: jnp.ndarray) -> jnp.ndarray:
+    """W pi(theta) - tau (rows,) of a model without friction parameters: W (rows, 10 n)."""
+    return W @ standard_from_log_cholesky(theta.reshape(-1, 10)).ravel() - tau
+
+
 def _prior_residual(theta: jnp.ndarray, theta0: jnp.ndarray, weights: jnp.ndarray) -> jnp.ndarray:
     """(theta - theta0) / prior sigma (10 n,)."""
     return (theta - theta0) * weights
@@ -175,6 +180,11 @@ def _torques_example(rng: np.random.Generator) -> tuple[tuple, tuple]:
     return (theta, phi), (rng.standard_normal((7, 26)), rng.standard_normal(7))
 
 
+def _inertia_example(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    """Two links without friction; 7 torques of a random regressor."""
+    return (0.3 * rng.standard_normal(20),), (rng.standard_normal((7, 20)), rng.standard_normal(7))
+
+
 def _prior_example(rng: np.random.Generator) -> tuple[tuple, tuple]:
     return (0.3 * rng.standard_normal(20),), (0.3 * rng.standard_normal(20), rng.uniform(0.5, 2.0, 20))
 
@@ -182,6 +192,8 @@ def _prior_example(rng: np.random.Generator) -> tuple[tuple, tuple]:
 #: The inverse-dynamics torques of the log-Cholesky parameters (Rucker and Wensing 2022) and the friction law, and
 #: the optional prior on the log-Cholesky coordinates: both through the shared Jacobian battery.
 ARM_TORQUES = register(FactorType("arm_identification_torques", _residual, (VECTOR, VECTOR), example=_torques_example))
+ARM_INERTIA_TORQUES = register(FactorType("arm_identification_inertia_torques", _inertia_residual, (VECTOR,),
+                                         example=_inertia_example))
 ARM_PRIOR = register(FactorType("arm_identification_prior", _prior_residual, (VECTOR,), example=_prior_example))
 
 #: The LM's options unless given: Nielsen's damping update (Madsen, Nielsen and Tingleff 2004), which keeps the
@@ -262,7 +274,10 @@ def consistent_identification(tree: KinematicTree, W: Any, tau: Any, pi0: Any, p
                         f"{min_spread:g} m")
 
     graph = gtsam.NonlinearFactorGraph()
-    graph.add(ARM_TORQUES.make([THETA_KEY, PHI_KEY], noise_model(sigma, W.shape[0]), W, tau))
+    if k:
+        graph.add(ARM_TORQUES.make([THETA_KEY, PHI_KEY], noise_model(sigma, W.shape[0]), W, tau))
+    else:  # no friction parameters: no friction variable (the LM takes no variable of size 0)
+        graph.add(ARM_INERTIA_TORQUES.make([THETA_KEY], noise_model(sigma, W.shape[0]), W, tau))
     if prior_sigma is not None:
         ps = np.broadcast_to(np.asarray(prior_sigma, dtype=float), (n, 10)).ravel()
         if not (np.all(np.isfinite(ps)) and np.all(ps > 0.0)):
@@ -270,7 +285,8 @@ def consistent_identification(tree: KinematicTree, W: Any, tau: Any, pi0: Any, p
         graph.add(ARM_PRIOR.make([THETA_KEY], noise_model(1.0, 10 * n), theta0.ravel(), 1.0 / ps))
     values = gtsam.Values()
     values.insert(THETA_KEY, theta0.ravel())
-    values.insert(PHI_KEY, phi0)
+    if k:
+        values.insert(PHI_KEY, phi0)
     eigenvalues = [_min_eigenvalues(theta0.ravel())]
 
     def record(row: dict[str, float], current: gtsam.Values) -> None:
@@ -278,15 +294,16 @@ def consistent_identification(tree: KinematicTree, W: Any, tau: Any, pi0: Any, p
         eigenvalues.append(_min_eigenvalues(theta))
         if on_iteration is not None:
             on_iteration(row, np.asarray(standard_from_log_cholesky(theta.reshape(n, 10))),
-                         current.atVector(PHI_KEY).reshape(n, k))
+                         current.atVector(PHI_KEY).reshape(n, k) if k else np.zeros((n, 0)))
 
-    bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {THETA_KEY: (theta_lower.ravel(), np.full(10 * n, np.inf)),
-                                                        PHI_KEY: (lower, upper)}
+    bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {THETA_KEY: (theta_lower.ravel(), np.full(10 * n, np.inf))}
+    if k:
+        bounds[PHI_KEY] = (lower, upper)
     lm = bounded_levenberg_marquardt(graph, values, bounds, config, quiet=quiet,
                                      label="arm identification", on_iteration=record)
     theta = lm.values.atVector(THETA_KEY).reshape(n, 10)
     pi = np.asarray(standard_from_log_cholesky(theta))
-    phi = lm.values.atVector(PHI_KEY).reshape(n, k)
+    phi = lm.values.atVector(PHI_KEY).reshape(n, k) if k else np.zeros((n, 0))
     out = ConsistentIdentification(pi=pi, phi=phi, theta=theta, lm=lm, min_eigenvalues=eigenvalues)
     x = np.concatenate([pi.ravel(), phi.ravel()])
     out.sigma = float(np.sqrt(np.mean((W @ x - tau) ** 2)))
