@@ -82,7 +82,7 @@ examples:
 
 references:
   M. Gautier: Numerical calculation of the base inertial parameters of robots,
-  Journal of Robotic Systems, 1991
+  IEEE International Conference on Robotics and Automation, 1990
   C. Rucker, P. M. Wensing: Smooth parameterization of rigid-body inertia,
   IEEE Robotics and Automation Letters, 2022
 """
