@@ -102,13 +102,21 @@ def _stacked(W: Any, tau: Any, tree: KinematicTree, model: FrictionModel) -> tup
 @dataclass(frozen=True)
 class LeastSquaresIdentification:
     """base: the base parameters (names, matrix K); values, std: (r,) estimates of K x and their standard
-    deviations; sigma: the residual's standard deviation [N m]; rows: the number of torques used."""
+    deviations; sigma: the residual's standard deviation [N m]; rows: the number of torques used; condition:
+    the condition number of the base columns W_b, each scaled to unit norm (a log that does not excite some base
+    parameter makes it large: :data:`MAX_CONDITION`)."""
 
     base: BaseParameters
     values: np.ndarray
     std: np.ndarray
     sigma: float
     rows: int
+    condition: float = float("nan")
+
+
+#: The largest condition number of the column-scaled base regressor at which a log is taken to excite every base
+#: parameter: beyond it a least-squares estimate loses more than 6 of float64's 16 digits.
+MAX_CONDITION = 1e10
 
 
 def _base_statistics(Wb: np.ndarray, residual: np.ndarray) -> tuple[np.ndarray, float]:
@@ -129,13 +137,36 @@ def least_squares_identification(tree: KinematicTree, W: Any, tau: Any, base: Ba
     Wb = W[:, base.independent]
     values, *_ = np.linalg.lstsq(Wb, tau, rcond=None)
     std, sigma = _base_statistics(Wb, tau - Wb @ values)
-    return LeastSquaresIdentification(base=base, values=values, std=std, sigma=sigma, rows=W.shape[0])
+    norms = np.linalg.norm(Wb, axis=0)
+    singular = np.linalg.svd(Wb / np.where(norms > 0.0, norms, 1.0), compute_uv=False)
+    condition = float(singular[0] / singular[-1]) if singular[-1] > 0.0 else float("inf")
+    return LeastSquaresIdentification(base=base, values=values, std=std, sigma=sigma, rows=W.shape[0],
+                                      condition=condition)
+
+
+def standard_from_base(base: BaseParameters, values: Any, x0: Any) -> np.ndarray:
+    """The parameters x (p,) nearest ``x0`` (p,) (Euclidean distance, in SI units) whose base parameters K x are
+    ``values`` (r,): x = x0 + K^+ (values - K x0). The directions no torque sees keep their values from ``x0``;
+    x need not be physically consistent (:func:`mbfg.pseudo_inertia.is_physically_consistent` tells)."""
+    K = base.matrix
+    x0 = np.asarray(x0, dtype=float).ravel()
+    values = np.asarray(values, dtype=float).ravel()
+    if x0.shape != (K.shape[1],) or values.shape != (K.shape[0],):
+        raise MbfgError(f"values, x0: expected ({K.shape[0]},) base parameters and ({K.shape[1]},) parameters, got "
+                        f"{values.shape} and {x0.shape}")
+    step, *_ = np.linalg.lstsq(K, values - K @ x0, rcond=None)
+    return x0 + step
 
 
 def _residual(theta: jnp.ndarray, phi: jnp.ndarray, W: jnp.ndarray, tau: jnp.ndarray) -> jnp.ndarray:
     """W [pi(theta), phi] - tau (rows,): theta (10 n,), phi (k n,), W (rows, 10 n + k n)."""
     pi = standard_from_log_cholesky(theta.reshape(-1, 10)).ravel()
     return W @ jnp.concatenate([pi, phi]) - tau
+
+
+def _inertia_residual(theta: jnp.ndarray, W: jnp.ndarray, tau: jnp.ndarray) -> jnp.ndarray:
+    """W pi(theta) - tau (rows,) of a model without friction parameters: W (rows, 10 n)."""
+    return W @ standard_from_log_cholesky(theta.reshape(-1, 10)).ravel() - tau
 
 
 def _prior_residual(theta: jnp.ndarray, theta0: jnp.ndarray, weights: jnp.ndarray) -> jnp.ndarray:
@@ -149,6 +180,11 @@ def _torques_example(rng: np.random.Generator) -> tuple[tuple, tuple]:
     return (theta, phi), (rng.standard_normal((7, 26)), rng.standard_normal(7))
 
 
+def _inertia_example(rng: np.random.Generator) -> tuple[tuple, tuple]:
+    """Two links without friction; 7 torques of a random regressor."""
+    return (0.3 * rng.standard_normal(20),), (rng.standard_normal((7, 20)), rng.standard_normal(7))
+
+
 def _prior_example(rng: np.random.Generator) -> tuple[tuple, tuple]:
     return (0.3 * rng.standard_normal(20),), (0.3 * rng.standard_normal(20), rng.uniform(0.5, 2.0, 20))
 
@@ -156,6 +192,8 @@ def _prior_example(rng: np.random.Generator) -> tuple[tuple, tuple]:
 #: The inverse-dynamics torques of the log-Cholesky parameters (Rucker and Wensing 2022) and the friction law, and
 #: the optional prior on the log-Cholesky coordinates: both through the shared Jacobian battery.
 ARM_TORQUES = register(FactorType("arm_identification_torques", _residual, (VECTOR, VECTOR), example=_torques_example))
+ARM_INERTIA_TORQUES = register(FactorType("arm_identification_inertia_torques", _inertia_residual, (VECTOR,),
+                                         example=_inertia_example))
 ARM_PRIOR = register(FactorType("arm_identification_prior", _prior_residual, (VECTOR,), example=_prior_example))
 
 #: The LM's options unless given: Nielsen's damping update (Madsen, Nielsen and Tingleff 2004), which keeps the
@@ -190,7 +228,7 @@ class ConsistentIdentification:
 
 def friction_bounds(n: int, model: FrictionModel) -> tuple[np.ndarray, np.ndarray]:
     """(k n,) lower and upper bounds of phi: F_v, F_c, I_a >= 0, F_o free."""
-    lower_row = np.array([0.0, 0.0, -np.inf, 0.0][:model.size])
+    lower_row = np.array([-np.inf if name == "Fo" else 0.0 for name in model.names])
     return np.tile(lower_row, n), np.full(n * model.size, np.inf)
 
 
@@ -236,7 +274,10 @@ def consistent_identification(tree: KinematicTree, W: Any, tau: Any, pi0: Any, p
                         f"{min_spread:g} m")
 
     graph = gtsam.NonlinearFactorGraph()
-    graph.add(ARM_TORQUES.make([THETA_KEY, PHI_KEY], noise_model(sigma, W.shape[0]), W, tau))
+    if k:
+        graph.add(ARM_TORQUES.make([THETA_KEY, PHI_KEY], noise_model(sigma, W.shape[0]), W, tau))
+    else:  # no friction parameters: no friction variable (the LM takes no variable of size 0)
+        graph.add(ARM_INERTIA_TORQUES.make([THETA_KEY], noise_model(sigma, W.shape[0]), W, tau))
     if prior_sigma is not None:
         ps = np.broadcast_to(np.asarray(prior_sigma, dtype=float), (n, 10)).ravel()
         if not (np.all(np.isfinite(ps)) and np.all(ps > 0.0)):
@@ -244,7 +285,8 @@ def consistent_identification(tree: KinematicTree, W: Any, tau: Any, pi0: Any, p
         graph.add(ARM_PRIOR.make([THETA_KEY], noise_model(1.0, 10 * n), theta0.ravel(), 1.0 / ps))
     values = gtsam.Values()
     values.insert(THETA_KEY, theta0.ravel())
-    values.insert(PHI_KEY, phi0)
+    if k:
+        values.insert(PHI_KEY, phi0)
     eigenvalues = [_min_eigenvalues(theta0.ravel())]
 
     def record(row: dict[str, float], current: gtsam.Values) -> None:
@@ -252,15 +294,16 @@ def consistent_identification(tree: KinematicTree, W: Any, tau: Any, pi0: Any, p
         eigenvalues.append(_min_eigenvalues(theta))
         if on_iteration is not None:
             on_iteration(row, np.asarray(standard_from_log_cholesky(theta.reshape(n, 10))),
-                         current.atVector(PHI_KEY).reshape(n, k))
+                         current.atVector(PHI_KEY).reshape(n, k) if k else np.zeros((n, 0)))
 
-    bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {THETA_KEY: (theta_lower.ravel(), np.full(10 * n, np.inf)),
-                                                        PHI_KEY: (lower, upper)}
+    bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {THETA_KEY: (theta_lower.ravel(), np.full(10 * n, np.inf))}
+    if k:
+        bounds[PHI_KEY] = (lower, upper)
     lm = bounded_levenberg_marquardt(graph, values, bounds, config, quiet=quiet,
                                      label="arm identification", on_iteration=record)
     theta = lm.values.atVector(THETA_KEY).reshape(n, 10)
     pi = np.asarray(standard_from_log_cholesky(theta))
-    phi = lm.values.atVector(PHI_KEY).reshape(n, k)
+    phi = lm.values.atVector(PHI_KEY).reshape(n, k) if k else np.zeros((n, 0))
     out = ConsistentIdentification(pi=pi, phi=phi, theta=theta, lm=lm, min_eigenvalues=eigenvalues)
     x = np.concatenate([pi.ravel(), phi.ravel()])
     out.sigma = float(np.sqrt(np.mean((W @ x - tau) ** 2)))
@@ -276,6 +319,6 @@ def _min_eigenvalues(theta: np.ndarray) -> np.ndarray:
     return np.linalg.eigvalsh(J)[:, 0]
 
 
-__all__ = ["DEFAULT_CONFIG", "PHI_KEY", "PRIOR_SIGMA", "THETA_KEY", "ConsistentIdentification", "LeastSquaresIdentification",
+__all__ = ["DEFAULT_CONFIG", "MAX_CONDITION", "PHI_KEY", "PRIOR_SIGMA", "THETA_KEY", "ConsistentIdentification", "LeastSquaresIdentification",
            "consistent_identification", "extended_base_parameters", "friction_bounds", "least_squares_identification",
-           "parameter_names", "stacked_regressor"]
+           "parameter_names", "stacked_regressor", "standard_from_base"]

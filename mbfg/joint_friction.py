@@ -11,8 +11,10 @@ parameters, columns appended to the inverse-dynamics regressor (:func:`mbfg.inve
   behind a gear of ratio k_r (:func:`reflected_rotor_inertia`); the gyroscopic coupling of the rotors is left out,
   as most identification papers leave it out.
 
-Parameters per joint in the order ``phi = [F_v, F_c, F_o, (I_a)]``, ``phi`` (n, k) with k = 3 or 4, columns
-``friction_regressor`` (T, n, k n) in the order of ``phi.ravel()`` (joint-major). Units for a prismatic joint:
+A model may leave terms out (:attr:`FrictionModel.terms`: a joint without an offset, a drive without Coulomb
+friction): those are zero. Parameters per joint in the order ``phi = [F_v, F_c, F_o, I_a]`` of the terms kept,
+``phi`` (n, k) with k = 0 .. 4, columns ``friction_regressor`` (T, n, k n) in the order of ``phi.ravel()``
+(joint-major). Units for a prismatic joint:
 N, m/s and kg in place of N m, rad/s and kg m^2.
 """
 
@@ -27,23 +29,36 @@ import numpy as np
 import mbfg._jax  # noqa: F401  (float64)
 from mbfg.errors import MbfgError
 
+#: The friction terms a model may keep, in the order of ``phi``'s row, and each one's parameter name.
+TERMS = {"viscous": "Fv", "coulomb": "Fc", "offset": "Fo"}
+
 
 @dataclass(frozen=True)
 class FrictionModel:
     """coulomb_width: w [rad/s] of tanh(qd / w), 0: sign(qd); rotor: whether each joint carries a reflected
-    rotor inertia I_a (a fourth parameter per joint)."""
+    rotor inertia I_a (a last parameter per joint); terms: the friction terms kept, a subset of :data:`TERMS`
+    (``viscous``, ``coulomb``, ``offset``; the others are zero), stored in that order whatever order they are
+    given in, since it is the order of ``phi``'s row."""
 
     coulomb_width: float = 0.0
     rotor: bool = True
+    terms: tuple[str, ...] = tuple(TERMS)
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.coulomb_width) and self.coulomb_width >= 0.0):
             raise MbfgError(f"coulomb_width: expected a finite number >= 0 [rad/s] (0: sign), got {self.coulomb_width!r}")
+        terms = (self.terms,) if isinstance(self.terms, str) else tuple(self.terms)
+        for term in terms:
+            if term not in TERMS:
+                raise MbfgError(f"terms: {term!r} is not a friction term; expected some of {', '.join(TERMS)}")
+        if len(set(terms)) != len(terms):
+            raise MbfgError(f"terms: a term is given twice in {list(terms)}")
+        object.__setattr__(self, "terms", tuple(t for t in TERMS if t in terms))
 
     @property
     def names(self) -> tuple[str, ...]:
         """The parameter names of one joint, in the order of ``phi``'s row."""
-        return ("Fv", "Fc", "Fo", "Ia") if self.rotor else ("Fv", "Fc", "Fo")
+        return tuple(TERMS[t] for t in self.terms) + (("Ia",) if self.rotor else ())
 
     @property
     def size(self) -> int:
@@ -73,18 +88,23 @@ def friction_regressor(qd: Any, qdd: Any, model: FrictionModel = DEFAULT_MODEL) 
     if qd.ndim != 2 or qd.shape != qdd.shape:
         raise MbfgError(f"qd, qdd: expected one shape (T, n), got {np.shape(qd)} and {np.shape(qdd)}")
     T, n = qd.shape
-    per_joint = [qd, coulomb_shape(qd, model.coulomb_width), xp.ones_like(qd)] + ([qdd] if model.rotor else [])
-    block = xp.stack(per_joint, axis=-1)  # (T, n, k)
+    columns = {"Fv": qd, "Fc": coulomb_shape(qd, model.coulomb_width), "Fo": xp.ones_like(qd), "Ia": qdd}
+    if not model.names:
+        return xp.zeros((T, n, 0))
+    block = xp.stack([columns[name] for name in model.names], axis=-1)  # (T, n, k)
     eye = xp.eye(n)
     return (eye[None, :, :, None] * block[:, :, None, :]).reshape(T, n, n * model.size)
 
 
 def friction_torques(phi: Any, qd: Any, qdd: Any, model: FrictionModel = DEFAULT_MODEL) -> np.ndarray:
     """tau_f (T, n) [N m] of the law in the module docstring, joint by joint, for parameters ``phi`` (n, k)."""
-    phi = np.asarray(phi, dtype=float).reshape(-1, model.size)
     qd, qdd = np.asarray(qd, dtype=float), np.asarray(qdd, dtype=float)
-    tau = phi[:, 0] * qd + phi[:, 1] * coulomb_shape(qd, model.coulomb_width) + phi[:, 2]
-    return tau + phi[:, 3] * qdd if model.rotor else tau
+    phi = np.asarray(phi, dtype=float).reshape(qd.shape[-1], model.size)
+    columns = {"Fv": qd, "Fc": coulomb_shape(qd, model.coulomb_width), "Fo": np.ones_like(qd), "Ia": qdd}
+    tau = np.zeros_like(qd)
+    for k, name in enumerate(model.names):  # over the (at most four) terms, not the joints
+        tau = tau + phi[:, k] * columns[name]
+    return tau
 
 
 def reflected_rotor_inertia(rotor_inertia: Any, gear_ratio: Any) -> np.ndarray:
@@ -98,4 +118,4 @@ def reflected_rotor_inertia(rotor_inertia: Any, gear_ratio: Any) -> np.ndarray:
     return kr**2 * Im
 
 
-__all__ = ["DEFAULT_MODEL", "FrictionModel", "coulomb_shape", "friction_regressor", "friction_torques", "reflected_rotor_inertia"]
+__all__ = ["DEFAULT_MODEL", "TERMS", "FrictionModel", "coulomb_shape", "friction_regressor", "friction_torques", "reflected_rotor_inertia"]

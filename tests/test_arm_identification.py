@@ -122,3 +122,25 @@ def test_an_inconsistent_start_or_friction_outside_its_bounds_is_refused_by_name
         least_squares_identification(tree, W, tau[:-1], base, MODEL)
     with pytest.raises(MbfgError, match="W: 24 torques for 25 base parameters"):
         least_squares_identification(tree, W[:8], tau[:8], base, MODEL)
+
+
+def test_a_model_without_friction_parameters_recovers_the_inertial_base_parameters_by_both_methods():
+    """FrictionModel(terms=(), rotor=False): no friction column and no friction variable in the LM."""
+    tree = tree_from_string(ARM)
+    model = FrictionModel(terms=(), rotor=False)
+    traj = random_trajectory(tree, ExcitationOptions(duration=4.0, harmonics=3, fill=0.8, seed=2))
+    q, qd, qdd = traj.evaluate(np.arange(400) * 0.01)
+    tau = inverse_dynamics(tree, q, qd, qdd)
+    W = stacked_regressor(tree, q, qd, qdd, model)
+    assert W.shape == (400, 3, 30)
+    base = extended_base_parameters(tree, model)
+    truth = base.values(tree.pi.ravel())
+    np.testing.assert_allclose(least_squares_identification(tree, W, tau, base, model).values, truth, rtol=1e-8,
+                               atol=1e-10)
+    theta0 = log_cholesky_from_standard(tree.pi) + 0.05
+    result = consistent_identification(tree, W, tau, np.asarray(standard_from_log_cholesky(theta0)), np.zeros((3, 0)),
+                                       model, LMConfig(max_iterations=200, damping_update="nielsen",
+                                                       absolute_tol=1e-16), base=base, sigma=1e-4)
+    assert result.lm.converged, result.lm.message
+    assert result.phi.shape == (3, 0)
+    np.testing.assert_allclose(result.base_values, truth, rtol=1e-8, atol=1e-11)

@@ -18,6 +18,8 @@ calibration from logs; forward and inverse dynamics of planar mechanisms.
     mbfg torques ROBOT.urdf LOG.csv [--smoothing LAM] [--out TORQUES.csv]
     mbfg excite ROBOT.urdf --duration T --harmonics N [--base-frequency F] [--out-trajectory REF.csv]
                 [--out-controls TORQUES.csv] [--seed S]
+    mbfg identify ROBOT.urdf LOG.csv [--torques TAU.csv] --out CALIBRATED.urdf [--json RESULT.json]
+                  [--friction viscous,coulomb,offset] [--method consistent|ls]
 
 MODEL is a built-in rigid-body model (``mbfg models`` lists them) or the path
 of a model file (:mod:`mbfg.model_file`); MECHANISM is a built-in planar
@@ -47,6 +49,7 @@ from mbfg.cli import (
     crossval,
     excite,
     forward,
+    identify,
     inverse,
     mechanisms,
     models,
@@ -66,7 +69,7 @@ EXIT_USER_ERROR = 2
 
 #: The subcommands, in the order ``mbfg --help`` lists them.
 COMMANDS = (simulate, calibrate, crossval, smooth, sweep, control, models, forward, inverse, mechanisms, torques,
-            excite)
+            excite, identify)
 
 _MAIN_EPILOG = f"""\
 examples, one per command (each reads what the lines above it write; other.csv
@@ -83,6 +86,7 @@ is a second log, simulated as log.csv is but from another --init and --seed):
   mbfg mechanisms
   mbfg torques robot.urdf robot_log.csv --out torques.csv
   mbfg excite robot.urdf --duration 10 --harmonics 5 --out-trajectory ref.csv --out-controls u.csv
+  mbfg identify robot.urdf robot_log.csv --out calibrated.urdf --json identified.json
 
 Units are SI throughout: m, kg, s, rad, N, N m. Gravity acts along -y for the
 planar mechanisms (forward, inverse) and along -z for the 3D models (simulate,
