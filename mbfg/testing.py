@@ -305,6 +305,7 @@ def chain_urdf(n: int) -> str:
     return f'<robot name="chain{n}">' + "".join(links) + "".join(joints) + "</robot>"
 
 
+@functools.cache
 def example_model(name: str) -> RigidModel:
     """A built-in model (:data:`mbfg.models.BUILTIN`), or ``"motor-link"`` (:func:`motor_link`) or
     ``"sphere-incline"`` (:func:`sphere_on_incline`): one instance per name and process."""
@@ -324,13 +325,28 @@ def perturbed(rng: np.random.Generator, x: State, scale: float) -> State:
                  x.v + scale * rng.standard_normal(x.v.shape), x.w + scale * rng.standard_normal(x.w.shape))
 
 
+#: Compiled Spook steps by (the model's structure, h): see :func:`_jitted_spook_step`.
+_SPOOK_STEPS: dict[tuple[str, float], Callable[..., Any]] = {}
+
+
+def _jitted_spook_step(model: RigidModel, h: float) -> Callable[..., Any]:
+    """:func:`mbfg.spook.step` of ``model`` at ``h`` [s] as one compiled program, shared by the models of one
+    structure (the parameters' values are its argument): run eagerly, a step with a complementarity solve is
+    hundreds of small dispatches, its loops traced and compiled again at every call."""
+    from mbfg._programs import structure_fingerprint
+    from mbfg.spook import step
+
+    key = (structure_fingerprint(model), h)
+    if key not in _SPOOK_STEPS:
+        _SPOOK_STEPS[key] = jax.jit(functools.partial(step, model, h=h))
+    return _SPOOK_STEPS[key]
+
+
 def example_step(rng: np.random.Generator, model: RigidModel, h: float = 1e-3) -> tuple[State, State, np.ndarray]:
     """A random state x_k, a perturbed Spook step x_{k+1} [h s] from it, and the control u_k.
 
     Moving (so dry friction slides) and off the Spook solution by a little, as during an optimization.
     """
-    from mbfg.spook import step
-
     coords = {j.name: rng.uniform(-1.0, 1.0) for j in model.axial}
     rates = {j.name: rng.uniform(1.0, 3.0) * rng.choice([-1.0, 1.0]) for j in model.axial}
     for b in model.bodies:
@@ -340,7 +356,7 @@ def example_step(rng: np.random.Generator, model: RigidModel, h: float = 1e-3) -
     if not model.axial:  # touch the ground: the contact and its friction are active
         x0 = x0._replace(r=cast(jax.Array, x0.r).at[:, 2].set(-1e-4))  # initial_state's are JAX arrays
     u = rng.uniform(-1.0, 1.0, size=len(model.controls))
-    x1, _ = step(model, x0, jnp.asarray(u), model.parameters.arrays(), h)
+    x1, _ = _jitted_spook_step(model, float(h))(x0, jnp.asarray(u), model.parameters.arrays())
 
     # 1e-3 off: far enough from the kinks of the complementarity for central differences.
     return perturbed(rng, x0, 1e-3), perturbed(rng, x1, 1e-3), u
@@ -376,15 +392,13 @@ def _impulse_example(name: str, free: tuple[str, ...]) -> Callable[[np.random.Ge
 def _sphere_example(rng: np.random.Generator) -> tuple:
     """The sliding sphere of :func:`sphere_on_incline` 1e-4 m into its plane, moving downhill, and a perturbed
     Spook step from there; R and mu free."""
-    from mbfg.spook import step
-
     model = sphere_on_incline()
     n = np.array([np.sin(0.5), 0.0, np.cos(0.5)])
     downhill = np.array([np.cos(0.5), 0.0, -np.sin(0.5)])
     x0 = model.initial_state()
     x0 = x0._replace(r=jnp.asarray((0.1 - 1e-4) * n)[None, :],
                      v=jnp.asarray(rng.uniform(0.5, 1.0) * downhill)[None, :])
-    x1, _ = step(model, x0, jnp.zeros(0), model.parameters.arrays(), 1e-3)
+    x1, _ = _jitted_spook_step(model, 1e-3)(x0, jnp.zeros(0), model.parameters.arrays())
     params = (np.array([model.parameters["R"].default, model.parameters["mu"].default]),)
     x0, x1 = perturbed(rng, x0, 1e-3), perturbed(rng, x1, 1e-3)
     return (*state_values(model, x0), *state_values(model, x1), *params), (fixed_values(model), np.zeros(0), 1e-3)

@@ -2,7 +2,10 @@
 
 Short simulated pendulum recordings (0.3 s at 1 ms, 1e-3 rad of noise) keep each
 calibration to seconds once compiled; one LocalCluster of 2 worker processes serves
-the in-process tests, and the CLI test starts a real scheduler and workers.
+the in-process tests, and the CLI test starts a real scheduler and workers. Every
+calibration here runs at h = 1 ms: the grid sweeps w and eps, which change values but
+not the programs' shapes, so each process compiles one calibration (a sweep over h
+is a sweep over the number of states, one compile per h: ``notebooks/sweep.ipynb``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,14 @@ from mbfg.sweep import read_results, sweep
 
 NOISE = 1e-3  # [rad]
 FREE = ["J", "b"]
+H = 1e-3  # [s], the recordings' sample period
+#: The grid's global compliances (eps_lin = eps_rot = eps; the model's own are 1e-5 m/N, 1e-3 rad/(N m)).
+EPS = [1e-5, 1e-4]
+
+
+def with_eps(model, eps: float):
+    """``model`` with every hinge row's compliance eps (what the sweep's eps sets; tested below)."""
+    return model.with_parameters({"eps_lin": eps, "eps_rot": eps})
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +69,10 @@ def client():
 
 @pytest.fixture(scope="module")
 def grid(setup, client, tmp_path_factory):
-    """The 2 h x 2 w x 2 recordings sweep, calibrations only, written to a results file."""
+    """The 2 w x 2 eps x 2 recordings sweep, calibrations only, written to a results file."""
     start, logs, cache = setup
     out = tmp_path_factory.mktemp("sweep") / "grid.csv"
-    result = sweep(start, logs, h=[1e-3, 2e-3], weight=[1e4, 1e6], free=FREE, out=out, crossval=False,
+    result = sweep(start, logs, h=[H], weight=[1e4, 1e6], eps=EPS, free=FREE, out=out, crossval=False,
                    client=client, cache_dir=cache, quiet=True)
     return result, out
 
@@ -74,10 +85,11 @@ def test_each_cell_of_a_2x2x2_sweep_on_2_workers_equals_the_calibration_run_alon
     assert len(cal) == 8 and result.computed == 8
     assert set(cal["status"]) == {"ok"}, cal["error"].tolist()
     assert cal["worker"].nunique() == 2  # the grid was shared out
+    assert set(cal["h"]) == {H} and set(cal["eps"]) == set(EPS)
     for _, row in cal.iterrows():
-        alone = calibrate(start, logs[row["log"]], free=FREE, h=row["h"], weight=row["weight"])
+        alone = calibrate(with_eps(start, row["eps"]), logs[row["log"]], free=FREE, h=H, weight=row["weight"])
         for p in alone.parameters:
-            assert row[f"value:{p.name}"] == pytest.approx(p.value, rel=1e-10, abs=0), (row["log"], row["h"])
+            assert row[f"value:{p.name}"] == pytest.approx(p.value, rel=1e-10, abs=0), (row["log"], row["eps"])
             assert row[f"std:{p.name}"] == pytest.approx(p.std, rel=1e-8)
         assert row["cost"] == pytest.approx(alone.cost, rel=1e-10)
         assert row["iterations"] == alone.iterations and bool(row["converged"]) == alone.converged
@@ -90,7 +102,7 @@ def test_a_failing_cell_is_recorded_with_its_error_and_the_others_complete(setup
     y[100:, 0] += 4.0  # a jump no pendulum makes in 1 ms: a corrupt recording
     bad = Log(good.t, y, good.u, good.observations, good.controls, "corrupt")
     # h = 1.5 ms is no whole multiple of the 1 ms sample period: that cell fails too.
-    result = sweep(start, {"rec0": good, "corrupt": bad}, h=[1e-3, 1.5e-3], weight=[1e6], free=FREE,
+    result = sweep(start, {"rec0": good, "corrupt": bad}, h=[1e-3, 1.5e-3], weight=[1e6], eps=EPS[:1], free=FREE,
                    out=tmp_path / "failing.csv", crossval=False, client=client, cache_dir=cache, quiet=True)
     cal = result.calibrations.set_index(["log", "h"])
     assert result.computed == 4
@@ -99,7 +111,7 @@ def test_a_failing_cell_is_recorded_with_its_error_and_the_others_complete(setup
     assert "whole multiple" in cal.loc[("rec0", 1.5e-3), "error"]
     assert (cal["status"] == "error").sum() == 3
     # The good cell is the same calibration as in the grid.
-    same = grid[0].calibrations.set_index(["log", "h", "weight"]).loc[("rec0", 1e-3, 1e6)]
+    same = grid[0].calibrations.set_index(["log", "weight", "eps"]).loc[("rec0", 1e6, EPS[0])]
     assert cal.loc[("rec0", 1e-3), "value:J"] == same["value:J"]
     saved = read_results(tmp_path / "failing.csv")
     assert sorted(r["status"] for r in saved) == ["error", "error", "error", "ok"]
@@ -114,15 +126,15 @@ def test_a_sweep_on_a_single_worker_runs_every_cell(setup, grid, tmp_path) -> No
             Client(cluster) as one:
         # The worker is a thread of this process: no persistent cache, as for the whole test session
         # (tests/conftest.py).
-        result = sweep(start, {"rec0": logs["rec0"]}, h=[1e-3], weight=[1e4, 1e6], free=FREE,
+        result = sweep(start, {"rec0": logs["rec0"]}, h=[H], weight=[1e4, 1e6], eps=EPS[:1], free=FREE,
                        out=tmp_path / "one.csv", crossval=False, client=one, cache_dir=False, quiet=True)
-    cal = result.calibrations.set_index(["log", "h", "weight"])
+    cal = result.calibrations.set_index(["log", "weight", "eps"])
     assert (cal["status"] == "ok").all() and len(cal) == 2, cal["error"]
     assert cache_dir() is None  # cache_dir=False left this process's JAX settings alone
-    same = grid[0].calibrations.set_index(["log", "h", "weight"])
+    same = grid[0].calibrations.set_index(["log", "weight", "eps"])
     for w in (1e4, 1e6):
-        expected = same.loc[("rec0", 1e-3, w), "value:J"]
-        assert cal.loc[("rec0", 1e-3, w), "value:J"] == pytest.approx(expected, rel=1e-9)
+        expected = same.loc[("rec0", w, EPS[0]), "value:J"]
+        assert cal.loc[("rec0", w, EPS[0]), "value:J"] == pytest.approx(expected, rel=1e-9)
 
 
 def test_a_rerun_computes_nothing_new(setup, grid) -> None:
@@ -130,11 +142,11 @@ def test_a_rerun_computes_nothing_new(setup, grid) -> None:
     first, out = grid
     before = out.read_bytes()
     # No client and no scheduler: had anything been left to do, a local cluster would have been started.
-    again = sweep(start, logs, h=[1e-3, 2e-3], weight=[1e4, 1e6], free=FREE, out=out, crossval=False,
+    again = sweep(start, logs, h=[H], weight=[1e4, 1e6], eps=EPS, free=FREE, out=out, crossval=False,
                   cache_dir=cache, quiet=True)
     assert again.computed == 0
     assert out.read_bytes() == before
-    cols = ["log", "h", "weight", "value:J", "value:b", "std:J", "std:b", "cost"]
+    cols = ["log", "weight", "eps", "value:J", "value:b", "std:J", "std:b", "cost"]
     a = first.calibrations[cols].sort_values(cols[:3]).reset_index(drop=True)
     b = again.calibrations[cols].sort_values(cols[:3]).reset_index(drop=True)
     np.testing.assert_array_equal(a[cols[3:]].to_numpy(float), b[cols[3:]].to_numpy(float))  # CSV round trip
