@@ -10,7 +10,8 @@ import pytest
 
 from mbfg.calibration_options import CalibrationOptions
 from mbfg.lm_config import LMConfig
-from mbfg.solvers import LAMBDA_INITIAL, bounded_levenberg_marquardt
+from mbfg.lm_systems import OrdinarySystem
+from mbfg.solvers import LAMBDA_INITIAL, bounded_levenberg_marquardt, gauss_newton_check
 
 KEY = gtsam.symbol("p", 0)
 
@@ -84,6 +85,44 @@ def test_a_well_conditioned_minimum_still_converges_without_an_extra_iteration()
     assert result.status == "converged" and "Gauss-Newton step predicts a decrease of" in result.message, result
     assert result.iterations == 2, [row["cost"] for row in result.history]
     np.testing.assert_allclose(result.values.atVector(KEY), np.linalg.lstsq(A, b, rcond=None)[0], atol=1e-6)
+
+
+def stiff_valley(stiffness: float) -> gtsam.NonlinearFactorGraph:
+    """The cost 0.5 (x^2 + M^2 (y - x^2)^2 + 0.1^2): a reading of x, a stiff row (M = ``stiffness``) holding the
+    point on the parabola y = x^2, as a joint row holds two bodies, and a residual of 0.1 that nothing explains;
+    its minimum is 0.005 at the origin."""
+    def error(this: gtsam.CustomFactor, values: gtsam.Values, H: list[np.ndarray] | None) -> np.ndarray:
+        x, y = values.atVector(this.keys()[0])
+        if H is not None:
+            H[0] = np.array([[1.0, 0.0], [-2.0 * stiffness * x, stiffness], [0.0, 0.0]])
+        return np.array([x, stiffness * (y - x * x), 0.1])
+
+    graph = gtsam.NonlinearFactorGraph()
+    graph.add(gtsam.CustomFactor(gtsam.noiseModel.Unit.Create(3), [KEY], error))
+    return graph
+
+
+def newton_check_at(graph: gtsam.NonlinearFactorGraph, point: tuple[float, float]):
+    values = gtsam.Values()
+    values.insert(KEY, np.array(point))
+    system = OrdinarySystem(graph, values, {})
+    linear, diag = system.linearize(values)
+    return gauss_newton_check(system, linear, diag, values, system.error(values), linear.error(system.zeros), {},
+                              1e-3)
+
+
+def test_a_gauss_newton_step_too_long_for_a_stiff_row_is_no_proof_of_a_minimum() -> None:
+    """At (1, 1) on the valley of M = 1e3 the linearization predicts 99 % of the cost away (the step (-1, -2)), but
+    the stiff row's curvature makes every fraction down to 1/8 of it cost more: along the step the cost is
+    0.5 ((1 - a)^2 + M^2 a^4 + 0.01), lower only for a < (2 / M^2)^(1/3) = 0.0126. The check used to call the
+    point stationary (a kink the linearization does not see); the fraction 1/128 lowers the cost by
+    (1 - (127/128)^2 - 1e6 / 128^4) / 1.01 = 1.17 %, so it is not. At the minimum it is stationary."""
+    graph = stiff_valley(1e3)
+    check = newton_check_at(graph, (1.0, 1.0))
+    assert not check.stationary and check.predicted == pytest.approx(1.0 / 1.01), check.words
+    expected = (1.0 - (127 / 128) ** 2 - 1e6 / 128**4) / 1.01
+    assert check.realized == pytest.approx(expected, rel=1e-12) and "0.0078125 of it" in check.words, check.words
+    assert newton_check_at(graph, (0.0, 0.0)).stationary
 
 
 def test_a_calibration_at_rigid_joints_is_not_converged_where_the_damping_stalled_it() -> None:
