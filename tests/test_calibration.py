@@ -390,19 +390,18 @@ def test_seed_002_mu_std_section_3_7_is_the_exact_marginal_despite_the_particles
 
 
 def test_a_restart_search_leaves_the_contact_mode_the_first_solve_chose_at_seed_002s_largest_noise() -> None:
-    """eps = 5e-1, noise draw 4: the first solve ends at mu = 0.53, above the push over m g (0.51), where the
-    restart's free simulation sticks and mu has no gradient; restarted from it alone, the calibration stays
-    there, with mu flagged as not determined and a cost a thousand times the noise's. With restart_search=10
-    two more restarts start from sampled mu whose free simulations come closest to the readings, and the
-    lowest cost of the three is the least-squares minimum near 0.2, within three standard deviations. Both with
-    the plain LM (backtracking=0); with calibrate's default for contacts, the first solve of this draw ends near
-    0.2 already."""
+    """eps = 5e-1, noise draw 4, the plain LM (backtracking=0). The first solve used to end at mu = 0.53, above
+    the push over m g (0.51), with mu not determined, where no fraction down to 1/8 of the Gauss-Newton step lowered
+    the cost; a shorter one does (mbfg.solvers.newton_fractions), and the solve now goes on to the least-squares
+    minimum near 0.2, within three standard deviations. With restart_search=10 two more restarts start from
+    sampled mu whose free simulations come closest to the readings; the lowest cost of the three is the same
+    minimum."""
     plain = _seed_002_calibration(0.5, covariance=True, draw=4, backtracking=0)
     searched = _seed_002_calibration(0.5, covariance=True, draw=4, restart_search=10, backtracking=0)
-    assert "mu" in plain.not_excited and abs(plain.values["mu"] - 0.2) > 0.2, plain.values
-    assert searched.converged and not searched.not_excited
-    assert abs(searched.values["mu"] - 0.2) < 3 * searched.parameters[0].std, searched.parameters
-    assert searched.cost < plain.cost / 100, (searched.cost, plain.cost)
+    for result in (plain, searched):
+        assert result.converged and not result.not_excited, result.message
+        assert abs(result.values["mu"] - 0.2) < 3 * result.parameters[0].std, result.parameters
+    assert searched.cost <= plain.cost * (1 + 1e-6), (searched.cost, plain.cost)
     # The iterations count the first solve and all three restarted ones; the history is the first and the chosen
     # one's, so the other two restarts (at least one iteration each) make the difference.
     assert searched.iterations - (len(searched.history) - 1) >= 2, (searched.iterations, len(searched.history))
